@@ -1,0 +1,79 @@
+package main
+
+import (
+	"context"
+	"runtime"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/kcd-project/kcd/internal/version"
+	"github.com/kcd-project/kcd/tui/printer"
+)
+
+type versionInfo struct {
+	Client versionOf  `json:"client"`
+	Server *versionOf `json:"server,omitempty"`
+	// ServerError says why the server's version is missing.
+	ServerError string `json:"server_error,omitempty"`
+}
+
+type versionOf struct {
+	Version           string `json:"version"`
+	Commit            string `json:"commit"`
+	GoVersion         string `json:"go_version"`
+	ConnectAPIVersion string `json:"connect_api_version,omitempty"`
+}
+
+func newVersionCmd(g *globals) *cobra.Command {
+	var output string
+	var clientOnly bool
+	cmd := &cobra.Command{
+		Use:   "version",
+		Short: "Print the version of kcctl and of the kcd server",
+		Example: `  # Versions of kcctl and of the server it talks to
+  kcctl version
+
+  # kcctl's own version only, as JSON
+  kcctl version --client -o json`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			info := versionInfo{Client: versionOf{Version: version.Version, Commit: version.Commit, GoVersion: runtime.Version()}}
+			if !clientOnly {
+				ctx, cancel := context.WithTimeout(cmd.Context(), 5*time.Second)
+				v, err := g.client().Version(ctx)
+				cancel()
+				if err != nil {
+					info.ServerError = err.Error()
+					cmd.PrintErrln("Warning: no server version:", err)
+				} else {
+					info.Server = &versionOf{v.Version, v.Commit, v.GoVersion, v.ConnectAPIVersion}
+				}
+			}
+			return printer.Print(cmd.OutOrStdout(), output, versionPrintable(info, clientOnly))
+		},
+	}
+	cmd.Flags().BoolVar(&clientOnly, "client", false, "Print kcctl's version only, without asking the server")
+	addOutputFlag(cmd, &output)
+	return cmd
+}
+
+func versionPrintable(info versionInfo, clientOnly bool) printer.Printable {
+	t := printer.Table{
+		Header:     []string{"COMPONENT", "VERSION", "COMMIT"},
+		Rows:       [][]string{{"kcctl", info.Client.Version, info.Client.Commit}},
+		WideHeader: []string{"GO", "CONNECT-API"},
+		WideRows:   [][]string{{info.Client.GoVersion, "<none>"}},
+	}
+	names := []string{"kcctl/" + info.Client.Version}
+	switch {
+	case info.Server != nil:
+		t.Rows = append(t.Rows, []string{"kcd", info.Server.Version, info.Server.Commit})
+		t.WideRows = append(t.WideRows, []string{info.Server.GoVersion, info.Server.ConnectAPIVersion})
+		names = append(names, "kcd/"+info.Server.Version)
+	case !clientOnly:
+		t.Rows = append(t.Rows, []string{"kcd", "<unknown>", "<unknown>"})
+		t.WideRows = append(t.WideRows, []string{"<unknown>", "<unknown>"})
+	}
+	return printer.Printable{Data: info, Table: t, Names: names}
+}

@@ -1,0 +1,84 @@
+// Command kcd is the kcd daemon: a Kafka Connect runtime whose coordination
+// and metadata live in an embedded Raft group instead of Kafka.
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/spf13/cobra"
+
+	"github.com/kcd-project/kcd/daemon"
+	"github.com/kcd-project/kcd/daemon/config"
+	"github.com/kcd-project/kcd/internal/version"
+)
+
+func main() {
+	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
+}
+
+func run(args []string, stdout, stderr io.Writer) int {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	go func() {
+		// After the first signal, restore the default handling so that a
+		// second Ctrl-C kills a node that hangs while stopping.
+		<-ctx.Done()
+		stop()
+	}()
+
+	root := newRootCmd(stdout, stderr)
+	root.SetArgs(args)
+	if err := root.ExecuteContext(ctx); err != nil {
+		fmt.Fprintln(stderr, "kcd:", err)
+		return 1
+	}
+	return 0
+}
+
+func newRootCmd(stdout, stderr io.Writer) *cobra.Command {
+	var configFile string
+	cmd := &cobra.Command{
+		Use:   "kcd",
+		Short: "kcd runs Kafka Connect connectors, coordinated by Raft instead of Kafka",
+		Long: `kcd is a Kafka Connect runtime in one Go binary. It serves Kafka Connect's REST
+API, keeps connector configs, statuses and offsets in its own replicated
+store, and uses Kafka only as the data plane.
+
+Settings come from defaults, then the YAML file given with --config, then
+KCD_* environment variables, then flags.`,
+		Example: `  # Try it out with an embedded dev broker (not a real Kafka)
+  kcd --dev-kafka --data-dir ./kcd-data
+
+  # Run against a Kafka cluster
+  kcd --node-id 1 --data-dir /var/lib/kcd --bootstrap-servers kafka1:9092,kafka2:9092`,
+		Args:          cobra.NoArgs,
+		SilenceUsage:  true,
+		SilenceErrors: true,
+	}
+	cmd.SetOut(stdout)
+	cmd.SetErr(stderr)
+	cmd.Flags().StringVar(&configFile, "config", os.Getenv("KCD_CONFIG"), "YAML config file; flags and KCD_* variables override it (env KCD_CONFIG)")
+	flags := config.RegisterFlags(cmd.Flags(), config.Default())
+	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
+		cfg, err := config.Load(configFile, os.LookupEnv, flags)
+		if err != nil {
+			return err
+		}
+		log := daemon.NewLogger(stderr, cfg.LogLevel, cfg.LogFormat)
+		return daemon.New(cfg, log).Run(cmd.Context())
+	}
+	cmd.AddCommand(&cobra.Command{
+		Use:   "version",
+		Short: "Print kcd's version and commit",
+		Args:  cobra.NoArgs,
+		Run: func(cmd *cobra.Command, _ []string) {
+			fmt.Fprintf(cmd.OutOrStdout(), "kcd %s (commit %s)\n", version.Version, version.Commit)
+		},
+	})
+	return cmd
+}

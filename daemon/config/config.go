@@ -1,0 +1,255 @@
+// Package config holds the daemon's typed configuration and loads it from
+// defaults, a YAML file, KCD_* environment variables and command-line flags,
+// later sources winning.
+package config
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"strconv"
+	"strings"
+
+	"github.com/spf13/pflag"
+	"go.yaml.in/yaml/v3"
+)
+
+// Config is everything a kcd node is started with.
+type Config struct {
+	// NodeID identifies the node in the cluster; it must be unique and non-zero.
+	NodeID uint64 `yaml:"node-id"`
+	// DataDir holds everything the node persists.
+	DataDir string `yaml:"data-dir"`
+	// RESTAddr is the listen address of the REST API.
+	RESTAddr string `yaml:"rest-addr"`
+	// BootstrapServers are the Kafka brokers of the data plane.
+	BootstrapServers []string `yaml:"bootstrap-servers"`
+	// DevKafka starts an embedded in-process Kafka-protocol broker (kfake) and
+	// uses it as the data plane. For trying kcd out only: not a real Kafka.
+	DevKafka bool `yaml:"dev-kafka"`
+	// DevKafkaPort is the loopback port of the embedded dev broker.
+	DevKafkaPort int `yaml:"dev-kafka-port"`
+	// LogLevel is one of debug, info, warn, error.
+	LogLevel string `yaml:"log-level"`
+	// LogFormat is text or json.
+	LogFormat string `yaml:"log-format"`
+}
+
+// Default returns the configuration a node runs with when nothing is set.
+func Default() Config {
+	return Config{
+		NodeID:       1,
+		DataDir:      "kcd-data",
+		RESTAddr:     "127.0.0.1:8083",
+		DevKafkaPort: 9092,
+		LogLevel:     "info",
+		LogFormat:    "text",
+	}
+}
+
+// Validate reports every problem with c at once.
+func (c *Config) Validate() error {
+	var errs []error
+	if c.NodeID == 0 {
+		errs = append(errs, errors.New("node-id must be a positive integer"))
+	}
+	if strings.TrimSpace(c.DataDir) == "" {
+		errs = append(errs, errors.New("data-dir must not be empty"))
+	}
+	if _, _, err := net.SplitHostPort(c.RESTAddr); err != nil {
+		errs = append(errs, fmt.Errorf("rest-addr %q is not host:port: %w", c.RESTAddr, err))
+	}
+	if c.DevKafka && len(c.BootstrapServers) > 0 {
+		errs = append(errs, errors.New("dev-kafka and bootstrap-servers exclude each other: the embedded broker is the data plane"))
+	}
+	if !c.DevKafka && len(c.BootstrapServers) == 0 {
+		errs = append(errs, errors.New("bootstrap-servers is required (or dev-kafka for a trial run with an embedded broker)"))
+	}
+	for _, s := range c.BootstrapServers {
+		if _, _, err := net.SplitHostPort(s); err != nil {
+			errs = append(errs, fmt.Errorf("bootstrap server %q is not host:port", s))
+		}
+	}
+	if c.DevKafkaPort < 0 || c.DevKafkaPort > 65535 {
+		errs = append(errs, fmt.Errorf("dev-kafka-port %d is out of range", c.DevKafkaPort))
+	}
+	switch c.LogLevel {
+	case "debug", "info", "warn", "error":
+	default:
+		errs = append(errs, fmt.Errorf("log-level %q is not one of debug, info, warn, error", c.LogLevel))
+	}
+	switch c.LogFormat {
+	case "text", "json":
+	default:
+		errs = append(errs, fmt.Errorf("log-format %q is not one of text, json", c.LogFormat))
+	}
+	return errors.Join(errs...)
+}
+
+// field describes one setting once, for the YAML file, the environment and
+// the command line alike.
+type field struct {
+	name  string // kebab-case: the flag, the YAML key; KCD_ + SNAKE_CASE in the environment
+	usage string
+	set   func(*Config, string) error
+	get   func(*Config) string
+}
+
+func fields() []field {
+	return []field{
+		{"node-id", "Unique, non-zero id of this node in the cluster",
+			func(c *Config, v string) (err error) { c.NodeID, err = strconv.ParseUint(v, 10, 64); return err },
+			func(c *Config) string { return strconv.FormatUint(c.NodeID, 10) }},
+		{"data-dir", "Directory where the node keeps its state",
+			func(c *Config, v string) error { c.DataDir = v; return nil },
+			func(c *Config) string { return c.DataDir }},
+		{"rest-addr", "Listen address of the REST API (Kafka Connect's and /kcd/v1)",
+			func(c *Config, v string) error { c.RESTAddr = v; return nil },
+			func(c *Config) string { return c.RESTAddr }},
+		{"bootstrap-servers", "Kafka brokers of the data plane, comma-separated host:port",
+			func(c *Config, v string) error { c.BootstrapServers = splitList(v); return nil },
+			func(c *Config) string { return strings.Join(c.BootstrapServers, ",") }},
+		{"dev-kafka", "Start an embedded in-process Kafka-protocol broker as the data plane (dev only, not a real Kafka)",
+			func(c *Config, v string) (err error) { c.DevKafka, err = strconv.ParseBool(v); return err },
+			func(c *Config) string { return strconv.FormatBool(c.DevKafka) }},
+		{"dev-kafka-port", "Loopback port of the embedded dev broker (0 picks a free one)",
+			func(c *Config, v string) (err error) { c.DevKafkaPort, err = strconv.Atoi(v); return err },
+			func(c *Config) string { return strconv.Itoa(c.DevKafkaPort) }},
+		{"log-level", "Log level: debug, info, warn or error",
+			func(c *Config, v string) error { c.LogLevel = v; return nil },
+			func(c *Config) string { return c.LogLevel }},
+		{"log-format", "Log format: text or json",
+			func(c *Config, v string) error { c.LogFormat = v; return nil },
+			func(c *Config) string { return c.LogFormat }},
+	}
+}
+
+func splitList(v string) []string {
+	var out []string
+	for _, s := range strings.Split(v, ",") {
+		if s = strings.TrimSpace(s); s != "" {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+// EnvName is the environment variable that sets the named field.
+func EnvName(name string) string {
+	return "KCD_" + strings.ToUpper(strings.ReplaceAll(name, "-", "_"))
+}
+
+// LoadFile overlays the YAML file at path on c. Unknown keys are an error, so a
+// misspelt setting is not silently ignored.
+func (c *Config) LoadFile(path string) error {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return fmt.Errorf("read config file: %w", err)
+	}
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	dec.KnownFields(true)
+	if err := dec.Decode(c); err != nil && !errors.Is(err, io.EOF) {
+		return fmt.Errorf("parse config file %s: %w", path, err)
+	}
+	return nil
+}
+
+// ApplyEnv overlays the KCD_* variables found by lookup (os.LookupEnv in
+// production) on c.
+func (c *Config) ApplyEnv(lookup func(string) (string, bool)) error {
+	var errs []error
+	for _, f := range fields() {
+		if v, ok := lookup(EnvName(f.name)); ok {
+			if err := f.set(c, v); err != nil {
+				errs = append(errs, fmt.Errorf("%s=%q: %w", EnvName(f.name), v, err))
+			}
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// Flags binds every setting to a flag of fs. Call Apply after parsing to
+// overlay the flags that were given on a Config.
+type Flags struct {
+	fs     *pflag.FlagSet
+	values map[string]*string
+}
+
+// RegisterFlags adds one flag per setting to fs, with defaults shown from def.
+func RegisterFlags(fs *pflag.FlagSet, def Config) *Flags {
+	fl := &Flags{fs: fs, values: map[string]*string{}}
+	for _, f := range fields() {
+		v := new(string)
+		fl.values[f.name] = v
+		usage := f.usage + " (env " + EnvName(f.name) + ")"
+		if f.name == "dev-kafka" {
+			fs.Var(&boolString{v}, f.name, usage)
+			fs.Lookup(f.name).NoOptDefVal = "true"
+			continue
+		}
+		fs.StringVar(v, f.name, f.get(&def), usage)
+	}
+	return fl
+}
+
+// Apply overlays on c the flags that were set on the command line.
+func (fl *Flags) Apply(c *Config) error {
+	var errs []error
+	for _, f := range fields() {
+		if !fl.fs.Changed(f.name) {
+			continue
+		}
+		if err := f.set(c, *fl.values[f.name]); err != nil {
+			errs = append(errs, fmt.Errorf("--%s=%q: %w", f.name, *fl.values[f.name], err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// boolString is a flag that reads as a bool on the command line
+// (--dev-kafka, --dev-kafka=false) and keeps its text for Apply.
+type boolString struct{ v *string }
+
+func (b *boolString) String() string {
+	if b.v == nil || *b.v == "" {
+		return "false"
+	}
+	return *b.v
+}
+func (b *boolString) Set(s string) error {
+	if _, err := strconv.ParseBool(s); err != nil {
+		return err
+	}
+	*b.v = s
+	return nil
+}
+func (b *boolString) Type() string { return "bool" }
+
+// IsBoolFlag lets pflag print it as a bool flag.
+func (b *boolString) IsBoolFlag() bool { return true }
+
+// Load builds the configuration the way kcd does at start: defaults, then the
+// YAML file (when path is not empty), then the environment, then the flags.
+func Load(path string, lookup func(string) (string, bool), flags *Flags) (Config, error) {
+	c := Default()
+	if path != "" {
+		if err := c.LoadFile(path); err != nil {
+			return c, err
+		}
+	}
+	if err := c.ApplyEnv(lookup); err != nil {
+		return c, fmt.Errorf("environment: %w", err)
+	}
+	if flags != nil {
+		if err := flags.Apply(&c); err != nil {
+			return c, fmt.Errorf("flags: %w", err)
+		}
+	}
+	if err := c.Validate(); err != nil {
+		return c, fmt.Errorf("invalid configuration:\n%w", err)
+	}
+	return c, nil
+}

@@ -1,0 +1,146 @@
+package config
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/spf13/pflag"
+)
+
+func writeFile(t *testing.T, body string) string {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), "kcd.yaml")
+	if err := os.WriteFile(p, []byte(body), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func envOf(m map[string]string) func(string) (string, bool) {
+	return func(k string) (string, bool) { v, ok := m[k]; return v, ok }
+}
+
+func TestLoadPrecedenceFileEnvFlags(t *testing.T) {
+	path := writeFile(t, `
+node-id: 7
+data-dir: /var/lib/kcd
+rest-addr: 127.0.0.1:18083
+bootstrap-servers: [a:9092, b:9092]
+log-level: debug
+`)
+	fs := pflag.NewFlagSet("kcd", pflag.ContinueOnError)
+	flags := RegisterFlags(fs, Default())
+	if err := fs.Parse([]string{"--rest-addr", "127.0.0.1:28083"}); err != nil {
+		t.Fatal(err)
+	}
+	env := envOf(map[string]string{"KCD_DATA_DIR": "/srv/kcd", "KCD_REST_ADDR": "127.0.0.1:38083"})
+
+	c, err := Load(path, env, flags)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.NodeID != 7 {
+		t.Errorf("node-id from file: got %d", c.NodeID)
+	}
+	if c.DataDir != "/srv/kcd" {
+		t.Errorf("env must override file: data-dir %q", c.DataDir)
+	}
+	if c.RESTAddr != "127.0.0.1:28083" {
+		t.Errorf("flag must override env and file: rest-addr %q", c.RESTAddr)
+	}
+	if strings.Join(c.BootstrapServers, ",") != "a:9092,b:9092" {
+		t.Errorf("bootstrap-servers from file: %v", c.BootstrapServers)
+	}
+	if c.LogLevel != "debug" || c.LogFormat != "text" {
+		t.Errorf("log settings: %q %q", c.LogLevel, c.LogFormat)
+	}
+}
+
+func TestUnchangedFlagsDoNotOverrideFile(t *testing.T) {
+	path := writeFile(t, "rest-addr: 127.0.0.1:18083\ndev-kafka: true\n")
+	fs := pflag.NewFlagSet("kcd", pflag.ContinueOnError)
+	flags := RegisterFlags(fs, Default())
+	if err := fs.Parse(nil); err != nil {
+		t.Fatal(err)
+	}
+	c, err := Load(path, envOf(nil), flags)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.RESTAddr != "127.0.0.1:18083" || !c.DevKafka {
+		t.Errorf("file settings lost: %+v", c)
+	}
+}
+
+func TestDevKafkaFlagIsABool(t *testing.T) {
+	for _, args := range [][]string{{"--dev-kafka"}, {"--dev-kafka=true"}} {
+		fs := pflag.NewFlagSet("kcd", pflag.ContinueOnError)
+		flags := RegisterFlags(fs, Default())
+		if err := fs.Parse(args); err != nil {
+			t.Fatalf("%v: %v", args, err)
+		}
+		c, err := Load("", envOf(nil), flags)
+		if err != nil {
+			t.Fatalf("%v: %v", args, err)
+		}
+		if !c.DevKafka {
+			t.Errorf("%v: dev-kafka not set", args)
+		}
+	}
+	fs := pflag.NewFlagSet("kcd", pflag.ContinueOnError)
+	RegisterFlags(fs, Default())
+	if err := fs.Parse([]string{"--dev-kafka=maybe"}); err == nil {
+		t.Error("--dev-kafka=maybe accepted")
+	}
+}
+
+func TestUnknownKeyInFileIsAnError(t *testing.T) {
+	path := writeFile(t, "rest-adr: 127.0.0.1:1\n")
+	_, err := Load(path, envOf(nil), nil)
+	if err == nil || !strings.Contains(err.Error(), "rest-adr") {
+		t.Fatalf("want an error naming the unknown key, got %v", err)
+	}
+}
+
+func TestEmptyFileIsAllowed(t *testing.T) {
+	path := writeFile(t, "")
+	c, err := Load(path, envOf(map[string]string{"KCD_DEV_KAFKA": "1"}), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !c.DevKafka {
+		t.Error("KCD_DEV_KAFKA=1 not applied")
+	}
+}
+
+func TestValidateReportsEveryProblem(t *testing.T) {
+	c := Default()
+	c.NodeID = 0
+	c.RESTAddr = "nope"
+	c.LogLevel = "loud"
+	err := c.Validate()
+	if err == nil {
+		t.Fatal("invalid config accepted")
+	}
+	for _, want := range []string{"node-id", "rest-addr", "log-level", "bootstrap-servers"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error does not mention %s: %v", want, err)
+		}
+	}
+}
+
+func TestBadEnvValueNamesTheVariable(t *testing.T) {
+	_, err := Load("", envOf(map[string]string{"KCD_NODE_ID": "x", "KCD_DEV_KAFKA": "true"}), nil)
+	if err == nil || !strings.Contains(err.Error(), "KCD_NODE_ID") {
+		t.Fatalf("got %v", err)
+	}
+}
+
+func TestDevKafkaExcludesBootstrapServers(t *testing.T) {
+	_, err := Load("", envOf(map[string]string{"KCD_DEV_KAFKA": "true", "KCD_BOOTSTRAP_SERVERS": "k:9092"}), nil)
+	if err == nil {
+		t.Fatal("both dev-kafka and bootstrap-servers accepted")
+	}
+}

@@ -1,0 +1,18 @@
+package daemon
+
+import (
+	"io"
+	"log/slog"
+)
+
+// NewLogger builds the daemon's logger from the configured level and format.
+// The values were validated with the configuration.
+func NewLogger(w io.Writer, level, format string) *slog.Logger {
+	var lv slog.Level
+	_ = lv.UnmarshalText([]byte(level))
+	opts := &slog.HandlerOptions{Level: lv}
+	if format == "json" {
+		return slog.New(slog.NewJSONHandler(w, opts))
+	}
+	return slog.New(slog.NewTextHandler(w, opts))
+}

@@ -1,0 +1,202 @@
+// Package daemon is the kcd node: it wires the data directory, the data
+// plane's Kafka client and the REST API together and runs them for the
+// node's lifetime.
+package daemon
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/kcd-project/kcd/daemon/config"
+	"github.com/kcd-project/kcd/daemon/devkafka"
+	"github.com/kcd-project/kcd/daemon/restapi"
+)
+
+// shutdownTimeout bounds each step of a clean stop.
+const shutdownTimeout = 10 * time.Second
+
+// Node is one running kcd process.
+type Node struct {
+	cfg config.Config
+	log *slog.Logger
+
+	dir    *dataDir
+	broker *devkafka.Broker
+	kafka  *kgo.Client
+	rest   *http.Server
+	ln     net.Listener
+
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+
+	mu        sync.Mutex
+	clusterID string
+}
+
+// New returns a node for cfg; it does nothing until Start.
+func New(cfg config.Config, log *slog.Logger) *Node {
+	if log == nil {
+		log = slog.Default()
+	}
+	return &Node{cfg: cfg, log: log}
+}
+
+// Start opens the data dir, starts the dev broker when asked, connects to
+// Kafka and serves the REST API. It returns once the REST API listens; the
+// node becomes ready when it has reached Kafka.
+func (n *Node) Start(ctx context.Context) (err error) {
+	defer func() {
+		if err != nil {
+			n.closeResources()
+		}
+	}()
+	if n.dir, err = openDataDir(n.cfg.DataDir); err != nil {
+		return err
+	}
+	seeds := n.cfg.BootstrapServers
+	if n.cfg.DevKafka {
+		if n.broker, err = devkafka.Start(n.dir.sub("dev-kafka"), n.cfg.DevKafkaPort, n.log); err != nil {
+			return err
+		}
+		seeds = n.broker.Addrs()
+	}
+	if n.kafka, err = kgo.NewClient(kgo.SeedBrokers(seeds...)); err != nil {
+		return fmt.Errorf("kafka client: %w", err)
+	}
+	if n.ln, err = net.Listen("tcp", n.cfg.RESTAddr); err != nil {
+		return fmt.Errorf("listen on rest-addr %s: %w", n.cfg.RESTAddr, err)
+	}
+	n.rest = &http.Server{
+		Handler:           restapi.NewHandler(n, n.log.With("subsys", "rest")),
+		ReadHeaderTimeout: 10 * time.Second,
+		MaxHeaderBytes:    64 << 10,
+	}
+
+	ctx, n.cancel = context.WithCancel(context.WithoutCancel(ctx))
+	n.wg.Add(2)
+	go func() {
+		defer n.wg.Done()
+		if err := n.rest.Serve(n.ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			n.log.Error("rest server stopped", "err", err)
+		}
+	}()
+	go func() {
+		defer n.wg.Done()
+		n.discoverKafkaCluster(ctx)
+	}()
+	n.log.Info("kcd node started", "node_id", n.cfg.NodeID, "rest", n.RESTURL(), "data_dir", n.dir.path, "bootstrap_servers", seeds)
+	return nil
+}
+
+// Run starts the node and serves until ctx is cancelled, then stops cleanly.
+func (n *Node) Run(ctx context.Context) error {
+	if err := n.Start(ctx); err != nil {
+		return err
+	}
+	<-ctx.Done()
+	n.log.Info("stopping kcd node")
+	return n.Close()
+}
+
+// Close stops everything the node runs, in reverse order of start.
+func (n *Node) Close() error {
+	var err error
+	if n.rest != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), shutdownTimeout)
+		err = n.rest.Shutdown(ctx)
+		cancel()
+	}
+	if n.cancel != nil {
+		n.cancel()
+	}
+	n.wg.Wait()
+	n.closeResources()
+	if err != nil {
+		return fmt.Errorf("stop rest server: %w", err)
+	}
+	n.log.Info("kcd node stopped")
+	return nil
+}
+
+func (n *Node) closeResources() {
+	if n.ln != nil {
+		n.ln.Close() // already closed after a clean Shutdown; closing again is harmless
+	}
+	if n.kafka != nil {
+		n.kafka.Close()
+	}
+	if n.broker != nil {
+		n.broker.Close()
+	}
+	if n.dir != nil {
+		if err := n.dir.close(); err != nil {
+			n.log.Warn("release data dir lock", "err", err)
+		}
+	}
+}
+
+// RESTURL is the base URL the REST API is served on.
+func (n *Node) RESTURL() string {
+	if n.ln == nil {
+		return "http://" + n.cfg.RESTAddr
+	}
+	return "http://" + n.ln.Addr().String()
+}
+
+// KafkaClusterID implements restapi.Node.
+func (n *Node) KafkaClusterID() (string, bool) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return n.clusterID, n.clusterID != ""
+}
+
+// Ready implements restapi.Node: the node is ready once it has reached Kafka.
+func (n *Node) Ready() bool {
+	_, ok := n.KafkaClusterID()
+	return ok
+}
+
+// discoverKafkaCluster asks the brokers for the cluster id until one answers,
+// backing off between tries.
+func (n *Node) discoverKafkaCluster(ctx context.Context) {
+	adm := kadm.NewClient(n.kafka)
+	backoff := 100 * time.Millisecond
+	for attempt := 1; ; attempt++ {
+		reqCtx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		md, err := adm.BrokerMetadata(reqCtx)
+		cancel()
+		if err == nil && md.Cluster != "" {
+			n.mu.Lock()
+			n.clusterID = md.Cluster
+			n.mu.Unlock()
+			n.log.Info("connected to kafka; node is ready", "kafka_cluster_id", md.Cluster, "brokers", len(md.Brokers))
+			return
+		}
+		if ctx.Err() != nil {
+			return
+		}
+		if err == nil {
+			err = errors.New("metadata response carries no cluster id")
+		}
+		lvl := slog.LevelDebug
+		if attempt%10 == 1 {
+			lvl = slog.LevelWarn
+		}
+		n.log.Log(ctx, lvl, "kafka not reachable yet; retrying", "attempt", attempt, "err", err)
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(backoff):
+		}
+		backoff = min(backoff*2, 5*time.Second)
+	}
+}

@@ -1,0 +1,160 @@
+// Package restapi serves kcd's HTTP API: Kafka Connect's REST API, with its
+// paths, bodies, status codes and error shape, and kcd's own endpoints under
+// /kcd/v1/.
+package restapi
+
+import (
+	"log/slog"
+	"net/http"
+	"runtime"
+	"runtime/debug"
+	"time"
+
+	"github.com/kcd-project/kcd/internal/version"
+)
+
+// ConnectAPIVersion is the Kafka Connect version whose REST API kcd speaks. It
+// is what GET / reports as "version", so tools that pick features by the
+// Connect version they talk to (kcctl, UIs) use the current API. kcd's own
+// version is at GET /kcd/v1/version.
+const ConnectAPIVersion = "4.4.0"
+
+// Node is what the API needs to know about the node it serves.
+type Node interface {
+	// KafkaClusterID returns the id of the data plane's Kafka cluster, or
+	// false while it is not known yet.
+	KafkaClusterID() (string, bool)
+	// Ready tells whether the node has completed startup.
+	Ready() bool
+}
+
+// ServerInfo is the body of GET /, as in Kafka Connect.
+type ServerInfo struct {
+	Version        string `json:"version"`
+	Commit         string `json:"commit"`
+	KafkaClusterID string `json:"kafka_cluster_id"`
+}
+
+// WorkerStatus is the body of GET /health, as in Kafka Connect (KIP-1017).
+type WorkerStatus struct {
+	Status  string `json:"status"`
+	Message string `json:"message"`
+}
+
+// VersionInfo is the body of GET /kcd/v1/version.
+type VersionInfo struct {
+	Version           string `json:"version"`
+	Commit            string `json:"commit"`
+	GoVersion         string `json:"go_version"`
+	ConnectAPIVersion string `json:"connect_api_version"`
+}
+
+// Kafka Connect's health messages, kept identical so health checks written
+// for it keep working.
+const (
+	healthyMessage  = "Worker has completed startup and is ready to handle requests."
+	startingMessage = "Worker is still starting up."
+)
+
+type route struct {
+	method, pattern string
+	handle          func(*http.Request) (int, any, *Error)
+}
+
+// NewHandler returns the HTTP handler of the API for node.
+func NewHandler(node Node, log *slog.Logger) http.Handler {
+	if log == nil {
+		log = slog.Default()
+	}
+	a := &api{node: node, log: log}
+	routes := []route{
+		{"GET", "/{$}", a.serverInfo},
+		{"GET", "/health", a.health},
+		{"GET", "/kcd/v1/version", a.version},
+	}
+
+	mux := http.NewServeMux()
+	// known answers 405 for a path that exists with another method; anything
+	// else that no route takes is a 404. Both in Kafka Connect's error shape.
+	known := http.NewServeMux()
+	seen := map[string]bool{}
+	for _, rt := range routes {
+		mux.Handle(rt.method+" "+rt.pattern, a.wrap(rt.handle))
+		if !seen[rt.pattern] {
+			seen[rt.pattern] = true
+			known.Handle(rt.pattern, http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+				writeError(w, jaxrsError(http.StatusMethodNotAllowed))
+			}))
+		}
+	}
+	mux.Handle("/", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if h, p := known.Handler(r); p != "" {
+			h.ServeHTTP(w, r)
+			return
+		}
+		writeError(w, jaxrsError(http.StatusNotFound))
+	}))
+	return a.recoverPanics(mux)
+}
+
+type api struct {
+	node Node
+	log  *slog.Logger
+}
+
+// wrap turns a route's function into a handler that writes its result or its
+// error, and logs the request.
+func (a *api) wrap(fn func(*http.Request) (int, any, *Error)) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		start := time.Now()
+		status, body, err := fn(r)
+		if err != nil {
+			status = err.Status
+			writeError(w, err)
+		} else if body == nil {
+			w.WriteHeader(status)
+		} else {
+			writeJSON(w, status, body)
+		}
+		a.log.Debug("rest request", "method", r.Method, "path", r.URL.Path, "status", status, "took", time.Since(start))
+	})
+}
+
+func (a *api) recoverPanics(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		defer func() {
+			if v := recover(); v != nil {
+				if v == http.ErrAbortHandler {
+					panic(v)
+				}
+				a.log.Error("rest handler panicked", "method", r.Method, "path", r.URL.Path, "panic", v, "stack", string(debug.Stack()))
+				writeError(w, Errorf(http.StatusInternalServerError, "internal error: %v", v))
+			}
+		}()
+		next.ServeHTTP(w, r)
+	})
+}
+
+func (a *api) serverInfo(*http.Request) (int, any, *Error) {
+	id, ok := a.node.KafkaClusterID()
+	if !ok {
+		return 0, nil, Errorf(http.StatusServiceUnavailable, "kcd is starting: the Kafka cluster id is not known yet")
+	}
+	return http.StatusOK, ServerInfo{Version: ConnectAPIVersion, Commit: version.Commit, KafkaClusterID: id}, nil
+}
+
+func (a *api) health(*http.Request) (int, any, *Error) {
+	if !a.node.Ready() {
+		return http.StatusServiceUnavailable, WorkerStatus{Status: "starting", Message: startingMessage}, nil
+	}
+	return http.StatusOK, WorkerStatus{Status: "healthy", Message: healthyMessage}, nil
+}
+
+func (a *api) version(*http.Request) (int, any, *Error) {
+	return http.StatusOK, VersionInfo{
+		Version:           version.Version,
+		Commit:            version.Commit,
+		GoVersion:         runtime.Version(),
+		ConnectAPIVersion: ConnectAPIVersion,
+	}, nil
+}

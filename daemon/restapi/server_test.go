@@ -1,0 +1,95 @@
+package restapi
+
+import (
+	"encoding/json"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"testing"
+)
+
+type fakeNode struct {
+	clusterID string
+	ready     bool
+}
+
+func (n *fakeNode) KafkaClusterID() (string, bool) { return n.clusterID, n.clusterID != "" }
+func (n *fakeNode) Ready() bool                    { return n.ready }
+
+func get(t *testing.T, h http.Handler, method, path string) (int, map[string]any) {
+	t.Helper()
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, httptest.NewRequest(method, path, nil))
+	res := rec.Result()
+	body, _ := io.ReadAll(res.Body)
+	if ct := res.Header.Get("Content-Type"); ct != "application/json" {
+		t.Errorf("%s %s: content type %q, body %s", method, path, ct, body)
+	}
+	var m map[string]any
+	if err := json.Unmarshal(body, &m); err != nil {
+		t.Fatalf("%s %s: body is not a JSON object: %s", method, path, body)
+	}
+	return res.StatusCode, m
+}
+
+func TestServerInfo(t *testing.T) {
+	node := &fakeNode{}
+	h := NewHandler(node, slog.New(slog.DiscardHandler))
+
+	status, body := get(t, h, "GET", "/")
+	if status != 503 || body["error_code"] != float64(503) {
+		t.Errorf("before the cluster id is known: %d %v", status, body)
+	}
+
+	node.clusterID = "abc"
+	status, body = get(t, h, "GET", "/")
+	if status != 200 {
+		t.Fatalf("status %d", status)
+	}
+	if body["kafka_cluster_id"] != "abc" || body["version"] != ConnectAPIVersion || body["commit"] == nil || len(body) != 3 {
+		t.Errorf("server info %v", body)
+	}
+}
+
+func TestHealth(t *testing.T) {
+	node := &fakeNode{}
+	h := NewHandler(node, nil)
+	status, body := get(t, h, "GET", "/health")
+	if status != 503 || body["status"] != "starting" || body["message"] != startingMessage {
+		t.Errorf("starting: %d %v", status, body)
+	}
+	node.ready = true
+	status, body = get(t, h, "GET", "/health")
+	if status != 200 || body["status"] != "healthy" || body["message"] != healthyMessage {
+		t.Errorf("ready: %d %v", status, body)
+	}
+}
+
+func TestUnknownPathsAndMethodsUseConnectErrors(t *testing.T) {
+	h := NewHandler(&fakeNode{ready: true, clusterID: "x"}, nil)
+	cases := []struct {
+		method, path string
+		status       int
+		message      string
+	}{
+		{"GET", "/nope", 404, "HTTP 404 Not Found"},
+		{"GET", "/health/deeper", 404, "HTTP 404 Not Found"},
+		{"POST", "/", 405, "HTTP 405 Method Not Allowed"},
+		{"DELETE", "/health", 405, "HTTP 405 Method Not Allowed"},
+	}
+	for _, c := range cases {
+		status, body := get(t, h, c.method, c.path)
+		if status != c.status || body["error_code"] != float64(c.status) || body["message"] != c.message {
+			t.Errorf("%s %s: %d %v", c.method, c.path, status, body)
+		}
+	}
+}
+
+func TestVersion(t *testing.T) {
+	h := NewHandler(&fakeNode{}, nil)
+	status, body := get(t, h, "GET", "/kcd/v1/version")
+	if status != 200 || body["version"] == "" || body["connect_api_version"] != ConnectAPIVersion {
+		t.Errorf("%d %v", status, body)
+	}
+}
