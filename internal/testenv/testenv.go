@@ -1,0 +1,101 @@
+// Package testenv gives integration tests the endpoints of the test
+// environment that scripts/testenv starts: a real Kafka broker, a real Kafka
+// Connect worker, MariaDB and PostgreSQL.
+//
+// Integration tests are named TestIntegration…, skip under -short, and skip
+// with a clear message when their service is missing — except with CI=true,
+// where a missing service fails the test.
+package testenv
+
+import (
+	"bufio"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+)
+
+// The variables scripts/testenv writes to .testenv/env.
+const (
+	Kafka      = "KCD_TEST_KAFKA"
+	ConnectURL = "KCD_TEST_CONNECT_URL"
+	MySQLDSN   = "KCD_TEST_MYSQL_DSN"
+	PostgreDSN = "KCD_TEST_POSTGRES_DSN"
+)
+
+// Require returns the value of the service variable name, taken from the
+// environment or else from the repository's .testenv/env. When there is none,
+// the test is skipped, or failed under CI=true.
+func Require(t testing.TB, name string) string {
+	t.Helper()
+	if !strings.HasPrefix(t.Name(), "TestIntegration") {
+		t.Fatalf("%s needs %s: tests that need a service must be named TestIntegration… so that make test-unit leaves them out", t.Name(), name)
+	}
+	if testing.Short() {
+		t.Skipf("integration test (needs %s): skipped with -short", name)
+	}
+	if v := lookup(name); v != "" {
+		return v
+	}
+	msg := name + " is not set: the service is not running. Start the test environment with `make testenv-up` (or run `make test`)"
+	if os.Getenv("CI") == "true" {
+		t.Fatal(msg + "; under CI=true a missing service is a failure")
+	}
+	t.Skip(msg)
+	return ""
+}
+
+var (
+	fileOnce sync.Once
+	fileVars map[string]string
+)
+
+func lookup(name string) string {
+	if v := os.Getenv(name); v != "" {
+		return v
+	}
+	fileOnce.Do(func() { fileVars = readEnvFile() })
+	return fileVars[name]
+}
+
+// readEnvFile reads the export lines of .testenv/env at the module root.
+func readEnvFile() map[string]string {
+	vars := map[string]string{}
+	root, ok := moduleRoot()
+	if !ok {
+		return vars
+	}
+	f, err := os.Open(filepath.Join(root, ".testenv", "env"))
+	if err != nil {
+		return vars
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		line := strings.TrimSpace(strings.TrimPrefix(strings.TrimSpace(sc.Text()), "export "))
+		k, v, ok := strings.Cut(line, "=")
+		if !ok || strings.HasPrefix(k, "#") {
+			continue
+		}
+		vars[k] = strings.Trim(v, `'"`)
+	}
+	return vars
+}
+
+func moduleRoot() (string, bool) {
+	dir, err := os.Getwd()
+	if err != nil {
+		return "", false
+	}
+	for {
+		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
+			return dir, true
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			return "", false
+		}
+		dir = parent
+	}
+}
