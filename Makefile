@@ -1,0 +1,46 @@
+# kcd — see README.md. `make run` tries it out, `make test` runs every test.
+GO      ?= go
+MODULE  := github.com/kcd-project/kcd
+COMMIT  := $(shell git rev-parse --short HEAD 2>/dev/null || echo unknown)
+LDFLAGS := -X $(MODULE)/internal/version.Commit=$(COMMIT)
+RUN_DIR ?= .data/run
+
+.PHONY: all build run test test-unit test-integration lint testenv-up testenv-down clean
+
+all: build
+
+build:
+	$(GO) build -ldflags "$(LDFLAGS)" -o bin/kcd ./cmd/kcd
+	$(GO) build -ldflags "$(LDFLAGS)" -o bin/kcctl ./cmd/kcctl
+
+# A single node with an embedded dev broker: nothing else to install.
+run: build
+	bin/kcd --dev-kafka --data-dir $(RUN_DIR)
+
+# Everything: lint, unit tests with -race, then the integration tests against
+# the real services that scripts/testenv starts (and stops again) itself.
+test:
+	scripts/test.sh
+
+# Unit tests only: no services, fast.
+test-unit:
+	$(GO) test -race -short ./...
+
+# Integration tests only, against an environment that is already up.
+test-integration:
+	$(GO) test -race -count=1 -run '^TestIntegration' ./...
+
+lint:
+	@out=$$(gofmt -l $$(git ls-files '*.go')); \
+	if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
+	$(GO) vet ./...
+
+testenv-up:
+	scripts/testenv up
+
+testenv-down:
+	scripts/testenv down
+
+clean:
+	-scripts/testenv down
+	rm -rf bin .data

@@ -1,0 +1,52 @@
+#!/usr/bin/env bash
+# make test: lint, unit tests, then integration tests against real services.
+# The test environment comes up while the unit tests run; whatever this run
+# started is stopped again at the end, whatever was already up stays up.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+mkdir -p .testenv
+record=.testenv/started-by-test.$$
+envlog=.testenv/testenv-up.$$.log
+: >"$record"
+envpid=
+cleanup() {
+	local rc=$?
+	if [ -n "$envpid" ]; then kill "$envpid" 2>/dev/null || true; wait "$envpid" 2>/dev/null || true; fi
+	scripts/testenv down --only "$record" || true
+	rm -f "$envlog"
+	exit "$rc"
+}
+trap cleanup EXIT
+
+start=$(date +%s)
+echo "== test environment: starting in the background (log: $envlog)"
+scripts/testenv up --record "$record" >"$envlog" 2>&1 &
+envpid=$!
+
+echo "== lint"
+make --no-print-directory lint
+
+echo "== unit tests (-race -short)"
+go test -race -short ./...
+
+echo "== waiting for the test environment"
+set +e
+wait "$envpid"
+envrc=$?
+set -e
+envpid=
+cat "$envlog"
+if [ "$envrc" -ne 0 ]; then
+	echo "test environment failed to come up (exit $envrc)" >&2
+	exit "$envrc"
+fi
+set -a
+# shellcheck disable=SC1091
+[ -f .testenv/env ] && . .testenv/env
+set +a
+
+echo "== integration tests"
+go test -race -count=1 -run '^TestIntegration' ./...
+
+echo "== make test passed in $(( $(date +%s) - start ))s"
