@@ -1,0 +1,354 @@
+package fsm
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+
+	bolt "go.etcd.io/bbolt"
+
+	"github.com/kcd-project/kcd/daemon/store"
+)
+
+// Apply applies committed entries in log order and returns the results of
+// the commands among them. Entries at or below AppliedIndex are skipped; the
+// rest must follow it without a gap. All of them, and the index and term of
+// the last, are committed in one bbolt transaction.
+//
+// An invalid command does not make Apply fail: its Result says why, it
+// changes nothing, and its index is applied like any other. An error from
+// Apply itself means the disk failed (the transaction was rolled back and
+// nothing changed) or the caller broke the contract (a gap); the node
+// should stop, since it can no longer follow the log.
+func (f *FSM) Apply(entries []Entry) ([]Result, error) {
+	f.applyMu.Lock()
+	defer f.applyMu.Unlock()
+	f.dbMu.RLock()
+	defer f.dbMu.RUnlock()
+	if f.db == nil {
+		return nil, fmt.Errorf("fsm: apply: %w", store.ErrClosed)
+	}
+
+	applied := f.applied.Load()
+	for len(entries) > 0 && entries[0].Index <= applied {
+		entries = entries[1:]
+	}
+	if len(entries) == 0 {
+		return nil, nil
+	}
+	for i, e := range entries {
+		if e.Index != applied+1+uint64(i) {
+			return nil, fmt.Errorf("fsm: apply: entry index %d follows %d: not contiguous", e.Index, applied+uint64(i))
+		}
+	}
+	last := entries[len(entries)-1]
+
+	a := applier{
+		retain: f.opts.HistoryRetain,
+		events: f.events[:0],
+		revs:   f.revs[:0],
+	}
+	results := make([]Result, 0, len(entries))
+	err := f.db.Update(func(tx *bolt.Tx) error {
+		if err := a.begin(tx); err != nil {
+			return err
+		}
+		for _, e := range entries {
+			if len(e.Data) == 0 {
+				continue
+			}
+			r, err := a.apply(e)
+			if err != nil {
+				return fmt.Errorf("entry %d: %w", e.Index, err)
+			}
+			results = append(results, r)
+		}
+		return a.end(last.Index, last.Term)
+	})
+	defer func() {
+		// Keep the scratch memory, not what it points to, and not at all
+		// once a large call has grown it.
+		clear(a.events)
+		clear(a.revs)
+		f.events, f.revs = nil, nil
+		if cap(a.events) <= maxScratch && cap(a.revs) <= maxScratch {
+			f.events, f.revs = a.events[:0], a.revs[:0]
+		}
+	}()
+	if err != nil {
+		return nil, fmt.Errorf("fsm: apply entries %d-%d: %w", entries[0].Index, last.Index, err)
+	}
+	f.applied.Store(last.Index)
+	f.publish(a.rev, a.compacted, a.revs)
+	return results, nil
+}
+
+// maxScratch is the most events (and revisions) whose scratch slices Apply
+// keeps from one call to the next.
+const maxScratch = 4096
+
+// applier holds the state of one Apply transaction.
+type applier struct {
+	kv, hist, meta *bolt.Bucket
+	rev, compacted int64
+	retain         int64
+
+	// events of every revision made in this transaction; revs slices it.
+	events []store.Event
+	revs   []revEvents
+}
+
+func (a *applier) begin(tx *bolt.Tx) error {
+	a.kv, a.hist, a.meta = tx.Bucket(bucketKV), tx.Bucket(bucketHistory), tx.Bucket(bucketMeta)
+	if a.kv == nil || a.hist == nil || a.meta == nil {
+		return errors.New("state file lacks a bucket")
+	}
+	a.rev = int64(getUint(a.meta, metaRevision))
+	a.compacted = int64(getUint(a.meta, metaCompacted))
+	return nil
+}
+
+func (a *applier) end(index, term uint64) error {
+	buf := make([]byte, 0, 32)
+	buf = binary.BigEndian.AppendUint64(buf, index)
+	buf = binary.BigEndian.AppendUint64(buf, term)
+	buf = binary.BigEndian.AppendUint64(buf, uint64(a.rev))
+	buf = binary.BigEndian.AppendUint64(buf, uint64(a.compacted))
+	for i, k := range [][]byte{metaApplied, metaTerm, metaRevision, metaCompacted} {
+		if err := a.meta.Put(k, buf[i*8:i*8+8]); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// apply applies one command. Its error is a storage failure; an invalid
+// command is reported in the Result.
+func (a *applier) apply(e Entry) (Result, error) {
+	c, err := DecodeCommand(e.Data)
+	if err != nil {
+		return Result{Index: e.Index, Rev: a.rev, Err: fmt.Errorf("%w: %w", store.ErrInvalid, err)}, nil
+	}
+	r := Result{ID: c.ID, Index: e.Index, Rev: a.rev}
+	if err := c.Validate(); err != nil {
+		r.Err = err
+		return r, nil
+	}
+	r.OK = true
+	switch c.Kind {
+	case KindPut:
+		err = a.change(func(rev int64) (bool, error) {
+			return true, a.put(c.Key, c.Value, rev)
+		})
+	case KindDelete:
+		err = a.change(func(rev int64) (bool, error) {
+			deleted, err := a.delete(c.Key, rev)
+			r.Deleted = deleted
+			return deleted, err
+		})
+	case KindCompareAndSet:
+		if r.OK = a.holds(store.Cond{Key: c.Key, ModRevision: c.ExpectModRev}); r.OK {
+			err = a.change(func(rev int64) (bool, error) {
+				return true, a.put(c.Key, c.Value, rev)
+			})
+		}
+	case KindBatch:
+		for _, cd := range c.Conds {
+			if !a.holds(cd) {
+				r.OK = false
+				break
+			}
+		}
+		if r.OK {
+			err = a.change(func(rev int64) (bool, error) {
+				changed := false
+				for _, op := range c.Ops {
+					if op.Type == store.OpPut {
+						changed = true
+						if err := a.put(op.Key, op.Value, rev); err != nil {
+							return false, err
+						}
+						continue
+					}
+					deleted, err := a.delete(op.Key, rev)
+					if err != nil {
+						return false, err
+					}
+					changed = changed || deleted
+				}
+				return changed, nil
+			})
+		}
+	case KindCompact:
+		if c.Rev > a.rev {
+			r.OK = false
+			r.Err = fmt.Errorf("%w: compact revision %d is beyond the current revision %d", store.ErrInvalid, c.Rev, a.rev)
+			return r, nil
+		}
+		err = a.compactTo(c.Rev)
+	}
+	if err != nil {
+		return Result{}, err
+	}
+	r.Rev = a.rev
+	return r, nil
+}
+
+// holds says whether cond holds in the current state.
+func (a *applier) holds(cond store.Cond) bool {
+	rec := a.kv.Get([]byte(cond.Key))
+	if rec == nil {
+		return cond.ModRevision == 0
+	}
+	return len(rec) >= kvHeader && int64(binary.BigEndian.Uint64(rec[8:])) == cond.ModRevision
+}
+
+// change runs fn at the next revision. When fn changed something the
+// revision is taken: its events go to history and older history is
+// trimmed. When fn changed nothing, it must not have written anything.
+func (a *applier) change(fn func(rev int64) (bool, error)) error {
+	rev := a.rev + 1
+	start := len(a.events)
+	changed, err := fn(rev)
+	if err != nil || !changed {
+		return err
+	}
+	evs := a.events[start:len(a.events):len(a.events)]
+	if err := a.hist.Put(revKey(rev), encodeEvents(evs)); err != nil {
+		return err
+	}
+	a.rev = rev
+	a.revs = append(a.revs, revEvents{rev: rev, events: evs})
+	return a.trim()
+}
+
+func (a *applier) put(key string, value []byte, rev int64) error {
+	k := []byte(key)
+	create := rev
+	if old := a.kv.Get(k); len(old) >= kvHeader {
+		create = int64(binary.BigEndian.Uint64(old))
+	}
+	// bbolt keeps the slice until commit: each record needs its own.
+	rec := make([]byte, kvHeader+len(value))
+	binary.BigEndian.PutUint64(rec, uint64(create))
+	binary.BigEndian.PutUint64(rec[8:], uint64(rev))
+	copy(rec[kvHeader:], value)
+	if err := a.kv.Put(k, rec); err != nil {
+		return err
+	}
+	a.events = append(a.events, store.Event{Type: store.EventPut, KV: store.KV{
+		Key: key, Value: rec[kvHeader:], CreateRevision: create, ModRevision: rev,
+	}})
+	return nil
+}
+
+func (a *applier) delete(key string, rev int64) (bool, error) {
+	k := []byte(key)
+	old := a.kv.Get(k)
+	if old == nil {
+		return false, nil
+	}
+	var create int64
+	if len(old) >= kvHeader {
+		create = int64(binary.BigEndian.Uint64(old))
+	}
+	if err := a.kv.Delete(k); err != nil {
+		return false, err
+	}
+	a.events = append(a.events, store.Event{Type: store.EventDelete, KV: store.KV{
+		Key: key, CreateRevision: create, ModRevision: rev,
+	}})
+	return true, nil
+}
+
+// trim drops history older than the retained window, at most compactStep
+// records for this revision.
+func (a *applier) trim() error {
+	target := a.rev - a.retain
+	if target <= a.compacted {
+		return nil
+	}
+	return a.compactTo(min(target, a.compacted+compactStep))
+}
+
+// compactTo drops the history of revisions up to rev. History is contiguous
+// from compacted+1 to the current revision, so the records are addressed
+// directly instead of through a cursor.
+func (a *applier) compactTo(rev int64) error {
+	for r := a.compacted + 1; r <= rev; r++ {
+		if err := a.hist.Delete(revKey(r)); err != nil {
+			return err
+		}
+	}
+	a.compacted = max(a.compacted, rev)
+	return nil
+}
+
+// encodeEvents is a history record: uvarint count, then per event a type
+// byte, the key, the uvarint create revision, and for a put the value (key
+// and value as uvarint length and bytes). The mod revision is the record's.
+func encodeEvents(evs []store.Event) []byte {
+	n := binary.MaxVarintLen64
+	for _, ev := range evs {
+		n += 1 + 3*binary.MaxVarintLen64 + len(ev.KV.Key) + len(ev.KV.Value)
+	}
+	b := make([]byte, 0, n)
+	b = binary.AppendUvarint(b, uint64(len(evs)))
+	for _, ev := range evs {
+		b = append(b, byte(ev.Type))
+		b = appendString(b, ev.KV.Key)
+		b = binary.AppendUvarint(b, uint64(ev.KV.CreateRevision))
+		if ev.Type == store.EventPut {
+			b = appendBytes(b, ev.KV.Value)
+		}
+	}
+	return b
+}
+
+// decodeEvents reads a history record of revision rev and appends to dst the
+// events whose key starts with prefix, copying them out of bbolt's memory.
+func decodeEvents(dst []store.Event, rec []byte, rev int64, prefix string) ([]store.Event, error) {
+	d := decoder{buf: rec}
+	n, err := d.count(2)
+	if err != nil {
+		return dst, err
+	}
+	for range n {
+		t, err := d.byte()
+		if err != nil {
+			return dst, err
+		}
+		key, err := d.raw()
+		if err != nil {
+			return dst, err
+		}
+		create, err := d.int64()
+		if err != nil {
+			return dst, err
+		}
+		var value []byte
+		switch store.EventType(t) {
+		case store.EventPut:
+			if value, err = d.raw(); err != nil {
+				return dst, err
+			}
+		case store.EventDelete:
+		default:
+			return dst, fmt.Errorf("unknown event type %d", t)
+		}
+		if !hasPrefix(key, []byte(prefix)) {
+			continue
+		}
+		ev := store.Event{Type: store.EventType(t), KV: store.KV{
+			Key: string(key), CreateRevision: create, ModRevision: rev,
+		}}
+		if value != nil {
+			ev.KV.Value = append([]byte{}, value...)
+		}
+		dst = append(dst, ev)
+	}
+	if d.off != len(rec) {
+		return dst, fmt.Errorf("%d trailing bytes", len(rec)-d.off)
+	}
+	return dst, nil
+}

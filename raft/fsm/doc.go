@@ -1,0 +1,56 @@
+// Package fsm is kcd's replicated state machine: the metadata key space of
+// package store kept in a bbolt file, changed only by committed Raft entries.
+//
+// # How the Raft node uses it
+//
+//  1. A write request becomes a Command (with a request ID the proposer
+//     chooses), is checked with Command.Validate, encoded with EncodeCommand
+//     and proposed.
+//  2. Every committed entry, in log order, is handed to FSM.Apply as an Entry.
+//     Entries that are not commands (the leader's empty entry, configuration
+//     changes) are passed too, with nil Data: they only advance the applied
+//     index, and Apply refuses a gap in the indexes.
+//  3. Apply returns one Result per command, carrying the request ID, so the
+//     node can answer the caller that waits for it.
+//  4. Reads (Get, Scan, Revision) and watches are served from the file.
+//     Linearizable reads wait, on the Raft side, for AppliedIndex to reach the
+//     read index before calling them.
+//  5. Snapshot gives the whole file together with the index and term it
+//     contains; Restore replaces the state with one.
+//
+// # What is guaranteed
+//
+// Apply commits all its entries and the new applied index in one bbolt
+// read-write transaction, with bbolt's fsync on commit. After a crash the
+// file holds either all of a call or none of it, and the applied index says
+// which; entries at or below it are skipped, so replaying the log after a
+// restart is harmless.
+//
+// The state is a function of the log alone: whatever the node's timing or
+// how the entries were split into Apply calls, the same entries give the same
+// keys, values, revisions and history on every node. Two things keep it so:
+// invalid commands fail the same way everywhere (they are still applied, as
+// no-ops, so the index advances), and history is compacted per revision, not
+// per transaction. The one input besides the log is Options.HistoryRetain,
+// which every member of a cluster must therefore share.
+//
+// Revisions follow package store: the store-wide revision grows by one per
+// Put, per Delete that removed a key, and per Batch whose conditions held and
+// that changed something. Every revision's events are kept in a history
+// bucket for watchers; the oldest are dropped as new ones arrive (at most
+// compactStep per revision, so no transaction pays for a large backlog), and
+// a KindCompact command drops them up to a given revision at once.
+//
+// # Buckets
+//
+//	kv       key → 8-byte create revision, 8-byte mod revision, value
+//	history  8-byte revision → the events of that revision
+//	meta     format version, applied index and term, revision, compacted revision
+//
+// All integers in keys and record headers are big-endian, so that bbolt's
+// byte order is numeric order.
+//
+// Local wraps one FSM as a single-process store.Store, with no Raft; it is
+// what the tests run the store conformance suite against and the model for
+// the Raft backend.
+package fsm

@@ -1,0 +1,369 @@
+package fsm
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"os"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	bolt "go.etcd.io/bbolt"
+
+	"github.com/kcd-project/kcd/daemon/store"
+)
+
+// Defaults of Options.
+const (
+	DefaultHistoryRetain    = 10000
+	DefaultWatchBuffer      = 1024
+	DefaultWatchBufferBytes = 16 << 20
+)
+
+// Options tune an FSM. The zero value gives the defaults.
+type Options struct {
+	// HistoryRetain is how many of the latest revisions keep their events
+	// for watchers that start in the past (default DefaultHistoryRetain).
+	// It shapes the replicated state, so every member must use the same.
+	HistoryRetain int64
+	// WatchBuffer and WatchBufferBytes bound the events queued for one
+	// watcher that its reader has not taken yet (defaults DefaultWatchBuffer
+	// and DefaultWatchBufferBytes). A watcher that would exceed either is
+	// dropped with store.ErrWatcherLagging; the events of a single revision
+	// are always accepted when nothing else is queued, so that one large
+	// Batch cannot make a watcher unusable.
+	WatchBuffer      int
+	WatchBufferBytes int
+}
+
+func (o *Options) validate() error {
+	if o.HistoryRetain < 0 || o.WatchBuffer < 0 || o.WatchBufferBytes < 0 {
+		return errors.New("fsm: negative option")
+	}
+	if o.HistoryRetain == 0 {
+		o.HistoryRetain = DefaultHistoryRetain
+	}
+	if o.WatchBuffer == 0 {
+		o.WatchBuffer = DefaultWatchBuffer
+	}
+	if o.WatchBufferBytes == 0 {
+		o.WatchBufferBytes = DefaultWatchBufferBytes
+	}
+	return nil
+}
+
+// Entry is one committed Raft log entry. Data is an encoded Command, or
+// empty for an entry that only advances the applied index.
+type Entry struct {
+	Index uint64
+	Term  uint64
+	Data  []byte
+}
+
+// Result is the outcome of one applied command.
+type Result struct {
+	ID    uint64 // the Command's request ID (0 when Data could not be decoded)
+	Index uint64 // the entry's index
+	// Rev is the store revision after the command: the new one when it
+	// changed something, the current one when not.
+	Rev int64
+	// OK says, for a compare-and-set or a batch, whether its conditions
+	// held; it is true for every other valid command.
+	OK      bool
+	Deleted bool // delete: whether the key existed
+	// Err is set when the command was invalid (it wraps store.ErrInvalid);
+	// such a command changed nothing.
+	Err error
+}
+
+// FSM is the state machine. Apply must be called by one goroutine at a time
+// (it serializes itself anyway); everything else is safe for concurrent use,
+// and reads run alongside Apply.
+type FSM struct {
+	path string
+	opts Options
+
+	// restoreMu makes Restores take turns: they share a temporary file.
+	restoreMu sync.Mutex
+
+	// applyMu serializes Apply, Restore and Close, and guards the scratch
+	// buffers below.
+	applyMu sync.Mutex
+	events  []store.Event
+	revs    []revEvents
+
+	// dbMu is read-locked by every use of db and write-locked to replace or
+	// close it.
+	dbMu sync.RWMutex
+	db   *bolt.DB
+
+	applied atomic.Uint64
+
+	// wmu guards the watcher set and the revision watchers are told about:
+	// Watch registers under it, and Apply publishes each commit under it,
+	// which is what makes replay and live events meet with no gap.
+	wmu       sync.Mutex
+	rev       int64
+	compacted int64
+	watchers  map[*watcher]struct{}
+	closed    bool
+}
+
+// revEvents are the events of one revision, in the order of the ops.
+type revEvents struct {
+	rev    int64
+	events []store.Event
+}
+
+var (
+	bucketKV      = []byte("kv")
+	bucketHistory = []byte("history")
+	bucketMeta    = []byte("meta")
+
+	metaVersion   = []byte("version")
+	metaApplied   = []byte("applied_index")
+	metaTerm      = []byte("applied_term")
+	metaRevision  = []byte("revision")
+	metaCompacted = []byte("compacted")
+)
+
+// formatVersion is the layout of the buckets. Open refuses other versions
+// rather than misread them.
+const formatVersion = 1
+
+// compactStep is how many history records one new revision may drop at most.
+// Above one, a history that grew past HistoryRetain (the option was lowered)
+// shrinks back by itself; bounded, so that no single entry pays for it all.
+const compactStep = 8
+
+// initialMmapSize is the mapping bbolt starts with (see openDB).
+const initialMmapSize = 1 << 30
+
+// kvHeader is the size of a kv record's revisions.
+const kvHeader = 16
+
+// Open opens (creating it if needed) the state file at path.
+func Open(path string, opts Options) (*FSM, error) {
+	if err := opts.validate(); err != nil {
+		return nil, err
+	}
+	// A leftover of a Restore that crashed before its rename.
+	if err := os.Remove(restorePath(path)); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return nil, fmt.Errorf("fsm: open %s: %w", path, err)
+	}
+	f := &FSM{path: path, opts: opts, watchers: make(map[*watcher]struct{})}
+	db, err := openDB(path)
+	if err != nil {
+		return nil, err
+	}
+	if err := f.load(db); err != nil {
+		db.Close()
+		return nil, err
+	}
+	f.db = db
+	return f, nil
+}
+
+func openDB(path string) (*bolt.DB, error) {
+	db, err := bolt.Open(path, 0o600, &bolt.Options{
+		// Fail instead of waiting forever when another process holds it.
+		Timeout: 5 * time.Second,
+		// As etcd runs bbolt: the hashmap free list (the array one degrades
+		// with fragmentation), and not written on every commit (measured:
+		// one 4 KiB page less per transaction, about 10 % of a small
+		// Apply's writes) at the price of a scan of the file at Open.
+		FreelistType:   bolt.FreelistMapType,
+		NoFreelistSync: true,
+		// Address space only, not memory: while the file is smaller than
+		// this, growing it needs no remap, and a remap has to wait for
+		// every open read transaction (a long Scan, a snapshot) to end,
+		// stalling Apply behind them.
+		InitialMmapSize: initialMmapSize,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("fsm: open %s: %w", path, err)
+	}
+	if err := db.Update(initBuckets); err != nil {
+		db.Close()
+		return nil, fmt.Errorf("fsm: open %s: %w", path, err)
+	}
+	return db, nil
+}
+
+// initBuckets creates the buckets of a new file and checks an existing one.
+func initBuckets(tx *bolt.Tx) error {
+	if meta := tx.Bucket(bucketMeta); meta != nil {
+		if v := getUint(meta, metaVersion); v != formatVersion {
+			return fmt.Errorf("state format version %d, want %d", v, formatVersion)
+		}
+		if tx.Bucket(bucketKV) == nil || tx.Bucket(bucketHistory) == nil {
+			return errors.New("state file lacks a bucket")
+		}
+		return nil
+	}
+	// No meta: a new file, unless it holds someone else's buckets.
+	if err := tx.ForEach(func(name []byte, _ *bolt.Bucket) error {
+		return fmt.Errorf("not a kcd state file (has bucket %q)", name)
+	}); err != nil {
+		return err
+	}
+	meta, err := tx.CreateBucket(bucketMeta)
+	if err != nil {
+		return err
+	}
+	if _, err := tx.CreateBucket(bucketKV); err != nil {
+		return err
+	}
+	if _, err := tx.CreateBucket(bucketHistory); err != nil {
+		return err
+	}
+	for _, k := range [][]byte{metaApplied, metaTerm, metaRevision, metaCompacted} {
+		if err := putUint(meta, k, 0); err != nil {
+			return err
+		}
+	}
+	return putUint(meta, metaVersion, formatVersion)
+}
+
+// load reads the cached values from db's meta bucket.
+func (f *FSM) load(db *bolt.DB) error {
+	return db.View(func(tx *bolt.Tx) error {
+		meta := tx.Bucket(bucketMeta)
+		f.applied.Store(getUint(meta, metaApplied))
+		f.rev = int64(getUint(meta, metaRevision))
+		f.compacted = int64(getUint(meta, metaCompacted))
+		return nil
+	})
+}
+
+// AppliedIndex is the index of the last entry applied and committed to disk.
+func (f *FSM) AppliedIndex() uint64 { return f.applied.Load() }
+
+// Close ends every watcher with store.ErrClosed and closes the file.
+func (f *FSM) Close() error {
+	f.applyMu.Lock()
+	defer f.applyMu.Unlock()
+	f.wmu.Lock()
+	if f.closed {
+		f.wmu.Unlock()
+		return nil
+	}
+	f.closed = true
+	f.stopWatchersLocked(store.ErrClosed)
+	f.wmu.Unlock()
+
+	f.dbMu.Lock()
+	defer f.dbMu.Unlock()
+	err := f.db.Close()
+	f.db = nil
+	if err != nil {
+		return fmt.Errorf("fsm: close %s: %w", f.path, err)
+	}
+	return nil
+}
+
+// view runs fn in a read transaction.
+func (f *FSM) view(fn func(*bolt.Tx) error) error {
+	f.dbMu.RLock()
+	defer f.dbMu.RUnlock()
+	if f.db == nil {
+		return store.ErrClosed
+	}
+	return f.db.View(fn)
+}
+
+// Get returns key's value and revisions; found is false when it does not
+// exist.
+func (f *FSM) Get(key string) (kv store.KV, found bool, err error) {
+	if err := validKey(key); err != nil {
+		return kv, false, err
+	}
+	err = f.view(func(tx *bolt.Tx) error {
+		rec := tx.Bucket(bucketKV).Get([]byte(key))
+		if rec == nil {
+			return nil
+		}
+		found = true
+		kv, err = decodeKV(key, rec)
+		return err
+	})
+	if err != nil {
+		return store.KV{}, false, fmt.Errorf("fsm: get: %w", err)
+	}
+	return kv, found, nil
+}
+
+// Scan returns the keys starting with prefix in key order, at most limit of
+// them (0: all), and the revision they were read at.
+func (f *FSM) Scan(prefix string, limit int) (kvs []store.KV, rev int64, err error) {
+	if limit < 0 {
+		return nil, 0, fmt.Errorf("fsm: scan: %w: negative limit %d", store.ErrInvalid, limit)
+	}
+	err = f.view(func(tx *bolt.Tx) error {
+		rev = int64(getUint(tx.Bucket(bucketMeta), metaRevision))
+		c := tx.Bucket(bucketKV).Cursor()
+		p := []byte(prefix)
+		for k, v := c.Seek(p); k != nil && hasPrefix(k, p); k, v = c.Next() {
+			kv, err := decodeKV(string(k), v)
+			if err != nil {
+				return err
+			}
+			kvs = append(kvs, kv)
+			if limit > 0 && len(kvs) == limit {
+				break
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, 0, fmt.Errorf("fsm: scan: %w", err)
+	}
+	return kvs, rev, nil
+}
+
+// Revision returns the current store revision.
+func (f *FSM) Revision() (rev int64, err error) {
+	err = f.view(func(tx *bolt.Tx) error {
+		rev = int64(getUint(tx.Bucket(bucketMeta), metaRevision))
+		return nil
+	})
+	if err != nil {
+		return 0, fmt.Errorf("fsm: revision: %w", err)
+	}
+	return rev, nil
+}
+
+func hasPrefix(k, p []byte) bool {
+	return len(k) >= len(p) && string(k[:len(p)]) == string(p)
+}
+
+// decodeKV copies a kv record out of bbolt's memory, which is only valid
+// inside the transaction.
+func decodeKV(key string, rec []byte) (store.KV, error) {
+	if len(rec) < kvHeader {
+		return store.KV{}, fmt.Errorf("corrupt record of key %q: %d bytes", key, len(rec))
+	}
+	return store.KV{
+		Key:            key,
+		Value:          append([]byte{}, rec[kvHeader:]...),
+		CreateRevision: int64(binary.BigEndian.Uint64(rec)),
+		ModRevision:    int64(binary.BigEndian.Uint64(rec[8:])),
+	}, nil
+}
+
+func getUint(b *bolt.Bucket, key []byte) uint64 {
+	v := b.Get(key)
+	if len(v) != 8 {
+		return 0
+	}
+	return binary.BigEndian.Uint64(v)
+}
+
+func putUint(b *bolt.Bucket, key []byte, v uint64) error {
+	return b.Put(key, binary.BigEndian.AppendUint64(nil, v))
+}
+
+func revKey(rev int64) []byte {
+	return binary.BigEndian.AppendUint64(nil, uint64(rev))
+}

@@ -1,0 +1,23 @@
+package fsm_test
+
+import (
+	"path/filepath"
+	"testing"
+
+	"github.com/kcd-project/kcd/daemon/store"
+	"github.com/kcd-project/kcd/daemon/store/storetest"
+	"github.com/kcd-project/kcd/raft/fsm"
+)
+
+// Local offers compaction, so the suite's ErrCompacted subtest runs.
+var _ storetest.Compacter = (*fsm.Local)(nil)
+
+func TestLocalConformance(t *testing.T) {
+	storetest.Run(t, func(t *testing.T) store.Store {
+		s, err := fsm.OpenLocal(filepath.Join(t.TempDir(), "state.db"), fsm.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s
+	})
+}
