@@ -1,0 +1,170 @@
+// Package raftstore is the default metadata store backend: the store lives
+// in the Raft group's replicated state machine (bbolt on every Raft node).
+// Writes are proposed through Raft and answered once applied on this node;
+// reads are served from this node's state machine after a ReadIndex barrier,
+// so they are linearizable on every node, leader or not.
+package raftstore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/kcd-project/kcd/daemon/store"
+	"github.com/kcd-project/kcd/raft"
+	"github.com/kcd-project/kcd/raft/fsm"
+)
+
+// Store is a store.Store over a raft.Node. It does not own the node: Close
+// leaves it running.
+type Store struct {
+	n *raft.Node
+	// life ends with Close, and with it every watcher of this store.
+	life  context.Context
+	close context.CancelFunc
+}
+
+var _ store.Store = (*Store)(nil)
+
+// New returns the store of node n.
+func New(n *raft.Node) *Store {
+	life, cancel := context.WithCancel(context.Background())
+	return &Store{n: n, life: life, close: cancel}
+}
+
+// check refuses calls after Close or with an ended context: such a call
+// must change nothing, and raft could still take a proposal whose context
+// just ended.
+func (s *Store) check(ctx context.Context) error {
+	if s.life.Err() != nil {
+		return store.ErrClosed
+	}
+	return ctx.Err()
+}
+
+func (s *Store) write(ctx context.Context, c fsm.Command) (fsm.Result, error) {
+	if err := s.check(ctx); err != nil {
+		return fsm.Result{}, err
+	}
+	r, err := s.n.Propose(ctx, c)
+	if err != nil {
+		return r, fmt.Errorf("raft store: %s: %w", c.Kind, err)
+	}
+	return r, nil
+}
+
+// barrier makes this node's state machine reflect every acknowledged write.
+func (s *Store) barrier(ctx context.Context) error {
+	if err := s.check(ctx); err != nil {
+		return err
+	}
+	if err := s.n.LinearizableRead(ctx); err != nil {
+		return fmt.Errorf("raft store: read: %w", err)
+	}
+	return nil
+}
+
+// Get implements store.Store.
+func (s *Store) Get(ctx context.Context, key string) (store.KV, bool, error) {
+	if err := s.barrier(ctx); err != nil {
+		return store.KV{}, false, err
+	}
+	return s.n.FSM().Get(key)
+}
+
+// Put implements store.Store.
+func (s *Store) Put(ctx context.Context, key string, value []byte) (int64, error) {
+	r, err := s.write(ctx, fsm.Command{Kind: fsm.KindPut, Key: key, Value: value})
+	return r.Rev, err
+}
+
+// Delete implements store.Store.
+func (s *Store) Delete(ctx context.Context, key string) (int64, bool, error) {
+	r, err := s.write(ctx, fsm.Command{Kind: fsm.KindDelete, Key: key})
+	return r.Rev, r.Deleted, err
+}
+
+// CompareAndSet implements store.Store.
+func (s *Store) CompareAndSet(ctx context.Context, key string, expectModRev int64, value []byte) (int64, bool, error) {
+	r, err := s.write(ctx, fsm.Command{Kind: fsm.KindCompareAndSet, Key: key, ExpectModRev: expectModRev, Value: value})
+	return r.Rev, r.OK, err
+}
+
+// Scan implements store.Store.
+func (s *Store) Scan(ctx context.Context, prefix string, limit int) ([]store.KV, int64, error) {
+	if err := s.barrier(ctx); err != nil {
+		return nil, 0, err
+	}
+	return s.n.FSM().Scan(prefix, limit)
+}
+
+// Batch implements store.Store.
+func (s *Store) Batch(ctx context.Context, conds []store.Cond, ops []store.Op) (int64, bool, error) {
+	r, err := s.write(ctx, fsm.Command{Kind: fsm.KindBatch, Conds: conds, Ops: ops})
+	return r.Rev, r.OK, err
+}
+
+// Watch implements store.Store. A watch from now on starts after a read
+// barrier, so it misses no write acknowledged before the call. A watcher
+// ends with store.ErrCompacted when this node installs a snapshot from the
+// leader; watch again from the last revision seen.
+func (s *Store) Watch(ctx context.Context, prefix string, afterRev int64) (store.Watcher, error) {
+	if err := s.check(ctx); err != nil {
+		return nil, err
+	}
+	if afterRev == 0 {
+		if err := s.barrier(ctx); err != nil {
+			return nil, err
+		}
+	}
+	wctx, cancel := context.WithCancel(ctx)
+	stop := context.AfterFunc(s.life, cancel)
+	w, err := s.n.FSM().Watch(wctx, prefix, afterRev)
+	if err != nil {
+		stop()
+		cancel()
+		return nil, err
+	}
+	return &watcher{Watcher: w, life: s.life, release: func() { stop(); cancel() }}, nil
+}
+
+// watcher ends with store.ErrClosed when its store is closed.
+type watcher struct {
+	store.Watcher
+	life    context.Context
+	release func()
+}
+
+func (w *watcher) Err() error {
+	err := w.Watcher.Err()
+	if err != nil && w.life.Err() != nil && errors.Is(err, context.Canceled) {
+		return store.ErrClosed
+	}
+	return err
+}
+
+func (w *watcher) Close() {
+	w.Watcher.Close()
+	w.release()
+}
+
+// Revision implements store.Store.
+func (s *Store) Revision(ctx context.Context) (int64, error) {
+	if err := s.barrier(ctx); err != nil {
+		return 0, err
+	}
+	return s.n.FSM().Revision()
+}
+
+// Compact drops the watch history up to revision rev, on every node.
+func (s *Store) Compact(ctx context.Context, rev int64) error {
+	_, err := s.write(ctx, fsm.Command{Kind: fsm.KindCompact, Rev: rev})
+	return err
+}
+
+// Close implements store.Store: later calls fail with store.ErrClosed and
+// watchers end. The node stays up: its owner stops it.
+func (s *Store) Close() error {
+	s.close()
+	return nil
+}

@@ -1,0 +1,316 @@
+package raft
+
+import (
+	"bytes"
+	"cmp"
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"sync"
+
+	etcdraft "go.etcd.io/raft/v3"
+	pb "go.etcd.io/raft/v3/raftpb"
+	"google.golang.org/protobuf/proto"
+)
+
+// confContext is the context of a configuration change entry: the member it
+// concerns and the id of the request that proposed it.
+type confContext struct {
+	Member    Member `json:"member"`
+	RequestID uint64 `json:"request_id,omitempty"`
+}
+
+func (c confContext) encode() []byte {
+	b, _ := json.Marshal(c) // strings and integers only
+	return b
+}
+
+func decodeConfContext(b []byte) (confContext, error) {
+	var c confContext
+	if len(b) == 0 {
+		return c, nil
+	}
+	if err := json.Unmarshal(b, &c); err != nil {
+		return c, fmt.Errorf("decode conf change context: %w", err)
+	}
+	return c, nil
+}
+
+func mergeMember(base, over Member) Member {
+	if over.PeerURL != "" {
+		base.PeerURL = over.PeerURL
+	}
+	if over.RESTURL != "" {
+		base.RESTURL = over.RESTURL
+	}
+	if len(over.Roles) > 0 {
+		base.Roles = over.Roles
+	}
+	return base
+}
+
+// membership is what the node knows of the cluster's members: how to reach
+// them, and which ids were removed for good. It changes only by applying
+// configuration changes (or a snapshot), and is saved beside the state
+// machine, and inside snapshots, so it survives log compaction.
+type membership struct {
+	path string
+
+	mu      sync.Mutex
+	Members map[uint64]Member `json:"members"`
+	Removed map[uint64]bool   `json:"removed"`
+}
+
+const membershipFile = "members.json"
+
+func loadMembership(dir string) (*membership, error) {
+	m := &membership{path: filepath.Join(dir, membershipFile), Members: map[uint64]Member{}, Removed: map[uint64]bool{}}
+	b, err := os.ReadFile(m.path)
+	if os.IsNotExist(err) {
+		return m, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("raft: read membership: %w", err)
+	}
+	if err := m.unmarshal(b); err != nil {
+		return nil, fmt.Errorf("raft: membership file %s is corrupt: %w", m.path, err)
+	}
+	return m, nil
+}
+
+func (m *membership) unmarshal(b []byte) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.Members, m.Removed = map[uint64]Member{}, map[uint64]bool{}
+	if err := json.Unmarshal(b, m); err != nil {
+		return err
+	}
+	if m.Members == nil {
+		m.Members = map[uint64]Member{}
+	}
+	if m.Removed == nil {
+		m.Removed = map[uint64]bool{}
+	}
+	return nil
+}
+
+func (m *membership) marshal() []byte {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	b, _ := json.Marshal(m)
+	return b
+}
+
+// save writes the membership durably (temp file, fsync, rename, dir fsync).
+func (m *membership) save() error {
+	tmp := m.path + ".tmp"
+	if err := writeFileSync(tmp, m.marshal()); err != nil {
+		return fmt.Errorf("raft: save membership: %w", err)
+	}
+	if err := os.Rename(tmp, m.path); err != nil {
+		return fmt.Errorf("raft: save membership: %w", err)
+	}
+	return syncDir(filepath.Dir(m.path))
+}
+
+func (m *membership) set(mem Member) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if old, ok := m.Members[mem.ID]; ok {
+		mem = mergeMember(old, mem)
+	}
+	m.Members[mem.ID] = mem
+}
+
+func (m *membership) remove(id uint64) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	delete(m.Members, id)
+	m.Removed[id] = true
+}
+
+func (m *membership) get(id uint64) (Member, bool) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	mem, ok := m.Members[id]
+	return mem, ok
+}
+
+func (m *membership) isRemoved(id uint64) bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.Removed[id]
+}
+
+func (m *membership) list() []Member {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	out := make([]Member, 0, len(m.Members))
+	for _, mem := range m.Members {
+		out = append(out, mem)
+	}
+	slices.SortFunc(out, func(a, b Member) int { return cmp.Compare(a.ID, b.ID) })
+	return out
+}
+
+func writeFileSync(path string, data []byte) error {
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_TRUNC|os.O_WRONLY, 0o600)
+	if err != nil {
+		return err
+	}
+	if _, err := f.Write(data); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Sync(); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
+}
+
+// applyConfChange applies a committed configuration change to raft and to
+// the membership, and answers its proposer.
+func (n *Node) applyConfChange(e *pb.Entry) error {
+	var cc pb.ConfChangeI
+	var ctxBytes []byte
+	if e.GetType() == pb.EntryType_EntryConfChange {
+		var v1 pb.ConfChange
+		if err := proto.Unmarshal(e.GetData(), &v1); err != nil {
+			return fmt.Errorf("raft: decode conf change at %d: %w", e.GetIndex(), err)
+		}
+		cc, ctxBytes = &v1, v1.GetContext()
+	} else {
+		var v2 pb.ConfChangeV2
+		if err := proto.Unmarshal(e.GetData(), &v2); err != nil {
+			return fmt.Errorf("raft: decode conf change at %d: %w", e.GetIndex(), err)
+		}
+		cc, ctxBytes = &v2, v2.GetContext()
+	}
+	cctx, err := decodeConfContext(ctxBytes)
+	if err != nil {
+		n.log.Warn("conf change without a readable member", "index", e.GetIndex(), "err", err)
+	}
+	n.confState = n.rn.ApplyConfChange(cc)
+	for _, ch := range cc.AsV2().GetChanges() {
+		id := ch.GetNodeId()
+		switch ch.GetType() {
+		case pb.ConfChangeType_ConfChangeAddNode, pb.ConfChangeType_ConfChangeAddLearnerNode:
+			if n.peers.isRemoved(id) {
+				continue // an id is never reused
+			}
+			mem := Member{ID: id}
+			if cctx.Member.ID == id {
+				mem = cctx.Member
+			}
+			n.peers.set(mem)
+			n.snapNow = true
+			if got, _ := n.peers.get(id); id != n.cfg.ID && got.PeerURL != "" {
+				n.tr.AddPeer(id, got.PeerURL)
+			}
+		case pb.ConfChangeType_ConfChangeRemoveNode:
+			n.peers.remove(id)
+			if id != n.cfg.ID {
+				n.tr.RemovePeer(id)
+			}
+		}
+	}
+	if err := n.peers.save(); err != nil {
+		return err
+	}
+	n.log.Info("configuration changed", "index", e.GetIndex(), "voters", n.confState.GetVoters(), "learners", n.confState.GetLearners())
+	if cctx.RequestID != 0 {
+		n.deliver(fsmResult(cctx.RequestID, e.GetIndex()))
+	}
+	if n.peers.isRemoved(n.cfg.ID) {
+		return ErrRemoved
+	}
+	return nil
+}
+
+// snapshotMagic starts the data of kcd's raft snapshots: the membership,
+// then the state machine's image.
+var snapshotMagic = []byte("KCDSNAP1")
+
+func encodeSnapshot(members, state []byte) []byte {
+	var b bytes.Buffer
+	b.Grow(len(snapshotMagic) + 8 + len(members) + len(state))
+	b.Write(snapshotMagic)
+	var l [8]byte
+	binary.LittleEndian.PutUint64(l[:], uint64(len(members)))
+	b.Write(l[:])
+	b.Write(members)
+	b.Write(state)
+	return b.Bytes()
+}
+
+func decodeSnapshot(data []byte) (members, state []byte, err error) {
+	if len(data) < len(snapshotMagic)+8 || !bytes.Equal(data[:len(snapshotMagic)], snapshotMagic) {
+		return nil, nil, fmt.Errorf("raft: snapshot data is not a kcd snapshot")
+	}
+	data = data[len(snapshotMagic):]
+	l := binary.LittleEndian.Uint64(data)
+	data = data[8:]
+	if l > uint64(len(data)) {
+		return nil, nil, fmt.Errorf("raft: snapshot data is truncated")
+	}
+	return data[:l], data[l:], nil
+}
+
+// restoreSnapshot installs a snapshot received from the leader.
+func (n *Node) restoreSnapshot(snap *pb.Snapshot) error {
+	members, state, err := decodeSnapshot(snap.GetData())
+	if err != nil {
+		return err
+	}
+	if err := n.sm.Restore(bytes.NewReader(state)); err != nil {
+		return fmt.Errorf("raft: restore state machine from snapshot %d: %w", snap.GetMetadata().GetIndex(), err)
+	}
+	if err := n.peers.unmarshal(members); err != nil {
+		return fmt.Errorf("raft: snapshot membership: %w", err)
+	}
+	if err := n.peers.save(); err != nil {
+		return err
+	}
+	for _, m := range n.peers.list() {
+		if m.ID != n.cfg.ID && m.PeerURL != "" {
+			n.tr.AddPeer(m.ID, m.PeerURL)
+		}
+	}
+	n.confState = snap.GetMetadata().GetConfState()
+	n.snapIndex = snap.GetMetadata().GetIndex()
+	n.setApplied(n.snapIndex)
+	n.log.Info("installed snapshot from the leader", "index", n.snapIndex)
+	return nil
+}
+
+// maybeSnapshot takes a snapshot every SnapshotEntries applied entries and
+// compacts the log behind it, keeping SnapshotCatchUp entries.
+func (n *Node) maybeSnapshot() error {
+	applied := n.applied.Load()
+	if applied < n.snapIndex+n.cfg.SnapshotEntries && !(n.snapNow && applied > n.snapIndex) {
+		return nil
+	}
+	n.snapNow = false
+	state, index, _, err := n.sm.Snapshot()
+	if err != nil {
+		return fmt.Errorf("raft: snapshot state machine: %w", err)
+	}
+	if _, err := n.logs.CreateSnapshot(index, n.confState, encodeSnapshot(n.peers.marshal(), state)); err != nil {
+		return fmt.Errorf("raft: save snapshot at %d: %w", index, err)
+	}
+	n.snapIndex = index
+	if index > n.cfg.SnapshotCatchUp {
+		// ErrCompacted: the log already starts later (after a snapshot
+		// from the leader); nothing to drop.
+		if err := n.logs.Compact(index - n.cfg.SnapshotCatchUp); err != nil && !errors.Is(err, etcdraft.ErrCompacted) {
+			return fmt.Errorf("raft: compact log: %w", err)
+		}
+	}
+	n.log.Debug("snapshot taken", "index", index, "bytes", len(state))
+	return nil
+}

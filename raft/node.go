@@ -1,0 +1,548 @@
+package raft
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	etcdraft "go.etcd.io/raft/v3"
+	pb "go.etcd.io/raft/v3/raftpb"
+
+	"github.com/kcd-project/kcd/raft/fsm"
+	"github.com/kcd-project/kcd/raft/logstore"
+	"github.com/kcd-project/kcd/raft/transport"
+)
+
+// Errors callers branch on.
+var (
+	ErrStopped   = errors.New("raft: node stopped")
+	ErrNoLeader  = errors.New("raft: no leader")
+	ErrNotLeader = errors.New("raft: not the leader")
+	// ErrRemoved stops a node that was removed from its cluster.
+	ErrRemoved = errors.New("raft: this node was removed from the cluster; its id cannot be used again (start a new node with a new id and an empty data dir)")
+)
+
+// Node is one member of a kcd Raft group.
+type Node struct {
+	cfg       Config
+	log       *slog.Logger
+	clusterID string
+
+	rn    etcdraft.Node
+	logs  *logstore.Store
+	sm    *fsm.FSM
+	tr    transport.Transport
+	peers *membership
+
+	// idBase makes request ids unique across nodes and restarts: results are
+	// routed by id, and every node applies every entry.
+	idBase uint64
+	idSeq  atomic.Uint64
+
+	waitMu  sync.Mutex
+	waiters map[uint64]chan fsm.Result
+
+	leader    atomic.Uint64
+	term      atomic.Uint64
+	applied   atomic.Uint64
+	commit    atomic.Uint64
+	appliedMu sync.Mutex
+	appliedCh chan struct{} // closed and replaced whenever applied moves
+
+	reads *readBatcher
+
+	confState *pb.ConfState // touched by the Ready loop only
+	snapIndex uint64        // touched by the Ready loop only
+	// snapNow asks for a snapshot at the next chance: after a member was
+	// added, so that the snapshot a new member may need includes it (raft
+	// refuses a snapshot whose configuration lacks the receiver).
+	snapNow bool
+
+	stopOnce sync.Once
+	stopc    chan struct{}
+	donec    chan struct{}
+	failMu   sync.Mutex
+	failErr  error
+}
+
+// Start opens (or creates) the node's state in cfg.Dir and starts it.
+func Start(cfg Config) (*Node, error) {
+	if err := cfg.validate(); err != nil {
+		return nil, err
+	}
+	if err := os.MkdirAll(cfg.Dir, 0o700); err != nil {
+		return nil, fmt.Errorf("raft: create dir: %w", err)
+	}
+	n := &Node{
+		cfg:       cfg,
+		log:       cfg.Logger.With("subsys", "raft", "node", cfg.ID),
+		waiters:   map[uint64]chan fsm.Result{},
+		appliedCh: make(chan struct{}),
+		stopc:     make(chan struct{}),
+		donec:     make(chan struct{}),
+	}
+	var b [8]byte
+	_, _ = rand.Read(b[:])
+	n.idBase = cfg.ID<<48 ^ binary.LittleEndian.Uint64(b[:])&(1<<48-1)
+
+	ok := false
+	defer func() {
+		if !ok {
+			n.closeResources()
+		}
+	}()
+	fresh, err := n.checkIdentity()
+	if err != nil {
+		return nil, err
+	}
+	if n.logs, err = logstore.Open(filepath.Join(cfg.Dir, "wal"), logstore.Options{Logger: n.log}); err != nil {
+		return nil, fmt.Errorf("raft: open log: %w", err)
+	}
+	if n.sm, err = fsm.Open(filepath.Join(cfg.Dir, "state.db"), cfg.FSM); err != nil {
+		return nil, fmt.Errorf("raft: open state machine: %w", err)
+	}
+	if n.logs.IsEmpty() && n.sm.AppliedIndex() > 0 {
+		return nil, fmt.Errorf("raft: %s holds applied state (index %d) but no log: the data dir is damaged or mixed up", cfg.Dir, n.sm.AppliedIndex())
+	}
+	if n.peers, err = loadMembership(cfg.Dir); err != nil {
+		return nil, err
+	}
+	if n.peers.isRemoved(cfg.ID) {
+		return nil, ErrRemoved
+	}
+	_, cs, err := n.logs.InitialState()
+	if err != nil {
+		return nil, fmt.Errorf("raft: initial state: %w", err)
+	}
+	n.confState = cs
+	snap, err := n.logs.Snapshot()
+	if err != nil {
+		return nil, fmt.Errorf("raft: snapshot: %w", err)
+	}
+	n.snapIndex = snap.GetMetadata().GetIndex()
+	n.applied.Store(n.sm.AppliedIndex())
+
+	// raft's node comes first, so that the transport never delivers to a
+	// node that is not there yet; nothing is sent before run starts.
+	rc := &etcdraft.Config{
+		ID:                        cfg.ID,
+		ElectionTick:              cfg.ElectionTicks,
+		HeartbeatTick:             cfg.HeartbeatTicks,
+		Storage:                   n.logs,
+		MaxSizePerMsg:             1 << 20,
+		MaxInflightMsgs:           256,
+		MaxInflightBytes:          32 << 20,
+		MaxUncommittedEntriesSize: 64 << 20,
+		MaxCommittedSizePerReady:  16 << 20,
+		CheckQuorum:               true,
+		PreVote:                   true,
+		StepDownOnRemoval:         true,
+		ReadOnlyOption:            etcdraft.ReadOnlySafe,
+		Logger:                    raftLogger{n.log},
+	}
+	switch {
+	case n.logs.IsEmpty() && fresh && len(cfg.InitialCluster) > 0:
+		peers := make([]etcdraft.Peer, 0, len(cfg.InitialCluster))
+		for _, m := range cfg.InitialCluster {
+			if m.ID == cfg.ID {
+				m = mergeMember(m, cfg.Self)
+			}
+			peers = append(peers, etcdraft.Peer{ID: m.ID, Context: confContext{Member: m}.encode()})
+		}
+		n.log.Info("bootstrapping a new cluster", "cluster_id", n.clusterID, "members", len(peers))
+		n.rn = etcdraft.StartNode(rc, peers)
+	default:
+		// A restart, or a fresh node that joins: raft's configuration comes
+		// from the log (or, for a joiner, from the leader).
+		n.rn = etcdraft.RestartNode(rc)
+	}
+	newTransport := cfg.NewTransport
+	if newTransport == nil {
+		newTransport = func(clusterID string, r transport.Receiver) (transport.Transport, error) {
+			return transport.NewHTTP(transport.Config{
+				ID: cfg.ID, ClusterID: clusterID, Receiver: r,
+				ClientTLS: cfg.ClientTLS, ServerTLS: cfg.ServerTLS, Logger: n.log,
+			})
+		}
+	}
+	if n.tr, err = newTransport(n.clusterID, n); err != nil {
+		return nil, fmt.Errorf("raft: transport: %w", err)
+	}
+	// Peers known so far: from the membership, the initial cluster or, for
+	// a joiner, what it was told. The log corrects them as it is applied.
+	known := n.peers.list()
+	if len(known) == 0 {
+		known = slices.Concat(cfg.InitialCluster, cfg.JoinPeers)
+	}
+	for _, m := range known {
+		if m.ID != cfg.ID && m.PeerURL != "" && !n.peers.isRemoved(m.ID) {
+			n.tr.AddPeer(m.ID, m.PeerURL)
+		}
+	}
+
+	n.reads = newReadBatcher(n)
+	ok = true
+	go n.run()
+	go n.reads.run()
+	n.log.Info("raft node started", "cluster_id", n.clusterID, "applied", n.applied.Load(), "peer_url", cfg.Self.PeerURL)
+	return n, nil
+}
+
+// checkIdentity makes sure the data dir belongs to this node and cluster,
+// recording them when the dir is new. fresh says it was new.
+func (n *Node) checkIdentity() (fresh bool, err error) {
+	cfg := n.cfg
+	var want string
+	switch {
+	case len(cfg.InitialCluster) > 0:
+		found := false
+		for _, m := range cfg.InitialCluster {
+			found = found || m.ID == cfg.ID
+		}
+		if !found {
+			return false, fmt.Errorf("raft: node %d is not in the initial cluster", cfg.ID)
+		}
+		want = ClusterIDFor(cfg.InitialCluster)
+	case cfg.ClusterID != "":
+		want = cfg.ClusterID
+	}
+	id, exists, err := readIdentity(cfg.Dir)
+	if err != nil {
+		return false, err
+	}
+	if exists {
+		if id.NodeID != cfg.ID {
+			return false, fmt.Errorf("raft: data dir %s belongs to node %d, not %d", cfg.Dir, id.NodeID, cfg.ID)
+		}
+		if want != "" && id.ClusterID != want {
+			return false, fmt.Errorf("raft: data dir %s belongs to cluster %s, but this node was started for cluster %s", cfg.Dir, id.ClusterID, want)
+		}
+		n.clusterID = id.ClusterID
+		return false, nil
+	}
+	if want == "" {
+		return false, fmt.Errorf("raft: %s holds no cluster: give an initial cluster to bootstrap one, or join an existing one", cfg.Dir)
+	}
+	n.clusterID = want
+	return true, writeIdentity(cfg.Dir, identity{NodeID: cfg.ID, ClusterID: want})
+}
+
+// Self is this node as it tells the others of itself.
+func (n *Node) Self() Member { return n.cfg.Self }
+
+// ClusterID is the id of the cluster this node belongs to.
+func (n *Node) ClusterID() string { return n.clusterID }
+
+// ID is this node's raft id.
+func (n *Node) ID() uint64 { return n.cfg.ID }
+
+// Transport is the node's peer transport; mount its Handler on the peer
+// listener.
+func (n *Node) Transport() transport.Transport { return n.tr }
+
+// FSM is the node's state machine, for reads that need not be linearizable
+// (after WaitRead for those that must).
+func (n *Node) FSM() *fsm.FSM { return n.sm }
+
+// Leader is the id of the current leader as this node knows it (0: none).
+func (n *Node) Leader() uint64 { return n.leader.Load() }
+
+// IsLeader tells whether this node is the leader.
+func (n *Node) IsLeader() bool { return n.leader.Load() == n.cfg.ID }
+
+// Term is the current term as this node knows it.
+func (n *Node) Term() uint64 { return n.term.Load() }
+
+// AppliedIndex is the index of the last entry applied to the state machine.
+func (n *Node) AppliedIndex() uint64 { return n.applied.Load() }
+
+// Done is closed when the node has stopped, by Stop or by a fatal error.
+func (n *Node) Done() <-chan struct{} { return n.donec }
+
+// Err is the fatal error that stopped the node, if one did.
+func (n *Node) Err() error {
+	n.failMu.Lock()
+	defer n.failMu.Unlock()
+	return n.failErr
+}
+
+// Propose replicates cmd and returns its result once this node has applied
+// it. cmd.ID is set by Propose.
+func (n *Node) Propose(ctx context.Context, cmd fsm.Command) (fsm.Result, error) {
+	cmd.ID = n.nextID()
+	if err := cmd.Validate(); err != nil {
+		return fsm.Result{}, err
+	}
+	data, err := fsm.EncodeCommand(cmd)
+	if err != nil {
+		return fsm.Result{}, err
+	}
+	ch := n.wait(cmd.ID)
+	defer n.unwait(cmd.ID)
+	if err := n.rn.Propose(ctx, data); err != nil {
+		return fsm.Result{}, n.proposeErr(ctx, err)
+	}
+	select {
+	case res := <-ch:
+		return res, res.Err
+	case <-ctx.Done():
+		return fsm.Result{}, ctx.Err()
+	case <-n.donec:
+		return fsm.Result{}, ErrStopped
+	}
+}
+
+func (n *Node) proposeErr(ctx context.Context, err error) error {
+	switch {
+	case errors.Is(err, etcdraft.ErrProposalDropped):
+		return fmt.Errorf("%w: proposal dropped", ErrNoLeader)
+	case errors.Is(err, etcdraft.ErrStopped):
+		return ErrStopped
+	case ctx.Err() != nil:
+		return ctx.Err()
+	}
+	return fmt.Errorf("raft: propose: %w", err)
+}
+
+func (n *Node) nextID() uint64 { return n.idBase + n.idSeq.Add(1) }
+
+func (n *Node) wait(id uint64) chan fsm.Result {
+	ch := make(chan fsm.Result, 1)
+	n.waitMu.Lock()
+	n.waiters[id] = ch
+	n.waitMu.Unlock()
+	return ch
+}
+
+func (n *Node) unwait(id uint64) {
+	n.waitMu.Lock()
+	delete(n.waiters, id)
+	n.waitMu.Unlock()
+}
+
+func (n *Node) deliver(res fsm.Result) {
+	n.waitMu.Lock()
+	ch := n.waiters[res.ID]
+	n.waitMu.Unlock()
+	if ch != nil {
+		select {
+		case ch <- res:
+		default:
+		}
+	}
+}
+
+// WaitApplied returns once the state machine has applied index.
+func (n *Node) WaitApplied(ctx context.Context, index uint64) error {
+	for {
+		n.appliedMu.Lock()
+		ch := n.appliedCh
+		n.appliedMu.Unlock()
+		if n.applied.Load() >= index {
+			return nil
+		}
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-n.donec:
+			return ErrStopped
+		}
+	}
+}
+
+func (n *Node) setApplied(index uint64) {
+	n.applied.Store(index)
+	n.appliedMu.Lock()
+	close(n.appliedCh)
+	n.appliedCh = make(chan struct{})
+	n.appliedMu.Unlock()
+}
+
+// LinearizableRead returns once this node's state machine reflects every
+// write acknowledged before the call: reads made after it are linearizable.
+func (n *Node) LinearizableRead(ctx context.Context) error {
+	return n.reads.read(ctx)
+}
+
+// Stop stops the node. A leader first hands leadership to the most
+// up-to-date voter, so the cluster does not wait for an election.
+func (n *Node) Stop() error {
+	if n.IsLeader() && len(n.voters()) > 1 {
+		ctx, cancel := context.WithTimeout(context.Background(), n.cfg.electionTimeout())
+		if err := n.TransferLeadership(ctx, 0); err != nil {
+			n.log.Warn("leadership transfer before stop failed", "err", err)
+		}
+		cancel()
+	}
+	n.stop(nil)
+	<-n.donec
+	return n.Err()
+}
+
+// Halt stops the node at once, as a crash would: no leadership transfer,
+// nothing more sent or written. For tests; Stop is the clean way.
+func (n *Node) Halt() {
+	n.stop(nil)
+	<-n.donec
+}
+
+func (n *Node) stop(fatal error) {
+	n.stopOnce.Do(func() {
+		if fatal != nil {
+			n.failMu.Lock()
+			n.failErr = fatal
+			n.failMu.Unlock()
+			n.log.Error("raft node stopping on a fatal error", "err", fatal)
+		}
+		close(n.stopc)
+	})
+}
+
+// run is the Ready loop.
+func (n *Node) run() {
+	defer close(n.donec)
+	defer n.closeResources()
+	ticker := time.NewTicker(n.cfg.TickInterval)
+	defer ticker.Stop()
+	for {
+		select {
+		case <-ticker.C:
+			n.rn.Tick()
+		case rd := <-n.rn.Ready():
+			if err := n.handleReady(rd); err != nil {
+				n.stop(err)
+				return
+			}
+			n.rn.Advance()
+		case <-n.stopc:
+			return
+		}
+	}
+}
+
+func (n *Node) handleReady(rd etcdraft.Ready) error {
+	if rd.SoftState != nil {
+		if prev := n.leader.Swap(rd.SoftState.Lead); prev != rd.SoftState.Lead {
+			n.log.Info("leader changed", "leader", rd.SoftState.Lead, "previous", prev, "state", rd.SoftState.RaftState.String())
+		}
+	}
+	if !etcdraft.IsEmptyHardState(rd.HardState) {
+		n.term.Store(rd.HardState.GetTerm())
+		n.commit.Store(rd.HardState.GetCommit())
+	}
+	if err := n.logs.Save(rd.HardState, rd.Entries, rd.Snapshot); err != nil {
+		return fmt.Errorf("raft: save to log: %w", err)
+	}
+	if !etcdraft.IsEmptySnap(rd.Snapshot) {
+		if err := n.restoreSnapshot(rd.Snapshot); err != nil {
+			return err
+		}
+	}
+	n.tr.Send(rd.Messages)
+	if err := n.applyEntries(rd.CommittedEntries); err != nil {
+		return err
+	}
+	for _, rs := range rd.ReadStates {
+		n.reads.answer(rs)
+	}
+	return n.maybeSnapshot()
+}
+
+// applyEntries applies committed entries in order: runs of normal entries
+// in one state machine transaction, configuration changes one by one.
+func (n *Node) applyEntries(ents []*pb.Entry) error {
+	batch := make([]fsm.Entry, 0, len(ents))
+	flush := func() error {
+		if len(batch) == 0 {
+			return nil
+		}
+		results, err := n.sm.Apply(batch)
+		if err != nil {
+			return fmt.Errorf("raft: apply to state machine: %w", err)
+		}
+		last := batch[len(batch)-1].Index
+		batch = batch[:0]
+		n.setApplied(max(last, n.applied.Load()))
+		for _, r := range results {
+			n.deliver(r)
+		}
+		return nil
+	}
+	for _, e := range ents {
+		switch e.GetType() {
+		case pb.EntryType_EntryNormal:
+			batch = append(batch, fsm.Entry{Index: e.GetIndex(), Term: e.GetTerm(), Data: e.GetData()})
+		case pb.EntryType_EntryConfChange, pb.EntryType_EntryConfChangeV2:
+			if err := flush(); err != nil {
+				return err
+			}
+			if err := n.applyConfChange(e); err != nil {
+				return err
+			}
+			// The state machine records the index so a restart does not
+			// count this entry as unapplied state.
+			batch = append(batch, fsm.Entry{Index: e.GetIndex(), Term: e.GetTerm()})
+			if err := flush(); err != nil {
+				return err
+			}
+		}
+	}
+	return flush()
+}
+
+func (n *Node) closeResources() {
+	if n.rn != nil {
+		n.rn.Stop()
+	}
+	if n.tr != nil {
+		if err := n.tr.Close(); err != nil {
+			n.log.Warn("close transport", "err", err)
+		}
+	}
+	if n.sm != nil {
+		if err := n.sm.Close(); err != nil {
+			n.log.Warn("close state machine", "err", err)
+		}
+	}
+	if n.logs != nil {
+		if err := n.logs.Close(); err != nil {
+			n.log.Warn("close log", "err", err)
+		}
+	}
+}
+
+// Process implements transport.Receiver.
+func (n *Node) Process(ctx context.Context, m *pb.Message) error { return n.rn.Step(ctx, m) }
+
+// ReportUnreachable implements transport.Receiver.
+func (n *Node) ReportUnreachable(id uint64) { n.rn.ReportUnreachable(id) }
+
+// ReportSnapshot implements transport.Receiver.
+func (n *Node) ReportSnapshot(id uint64, status etcdraft.SnapshotStatus) {
+	n.rn.ReportSnapshot(id, status)
+}
+
+// IsIDRemoved implements transport.Receiver.
+func (n *Node) IsIDRemoved(id uint64) bool { return n.peers.isRemoved(id) }
+
+// voters lists the current voters, sorted.
+func (n *Node) voters() []uint64 {
+	st := n.rn.Status()
+	ids := st.Config.Voters.IDs()
+	out := make([]uint64, 0, len(ids))
+	for id := range ids {
+		out = append(out, id)
+	}
+	slices.Sort(out)
+	return out
+}

@@ -1,0 +1,155 @@
+package raft
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	etcdraft "go.etcd.io/raft/v3"
+)
+
+// readBatcher turns concurrent linearizable reads into rounds: every read
+// that arrives while a round is in flight joins the next one, so one
+// ReadIndex (one round of heartbeats) serves them all.
+type readBatcher struct {
+	n      *Node
+	signal chan struct{}
+
+	mu      sync.Mutex
+	next    *readRound
+	seq     uint64
+	pending map[uint64]chan uint64 // request ctx → read index
+}
+
+type readRound struct {
+	done chan struct{}
+	err  error
+}
+
+func newReadBatcher(n *Node) *readBatcher {
+	return &readBatcher{
+		n:       n,
+		signal:  make(chan struct{}, 1),
+		next:    &readRound{done: make(chan struct{})},
+		pending: map[uint64]chan uint64{},
+	}
+}
+
+func (b *readBatcher) read(ctx context.Context) error {
+	b.mu.Lock()
+	r := b.next
+	b.mu.Unlock()
+	select {
+	case b.signal <- struct{}{}:
+	default:
+	}
+	select {
+	case <-r.done:
+		return r.err
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-b.n.donec:
+		return ErrStopped
+	}
+}
+
+func (b *readBatcher) run() {
+	for {
+		select {
+		case <-b.signal:
+		case <-b.n.donec:
+			return
+		}
+		b.mu.Lock()
+		r := b.next
+		b.next = &readRound{done: make(chan struct{})}
+		b.mu.Unlock()
+		r.err = b.round()
+		close(r.done)
+	}
+}
+
+// round gets a read index confirmed by a quorum and waits until the state
+// machine has applied it. A ReadIndex request that gets no answer (it was
+// dropped: no leader, a leader change) is sent again, until readTimeout.
+func (b *readBatcher) round() error {
+	timeout := max(readTimeout, 10*b.n.cfg.electionTimeout())
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	retry := b.n.cfg.electionTimeout()
+	for {
+		index, err := b.readIndex(ctx, retry)
+		if err == nil {
+			return b.n.WaitApplied(ctx, index)
+		}
+		if !errors.Is(err, errNoAnswer) {
+			return err
+		}
+		if ctx.Err() != nil {
+			if b.n.Leader() == 0 {
+				return fmt.Errorf("%w: linearizable read timed out after %v", ErrNoLeader, timeout)
+			}
+			return fmt.Errorf("raft: linearizable read timed out after %v", timeout)
+		}
+	}
+}
+
+// readTimeout bounds how long a linearizable read waits for a quorum.
+const readTimeout = 5 * time.Second
+
+var errNoAnswer = errors.New("raft: no answer to read index")
+
+// readIndex sends one ReadIndex request and waits up to wait for its answer.
+func (b *readBatcher) readIndex(ctx context.Context, wait time.Duration) (uint64, error) {
+	b.mu.Lock()
+	b.seq++
+	id := b.seq
+	ch := make(chan uint64, 1)
+	b.pending[id] = ch
+	b.mu.Unlock()
+	defer func() {
+		b.mu.Lock()
+		delete(b.pending, id)
+		b.mu.Unlock()
+	}()
+	var rctx [8]byte
+	binary.BigEndian.PutUint64(rctx[:], id)
+	if err := b.n.rn.ReadIndex(ctx, rctx[:]); err != nil {
+		if ctx.Err() != nil {
+			return 0, errNoAnswer
+		}
+		return 0, fmt.Errorf("raft: read index: %w", err)
+	}
+	timer := time.NewTimer(wait)
+	defer timer.Stop()
+	select {
+	case index := <-ch:
+		return index, nil
+	case <-timer.C:
+		return 0, errNoAnswer
+	case <-ctx.Done():
+		return 0, errNoAnswer
+	case <-b.n.donec:
+		return 0, ErrStopped
+	}
+}
+
+// answer hands a ReadState from a Ready to the round waiting for it.
+func (b *readBatcher) answer(rs etcdraft.ReadState) {
+	if len(rs.RequestCtx) != 8 {
+		return
+	}
+	id := binary.BigEndian.Uint64(rs.RequestCtx)
+	b.mu.Lock()
+	ch := b.pending[id]
+	b.mu.Unlock()
+	if ch != nil {
+		select {
+		case ch <- rs.Index:
+		default:
+		}
+	}
+}
