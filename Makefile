@@ -5,7 +5,7 @@ COMMIT  := $(shell git rev-parse --short HEAD 2>/dev/null || echo unknown)
 LDFLAGS := -X $(MODULE)/internal/version.Commit=$(COMMIT)
 RUN_DIR ?= .data/run
 
-.PHONY: all build run test test-unit test-integration lint testenv-up testenv-down clean
+.PHONY: all build run test test-unit test-integration lint testenv-up testenv-down cluster cluster-down clean
 
 all: build
 
@@ -35,6 +35,13 @@ lint:
 	if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
 	$(GO) vet ./...
 
+# A three-node cluster on loopback (REST on 18081-18083), data in .cluster/.
+cluster: build
+	scripts/cluster.sh up
+
+cluster-down:
+	scripts/cluster.sh down
+
 testenv-up:
 	scripts/testenv up
 
@@ -43,4 +50,5 @@ testenv-down:
 
 clean:
 	-scripts/testenv down
+	-scripts/cluster.sh clean
 	rm -rf bin .data

@@ -19,6 +19,9 @@ import (
 	"github.com/kcd-project/kcd/daemon/config"
 	"github.com/kcd-project/kcd/daemon/devkafka"
 	"github.com/kcd-project/kcd/daemon/restapi"
+	"github.com/kcd-project/kcd/daemon/store"
+	"github.com/kcd-project/kcd/daemon/store/raftstore"
+	"github.com/kcd-project/kcd/raft"
 )
 
 // shutdownTimeout bounds each step of a clean stop.
@@ -34,6 +37,9 @@ type Node struct {
 	kafka  *kgo.Client
 	rest   *http.Server
 	ln     net.Listener
+	raft   *raft.Node
+	store  store.Store
+	peer   *http.Server
 
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
@@ -75,13 +81,28 @@ func (n *Node) Start(ctx context.Context) (err error) {
 	if n.ln, err = net.Listen("tcp", n.cfg.RESTAddr); err != nil {
 		return fmt.Errorf("listen on rest-addr %s: %w", n.cfg.RESTAddr, err)
 	}
+	ctx, n.cancel = context.WithCancel(context.WithoutCancel(ctx))
+	opts := restapi.Options{Logger: n.log.With("subsys", "rest")}
+	if n.cfg.HasRole(config.RoleRaft) {
+		if err := n.startRaft(ctx); err != nil {
+			return err
+		}
+		n.store = raftstore.New(n.raft)
+		opts.Cluster, opts.Store = raftCluster{n.raft}, n.store
+		n.wg.Add(1)
+		go func() {
+			defer n.wg.Done()
+			n.publishSelf(ctx, n.raft.Self())
+		}()
+	} else {
+		opts.Cluster = seedCluster{seeds: n.cfg.Seeds}
+	}
 	n.rest = &http.Server{
-		Handler:           restapi.NewHandler(n, n.log.With("subsys", "rest")),
+		Handler:           restapi.NewHandler(n, opts),
 		ReadHeaderTimeout: 10 * time.Second,
 		MaxHeaderBytes:    64 << 10,
 	}
 
-	ctx, n.cancel = context.WithCancel(context.WithoutCancel(ctx))
 	n.wg.Add(2)
 	go func() {
 		defer n.wg.Done()
@@ -93,19 +114,35 @@ func (n *Node) Start(ctx context.Context) (err error) {
 		defer n.wg.Done()
 		n.discoverKafkaCluster(ctx)
 	}()
-	n.log.Info("kcd node started", "node_id", n.cfg.NodeID, "rest", n.RESTURL(), "data_dir", n.dir.path, "bootstrap_servers", seeds)
+	n.log.Info("kcd node started", "node_id", n.cfg.NodeID, "roles", n.cfg.Roles, "rest", n.RESTURL(), "data_dir", n.dir.path, "bootstrap_servers", seeds)
 	return nil
 }
 
 // Run starts the node and serves until ctx is cancelled, then stops cleanly.
+// A fatal error of the Raft member stops the node too, and is returned.
 func (n *Node) Run(ctx context.Context) error {
 	if err := n.Start(ctx); err != nil {
 		return err
 	}
-	<-ctx.Done()
-	n.log.Info("stopping kcd node")
-	return n.Close()
+	var raftDone <-chan struct{}
+	if n.raft != nil {
+		raftDone = n.raft.Done()
+	}
+	select {
+	case <-ctx.Done():
+		n.log.Info("stopping kcd node")
+	case <-raftDone:
+		n.log.Error("raft member stopped; stopping kcd node", "err", n.raft.Err())
+	}
+	err := n.Close()
+	if n.raft != nil && n.raft.Err() != nil {
+		return n.raft.Err()
+	}
+	return err
 }
+
+// Raft is the node's Raft member (nil on a worker-only node).
+func (n *Node) Raft() *raft.Node { return n.raft }
 
 // Close stops everything the node runs, in reverse order of start.
 func (n *Node) Close() error {
@@ -118,16 +155,34 @@ func (n *Node) Close() error {
 	if n.cancel != nil {
 		n.cancel()
 	}
+	if n.raft != nil {
+		// A leader hands over leadership first, so the others need not wait
+		// for an election.
+		if rerr := n.raft.Stop(); rerr != nil && err == nil {
+			err = rerr
+		}
+	}
+	if n.peer != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), shutdownTimeout)
+		_ = n.peer.Shutdown(ctx)
+		cancel()
+	}
 	n.wg.Wait()
 	n.closeResources()
 	if err != nil {
-		return fmt.Errorf("stop rest server: %w", err)
+		return fmt.Errorf("stop: %w", err)
 	}
 	n.log.Info("kcd node stopped")
 	return nil
 }
 
 func (n *Node) closeResources() {
+	if n.raft != nil {
+		n.raft.Halt() // no-op after Stop; after a failed Start it releases the member
+	}
+	if n.store != nil {
+		n.store.Close()
+	}
 	if n.ln != nil {
 		n.ln.Close() // already closed after a clean Shutdown; closing again is harmless
 	}

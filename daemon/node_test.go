@@ -19,6 +19,7 @@ func devConfig(t *testing.T, dir string) config.Config {
 	cfg.RESTAddr = "127.0.0.1:0"
 	cfg.DevKafka = true
 	cfg.DevKafkaPort = 0
+	cfg.PeerAddr = "127.0.0.1:0"
 	if err := cfg.Validate(); err != nil {
 		t.Fatal(err)
 	}
@@ -93,6 +94,7 @@ func TestNodeStaysStartingWithoutKafka(t *testing.T) {
 	cfg.DataDir = t.TempDir()
 	cfg.RESTAddr = "127.0.0.1:0"
 	cfg.BootstrapServers = []string{"127.0.0.1:1"} // nothing listens on port 1
+	cfg.PeerAddr = "127.0.0.1:0"
 	n := New(cfg, slog.New(slog.DiscardHandler))
 	if err := n.Start(t.Context()); err != nil {
 		t.Fatal(err)

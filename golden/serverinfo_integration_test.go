@@ -23,6 +23,7 @@ func TestIntegrationBasicEndpointsMatchKafkaConnect(t *testing.T) {
 	cfg.DataDir = t.TempDir()
 	cfg.RESTAddr = "127.0.0.1:0"
 	cfg.BootstrapServers = []string{brokers}
+	cfg.PeerAddr = "127.0.0.1:0"
 	node := daemon.New(cfg, slog.New(slog.DiscardHandler))
 	if err := node.Start(t.Context()); err != nil {
 		t.Fatal(err)

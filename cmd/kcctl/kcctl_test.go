@@ -27,6 +27,7 @@ func startNode(t *testing.T) string {
 	cfg.RESTAddr = "127.0.0.1:0"
 	cfg.DevKafka = true
 	cfg.DevKafkaPort = 0
+	cfg.PeerAddr = "127.0.0.1:0"
 	n := daemon.New(cfg, slog.New(slog.DiscardHandler))
 	if err := n.Start(t.Context()); err != nil {
 		t.Fatal(err)

@@ -3,12 +3,14 @@
 package client
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"net/http"
+	"strconv"
 	"strings"
 	"time"
 
@@ -57,36 +59,49 @@ func (e *UnreachableError) Error() string {
 }
 func (e *UnreachableError) Unwrap() error { return e.Err }
 
-// do sends a request and decodes a JSON answer into out (when not nil).
+// do sends a request without a body and decodes a JSON answer into out
+// (when not nil).
 func (c *Client) do(ctx context.Context, method, path string, out any) error {
-	req, err := http.NewRequestWithContext(ctx, method, c.base+path, nil)
+	return c.send(ctx, method, path, nil, out)
+}
+
+// send sends body (nil: none) and decodes a JSON answer into out.
+func (c *Client) send(ctx context.Context, method, path string, body []byte, out any) error {
+	var rd io.Reader
+	if body != nil {
+		rd = bytes.NewReader(body)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, c.base+path, rd)
 	if err != nil {
 		return fmt.Errorf("build request %s %s: %w", method, path, err)
 	}
 	req.Header.Set("Accept", "application/json")
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
 	res, err := c.http.Do(req)
 	if err != nil {
 		return &UnreachableError{URL: c.base, Err: err}
 	}
 	defer res.Body.Close()
-	body, err := io.ReadAll(io.LimitReader(res.Body, maxBody))
+	resBody, err := io.ReadAll(io.LimitReader(res.Body, maxBody))
 	if err != nil {
 		return fmt.Errorf("read response of %s %s: %w", method, path, err)
 	}
 	if res.StatusCode >= 400 {
 		var em restapi.ErrorMessage
-		if json.Unmarshal(body, &em) != nil || em.Message == "" {
-			em.Message = strings.TrimSpace(string(body))
+		if json.Unmarshal(resBody, &em) != nil || em.Message == "" {
+			em.Message = strings.TrimSpace(string(resBody))
 			if em.Message == "" {
 				em.Message = http.StatusText(res.StatusCode)
 			}
 		}
 		return &APIError{Status: res.StatusCode, ErrorCode: em.ErrorCode, Message: em.Message}
 	}
-	if out == nil {
+	if out == nil || len(resBody) == 0 {
 		return nil
 	}
-	if err := json.Unmarshal(body, out); err != nil {
+	if err := json.Unmarshal(resBody, out); err != nil {
 		return fmt.Errorf("decode response of %s %s: %w", method, path, err)
 	}
 	return nil
@@ -114,4 +129,52 @@ func (c *Client) Health(ctx context.Context) (restapi.WorkerStatus, error) {
 func (c *Client) Version(ctx context.Context) (restapi.VersionInfo, error) {
 	var v restapi.VersionInfo
 	return v, c.do(ctx, http.MethodGet, "/kcd/v1/version", &v)
+}
+
+// doJSON sends a JSON body and decodes a JSON answer into out.
+func (c *Client) doJSON(ctx context.Context, method, path string, in, out any) error {
+	body, err := json.Marshal(in)
+	if err != nil {
+		return fmt.Errorf("encode request %s %s: %w", method, path, err)
+	}
+	return c.send(ctx, method, path, body, out)
+}
+
+// ClusterInfo is GET /kcd/v1/cluster.
+func (c *Client) ClusterInfo(ctx context.Context) (restapi.ClusterInfo, error) {
+	var v restapi.ClusterInfo
+	return v, c.do(ctx, http.MethodGet, "/kcd/v1/cluster", &v)
+}
+
+// AddMember is POST /kcd/v1/cluster/members: the cluster adds m as a
+// learner, and answers with the cluster as it is then.
+func (c *Client) AddMember(ctx context.Context, m restapi.NewMember) (restapi.ClusterInfo, error) {
+	var v restapi.ClusterInfo
+	return v, c.doJSON(ctx, http.MethodPost, "/kcd/v1/cluster/members", m, &v)
+}
+
+// RemoveMember is DELETE /kcd/v1/cluster/members/{id}.
+func (c *Client) RemoveMember(ctx context.Context, id uint64) error {
+	return c.do(ctx, http.MethodDelete, "/kcd/v1/cluster/members/"+strconv.FormatUint(id, 10), nil)
+}
+
+// TransferLeader is POST /kcd/v1/cluster/leader; to 0 lets the leader pick.
+// It returns the new leader.
+func (c *Client) TransferLeader(ctx context.Context, to uint64) (uint64, error) {
+	var v restapi.LeaderTransfer
+	err := c.doJSON(ctx, http.MethodPost, "/kcd/v1/cluster/leader", restapi.LeaderTransfer{To: to}, &v)
+	return v.Leader, err
+}
+
+// GetKey is GET /kcd/v1/store/keys/{key}.
+func (c *Client) GetKey(ctx context.Context, key string) (restapi.KeyValue, error) {
+	var v restapi.KeyValue
+	return v, c.do(ctx, http.MethodGet, "/kcd/v1/store/keys/"+key, &v)
+}
+
+// PutKey is PUT /kcd/v1/store/keys/{key}.
+func (c *Client) PutKey(ctx context.Context, key string, value []byte) (int64, error) {
+	var v restapi.StoreWrite
+	err := c.send(ctx, http.MethodPut, "/kcd/v1/store/keys/"+key, value, &v)
+	return v.Revision, err
 }

@@ -10,8 +10,10 @@ import (
 	"io"
 	"net"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/spf13/pflag"
 	"go.yaml.in/yaml/v3"
@@ -32,6 +34,30 @@ type Config struct {
 	DevKafka bool `yaml:"dev-kafka"`
 	// DevKafkaPort is the loopback port of the embedded dev broker.
 	DevKafkaPort int `yaml:"dev-kafka-port"`
+	// Roles are what the node does: raft (a Raft member), worker (runs
+	// tasks), or both.
+	Roles []string `yaml:"roles"`
+	// PeerAddr is where the node listens for Raft traffic and how the other
+	// members reach it (host:port).
+	PeerAddr string `yaml:"peer-addr"`
+	// InitialCluster bootstraps a new cluster: id=host:port of every
+	// founding member. Empty: a single-node cluster of this node alone.
+	InitialCluster string `yaml:"initial-cluster"`
+	// Join is the REST URL of any member of a running cluster to join.
+	Join string `yaml:"join"`
+	// Seeds are REST URLs of cluster members, for worker-only nodes.
+	Seeds []string `yaml:"seeds"`
+	// PeerTLSCert, PeerTLSKey and PeerTLSCA turn on mutual TLS between
+	// members: each presents its certificate and accepts only peers whose
+	// certificate the CA signed. All three or none.
+	PeerTLSCert string `yaml:"peer-tls-cert"`
+	PeerTLSKey  string `yaml:"peer-tls-key"`
+	PeerTLSCA   string `yaml:"peer-tls-ca"`
+	// SnapshotEntries is how many applied Raft entries trigger a snapshot.
+	SnapshotEntries uint64 `yaml:"raft-snapshot-entries"`
+	// ElectionTimeout is how long followers wait for a leader before
+	// electing a new one (randomised up to twice that).
+	ElectionTimeout time.Duration `yaml:"raft-election-timeout"`
 	// LogLevel is one of debug, info, warn, error.
 	LogLevel string `yaml:"log-level"`
 	// LogFormat is text or json.
@@ -41,14 +67,27 @@ type Config struct {
 // Default returns the configuration a node runs with when nothing is set.
 func Default() Config {
 	return Config{
-		NodeID:       1,
-		DataDir:      "kcd-data",
-		RESTAddr:     "127.0.0.1:8083",
-		DevKafkaPort: 9092,
-		LogLevel:     "info",
-		LogFormat:    "text",
+		NodeID:          1,
+		DataDir:         "kcd-data",
+		RESTAddr:        "127.0.0.1:8083",
+		DevKafkaPort:    9092,
+		Roles:           []string{RoleRaft, RoleWorker},
+		PeerAddr:        "127.0.0.1:8093",
+		SnapshotEntries: 10000,
+		ElectionTimeout: 500 * time.Millisecond,
+		LogLevel:        "info",
+		LogFormat:       "text",
 	}
 }
+
+// The roles a node can have.
+const (
+	RoleRaft   = "raft"
+	RoleWorker = "worker"
+)
+
+// HasRole tells whether the node has role r.
+func (c *Config) HasRole(r string) bool { return slices.Contains(c.Roles, r) }
 
 // Validate reports every problem with c at once.
 func (c *Config) Validate() error {
@@ -75,6 +114,30 @@ func (c *Config) Validate() error {
 	}
 	if c.DevKafkaPort < 0 || c.DevKafkaPort > 65535 {
 		errs = append(errs, fmt.Errorf("dev-kafka-port %d is out of range", c.DevKafkaPort))
+	}
+	if len(c.Roles) == 0 {
+		errs = append(errs, errors.New("roles must name raft, worker or both (raft+worker)"))
+	}
+	for _, r := range c.Roles {
+		if r != RoleRaft && r != RoleWorker {
+			errs = append(errs, fmt.Errorf("unknown role %q: use raft, worker or raft+worker", r))
+		}
+	}
+	if c.HasRole(RoleRaft) {
+		if _, _, err := net.SplitHostPort(c.PeerAddr); err != nil {
+			errs = append(errs, fmt.Errorf("peer-addr %q is not host:port: %w", c.PeerAddr, err))
+		}
+		if c.Join != "" && c.InitialCluster != "" {
+			errs = append(errs, errors.New("join and initial-cluster exclude each other: bootstrap a new cluster or join a running one"))
+		}
+		if n := countSet(c.PeerTLSCert, c.PeerTLSKey, c.PeerTLSCA); n != 0 && n != 3 {
+			errs = append(errs, errors.New("peer TLS needs peer-tls-cert, peer-tls-key and peer-tls-ca together"))
+		}
+		if c.ElectionTimeout < 100*time.Millisecond {
+			errs = append(errs, fmt.Errorf("raft-election-timeout %v is below 100ms", c.ElectionTimeout))
+		}
+	} else if len(c.Seeds) == 0 {
+		errs = append(errs, errors.New("a worker-only node needs seeds: REST URLs of cluster members"))
 	}
 	switch c.LogLevel {
 	case "debug", "info", "warn", "error":
@@ -118,6 +181,39 @@ func fields() []field {
 		{"dev-kafka-port", "Loopback port of the embedded dev broker (0 picks a free one)",
 			func(c *Config, v string) (err error) { c.DevKafkaPort, err = strconv.Atoi(v); return err },
 			func(c *Config) string { return strconv.Itoa(c.DevKafkaPort) }},
+		{"roles", "What the node does: raft, worker or raft+worker",
+			func(c *Config, v string) error { c.Roles = splitRoles(v); return nil },
+			func(c *Config) string { return strings.Join(c.Roles, "+") }},
+		{"peer-addr", "Listen and advertised address (host:port) for Raft traffic between members",
+			func(c *Config, v string) error { c.PeerAddr = v; return nil },
+			func(c *Config) string { return c.PeerAddr }},
+		{"initial-cluster", "Bootstrap a new cluster: id=host:port of every founding member, comma-separated",
+			func(c *Config, v string) error { c.InitialCluster = v; return nil },
+			func(c *Config) string { return c.InitialCluster }},
+		{"join", "REST URL of any member of a running cluster to join (as a learner, promoted once caught up)",
+			func(c *Config, v string) error { c.Join = v; return nil },
+			func(c *Config) string { return c.Join }},
+		{"seeds", "REST URLs of cluster members, comma-separated (worker-only nodes)",
+			func(c *Config, v string) error { c.Seeds = splitList(v); return nil },
+			func(c *Config) string { return strings.Join(c.Seeds, ",") }},
+		{"peer-tls-cert", "PEM certificate this node presents to its Raft peers (mutual TLS)",
+			func(c *Config, v string) error { c.PeerTLSCert = v; return nil },
+			func(c *Config) string { return c.PeerTLSCert }},
+		{"peer-tls-key", "PEM private key of peer-tls-cert",
+			func(c *Config, v string) error { c.PeerTLSKey = v; return nil },
+			func(c *Config) string { return c.PeerTLSKey }},
+		{"peer-tls-ca", "PEM CA certificate that signs every member's peer certificate",
+			func(c *Config, v string) error { c.PeerTLSCA = v; return nil },
+			func(c *Config) string { return c.PeerTLSCA }},
+		{"raft-snapshot-entries", "Applied Raft entries between snapshots",
+			func(c *Config, v string) (err error) {
+				c.SnapshotEntries, err = strconv.ParseUint(v, 10, 64)
+				return err
+			},
+			func(c *Config) string { return strconv.FormatUint(c.SnapshotEntries, 10) }},
+		{"raft-election-timeout", "How long followers wait for a leader before electing one",
+			func(c *Config, v string) (err error) { c.ElectionTimeout, err = time.ParseDuration(v); return err },
+			func(c *Config) string { return c.ElectionTimeout.String() }},
 		{"log-level", "Log level: debug, info, warn or error",
 			func(c *Config, v string) error { c.LogLevel = v; return nil },
 			func(c *Config) string { return c.LogLevel }},
@@ -125,6 +221,24 @@ func fields() []field {
 			func(c *Config, v string) error { c.LogFormat = v; return nil },
 			func(c *Config) string { return c.LogFormat }},
 	}
+}
+
+// PeerTLS tells whether peer traffic uses mutual TLS.
+func (c *Config) PeerTLS() bool { return c.PeerTLSCert != "" }
+
+func countSet(vs ...string) int {
+	n := 0
+	for _, v := range vs {
+		if v != "" {
+			n++
+		}
+	}
+	return n
+}
+
+// splitRoles reads "raft+worker" (or "raft,worker").
+func splitRoles(v string) []string {
+	return splitList(strings.ReplaceAll(v, "+", ","))
 }
 
 func splitList(v string) []string {

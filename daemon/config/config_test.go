@@ -144,3 +144,45 @@ func TestDevKafkaExcludesBootstrapServers(t *testing.T) {
 		t.Fatal("both dev-kafka and bootstrap-servers accepted")
 	}
 }
+
+func TestRoles(t *testing.T) {
+	for in, want := range map[string]string{"raft+worker": "raft+worker", "raft": "raft", "worker": "worker"} {
+		env := map[string]string{"KCD_DEV_KAFKA": "true", "KCD_ROLES": in}
+		if in == "worker" {
+			env["KCD_SEEDS"] = "http://a:8083"
+		}
+		c, err := Load("", envOf(env), nil)
+		if err != nil {
+			t.Fatalf("%s: %v", in, err)
+		}
+		if got := strings.Join(c.Roles, "+"); got != want {
+			t.Errorf("%s: roles %q", in, got)
+		}
+	}
+	if _, err := Load("", envOf(map[string]string{"KCD_DEV_KAFKA": "true", "KCD_ROLES": "worker"}), nil); err == nil || !strings.Contains(err.Error(), "seeds") {
+		t.Errorf("worker-only without seeds: %v", err)
+	}
+	if _, err := Load("", envOf(map[string]string{"KCD_DEV_KAFKA": "true", "KCD_ROLES": "raft+chef"}), nil); err == nil || !strings.Contains(err.Error(), "chef") {
+		t.Errorf("unknown role: %v", err)
+	}
+	if _, err := Load("", envOf(map[string]string{"KCD_DEV_KAFKA": "true", "KCD_JOIN": "http://a:8083", "KCD_INITIAL_CLUSTER": "1=a:1"}), nil); err == nil {
+		t.Error("join with initial-cluster accepted")
+	}
+}
+
+func TestYAMLClusterSettings(t *testing.T) {
+	path := writeFile(t, `
+dev-kafka: true
+roles: [raft, worker]
+peer-addr: 10.0.0.1:8093
+initial-cluster: 1=10.0.0.1:8093,2=10.0.0.2:8093
+raft-election-timeout: 750ms
+`)
+	c, err := Load(path, envOf(nil), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.ElectionTimeout.Milliseconds() != 750 || c.PeerAddr != "10.0.0.1:8093" || !c.HasRole(RoleRaft) || !c.HasRole(RoleWorker) {
+		t.Errorf("%+v", c)
+	}
+}

@@ -10,6 +10,7 @@ import (
 	"runtime/debug"
 	"time"
 
+	"github.com/kcd-project/kcd/daemon/store"
 	"github.com/kcd-project/kcd/internal/version"
 )
 
@@ -61,16 +62,42 @@ type route struct {
 	handle          func(*http.Request) (int, any, *Error)
 }
 
+// Options are the parts of the node the API serves besides Node.
+type Options struct {
+	// Cluster serves /kcd/v1/cluster; nil answers 503 there.
+	Cluster Cluster
+	// Store serves /kcd/v1/store; nil answers 503 there.
+	Store store.Store
+	// LeaderWait is how long a leader-only request waits for a leader to be
+	// elected before it fails (default 5 s).
+	LeaderWait time.Duration
+	Logger     *slog.Logger
+}
+
 // NewHandler returns the HTTP handler of the API for node.
-func NewHandler(node Node, log *slog.Logger) http.Handler {
-	if log == nil {
-		log = slog.Default()
+func NewHandler(node Node, opts Options) http.Handler {
+	if opts.Logger == nil {
+		opts.Logger = slog.Default()
 	}
-	a := &api{node: node, log: log}
+	if opts.LeaderWait <= 0 {
+		opts.LeaderWait = 5 * time.Second
+	}
+	a := &api{
+		node: node, cluster: opts.Cluster, store: opts.Store, log: opts.Logger, leaderWait: opts.LeaderWait,
+		forwardClient: &http.Client{Timeout: 90 * time.Second},
+	}
 	routes := []route{
 		{"GET", "/{$}", a.serverInfo},
 		{"GET", "/health", a.health},
 		{"GET", "/kcd/v1/version", a.version},
+		{"GET", "/kcd/v1/cluster", a.withCluster(a.clusterInfo)},
+		{"POST", "/kcd/v1/cluster/members", a.withCluster(a.leaderOnly(a.addMember))},
+		{"DELETE", "/kcd/v1/cluster/members/{id}", a.withCluster(a.leaderOnly(a.removeMember))},
+		{"POST", "/kcd/v1/cluster/leader", a.withCluster(a.leaderOnly(a.transferLeader))},
+		{"GET", "/kcd/v1/store/keys", a.listKeys},
+		{"GET", "/kcd/v1/store/keys/{key...}", a.getKey},
+		{"PUT", "/kcd/v1/store/keys/{key...}", a.putKey},
+		{"DELETE", "/kcd/v1/store/keys/{key...}", a.deleteKey},
 	}
 
 	mux := http.NewServeMux()
@@ -98,8 +125,21 @@ func NewHandler(node Node, log *slog.Logger) http.Handler {
 }
 
 type api struct {
-	node Node
-	log  *slog.Logger
+	node          Node
+	cluster       Cluster
+	store         store.Store
+	log           *slog.Logger
+	leaderWait    time.Duration
+	forwardClient *http.Client
+}
+
+func (a *api) withCluster(fn func(*http.Request) (int, any, *Error)) func(*http.Request) (int, any, *Error) {
+	return func(r *http.Request) (int, any, *Error) {
+		if a.cluster == nil {
+			return 0, nil, Errorf(http.StatusServiceUnavailable, "this node is not part of a cluster yet")
+		}
+		return fn(r)
+	}
 }
 
 // wrap turns a route's function into a handler that writes its result or its
@@ -108,7 +148,11 @@ func (a *api) wrap(fn func(*http.Request) (int, any, *Error)) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		start := time.Now()
 		status, body, err := fn(r)
-		if err != nil {
+		if fw, ok := body.(forwarded); ok && err == nil {
+			w.Header().Set("Content-Type", "application/json")
+			w.WriteHeader(fw.status)
+			_, _ = w.Write(fw.body)
+		} else if err != nil {
 			status = err.Status
 			writeError(w, err)
 		} else if body == nil {

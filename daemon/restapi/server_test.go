@@ -35,7 +35,7 @@ func get(t *testing.T, h http.Handler, method, path string) (int, map[string]any
 
 func TestServerInfo(t *testing.T) {
 	node := &fakeNode{}
-	h := NewHandler(node, slog.New(slog.DiscardHandler))
+	h := NewHandler(node, Options{Logger: slog.New(slog.DiscardHandler)})
 
 	status, body := get(t, h, "GET", "/")
 	if status != 503 || body["error_code"] != float64(503) {
@@ -54,7 +54,7 @@ func TestServerInfo(t *testing.T) {
 
 func TestHealth(t *testing.T) {
 	node := &fakeNode{}
-	h := NewHandler(node, nil)
+	h := NewHandler(node, Options{})
 	status, body := get(t, h, "GET", "/health")
 	if status != 503 || body["status"] != "starting" || body["message"] != startingMessage {
 		t.Errorf("starting: %d %v", status, body)
@@ -67,7 +67,7 @@ func TestHealth(t *testing.T) {
 }
 
 func TestUnknownPathsAndMethodsUseConnectErrors(t *testing.T) {
-	h := NewHandler(&fakeNode{ready: true, clusterID: "x"}, nil)
+	h := NewHandler(&fakeNode{ready: true, clusterID: "x"}, Options{})
 	cases := []struct {
 		method, path string
 		status       int
@@ -87,7 +87,7 @@ func TestUnknownPathsAndMethodsUseConnectErrors(t *testing.T) {
 }
 
 func TestVersion(t *testing.T) {
-	h := NewHandler(&fakeNode{}, nil)
+	h := NewHandler(&fakeNode{}, Options{})
 	status, body := get(t, h, "GET", "/kcd/v1/version")
 	if status != 200 || body["version"] == "" || body["connect_api_version"] != ConnectAPIVersion {
 		t.Errorf("%d %v", status, body)

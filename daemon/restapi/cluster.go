@@ -1,0 +1,204 @@
+package restapi
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// ClusterInfo is the body of GET /kcd/v1/cluster.
+type ClusterInfo struct {
+	ClusterID   string       `json:"cluster_id"`
+	Leader      uint64       `json:"leader"`
+	Term        uint64       `json:"term"`
+	CommitIndex uint64       `json:"commit_index"`
+	Members     []MemberInfo `json:"members"`
+}
+
+// MemberInfo is one member in ClusterInfo.
+type MemberInfo struct {
+	ID        uint64   `json:"id"`
+	RESTURL   string   `json:"rest_url"`
+	PeerURL   string   `json:"peer_url"`
+	Roles     []string `json:"roles"`
+	Raft      string   `json:"raft"` // voter, learner or none
+	Reachable bool     `json:"reachable"`
+	// LastContactMS is how long ago this node last reached the member; null
+	// for the node itself and for members never reached.
+	LastContactMS *int64 `json:"last_contact_ms"`
+}
+
+// NewMember is the body of POST /kcd/v1/cluster/members.
+type NewMember struct {
+	ID      uint64   `json:"id"`
+	PeerURL string   `json:"peer_url"`
+	RESTURL string   `json:"rest_url,omitempty"`
+	Roles   []string `json:"roles,omitempty"`
+}
+
+// LeaderTransfer is the body of POST /kcd/v1/cluster/leader, in and out.
+type LeaderTransfer struct {
+	To     uint64 `json:"to,omitempty"`
+	Leader uint64 `json:"leader,omitempty"`
+}
+
+// Cluster is what the API needs of the Raft group. Methods that change the
+// cluster are only called on the leader: the API forwards them there.
+type Cluster interface {
+	Info(ctx context.Context) (ClusterInfo, error)
+	AddMember(ctx context.Context, m NewMember) error
+	RemoveMember(ctx context.Context, id uint64) error
+	TransferLeader(ctx context.Context, to uint64) (uint64, error)
+	// Leader tells whether this node is the leader and, when it is not, the
+	// REST URL of the node to forward leader-only requests to ("" while
+	// there is no leader).
+	Leader() (self bool, forwardTo string)
+}
+
+func (a *api) clusterInfo(r *http.Request) (int, any, *Error) {
+	info, err := a.cluster.Info(r.Context())
+	if err != nil {
+		return 0, nil, asError(err)
+	}
+	return http.StatusOK, info, nil
+}
+
+func (a *api) addMember(r *http.Request) (int, any, *Error) {
+	var m NewMember
+	if e := decodeBody(r, &m); e != nil {
+		return 0, nil, e
+	}
+	if m.ID == 0 || m.PeerURL == "" {
+		return 0, nil, Errorf(http.StatusBadRequest, "a new member needs a non-zero id and a peer_url")
+	}
+	if err := a.cluster.AddMember(r.Context(), m); err != nil {
+		return 0, nil, asError(err)
+	}
+	info, err := a.cluster.Info(r.Context())
+	if err != nil {
+		return 0, nil, asError(err)
+	}
+	return http.StatusCreated, info, nil
+}
+
+func (a *api) removeMember(r *http.Request) (int, any, *Error) {
+	id, err := strconv.ParseUint(r.PathValue("id"), 10, 64)
+	if err != nil || id == 0 {
+		return 0, nil, Errorf(http.StatusBadRequest, "member id %q is not a positive integer", r.PathValue("id"))
+	}
+	if err := a.cluster.RemoveMember(r.Context(), id); err != nil {
+		return 0, nil, asError(err)
+	}
+	return http.StatusNoContent, nil, nil
+}
+
+func (a *api) transferLeader(r *http.Request) (int, any, *Error) {
+	var req LeaderTransfer
+	if r.ContentLength != 0 {
+		if e := decodeBody(r, &req); e != nil {
+			return 0, nil, e
+		}
+	}
+	lead, err := a.cluster.TransferLeader(r.Context(), req.To)
+	if err != nil {
+		return 0, nil, asError(err)
+	}
+	return http.StatusOK, LeaderTransfer{Leader: lead}, nil
+}
+
+// maxBody bounds what the API reads of a request body.
+const maxBody = 4 << 20
+
+func decodeBody(r *http.Request, v any) *Error {
+	dec := json.NewDecoder(io.LimitReader(r.Body, maxBody))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		return Errorf(http.StatusBadRequest, "request body is not valid JSON for this request: %v", err)
+	}
+	return nil
+}
+
+// asError turns an error from the node into the API's error; errors that
+// carry no status are 500s.
+func asError(err error) *Error {
+	var e *Error
+	if errors.As(err, &e) {
+		return e
+	}
+	if errors.Is(err, context.DeadlineExceeded) {
+		return Errorf(http.StatusInternalServerError, "Request timed out: %v", err)
+	}
+	return Errorf(http.StatusInternalServerError, "%v", err)
+}
+
+// forwardedHeader marks a request forwarded to the leader; it counts hops
+// so that a request never circles.
+const forwardedHeader = "X-Kcd-Forwarded"
+
+const maxForwardHops = 2
+
+// leaderOnly runs fn on the leader: on any other node the request is sent
+// on to the leader and its answer relayed. While there is no leader it
+// waits for one, up to leaderWait.
+func (a *api) leaderOnly(fn func(*http.Request) (int, any, *Error)) func(*http.Request) (int, any, *Error) {
+	return func(r *http.Request) (int, any, *Error) {
+		deadline := time.Now().Add(a.leaderWait)
+		for {
+			self, to := a.cluster.Leader()
+			if self {
+				return fn(r)
+			}
+			if to != "" {
+				return a.forward(r, to)
+			}
+			if time.Now().After(deadline) {
+				return 0, nil, Errorf(http.StatusServiceUnavailable, "no Raft leader at the moment (waited %v); retry", a.leaderWait)
+			}
+			select {
+			case <-r.Context().Done():
+				return 0, nil, asError(r.Context().Err())
+			case <-time.After(20 * time.Millisecond):
+			}
+		}
+	}
+}
+
+// forwarded is a relayed answer: status and raw JSON body.
+type forwarded struct {
+	status int
+	body   []byte
+}
+
+func (a *api) forward(r *http.Request, to string) (int, any, *Error) {
+	hops, _ := strconv.Atoi(r.Header.Get(forwardedHeader))
+	if hops >= maxForwardHops {
+		return 0, nil, Errorf(http.StatusConflict, "Cannot complete request because of a conflicting operation (e.g. leadership change): forwarded %d times without reaching the leader", hops)
+	}
+	body, err := io.ReadAll(io.LimitReader(r.Body, maxBody))
+	if err != nil {
+		return 0, nil, Errorf(http.StatusBadRequest, "read request body: %v", err)
+	}
+	req, err := http.NewRequestWithContext(r.Context(), r.Method, strings.TrimRight(to, "/")+r.URL.RequestURI(), bytes.NewReader(body))
+	if err != nil {
+		return 0, nil, Errorf(http.StatusInternalServerError, "forward to the leader: %v", err)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set(forwardedHeader, strconv.Itoa(hops+1))
+	res, err := a.forwardClient.Do(req)
+	if err != nil {
+		return 0, nil, Errorf(http.StatusServiceUnavailable, "forward to the leader at %s: %v", to, err)
+	}
+	defer res.Body.Close()
+	out, err := io.ReadAll(io.LimitReader(res.Body, maxBody))
+	if err != nil {
+		return 0, nil, Errorf(http.StatusBadGateway, "read the leader's answer: %v", err)
+	}
+	a.log.Debug("forwarded to the leader", "method", r.Method, "path", r.URL.Path, "to", to, "status", res.StatusCode)
+	return res.StatusCode, forwarded{res.StatusCode, out}, nil
+}
