@@ -186,3 +186,14 @@ raft-election-timeout: 750ms
 		t.Errorf("%+v", c)
 	}
 }
+
+// The example config shipped in deploy/ must stay loadable.
+func TestDeployExampleLoads(t *testing.T) {
+	c, err := Load("../../deploy/kcd.yaml", envOf(nil), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.NodeID != 1 || c.InitialCluster == "" || len(c.BootstrapServers) != 3 {
+		t.Errorf("%+v", c)
+	}
+}
