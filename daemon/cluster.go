@@ -221,6 +221,17 @@ func (n *Node) startRaft(ctx context.Context) error {
 		for _, m := range info.Members {
 			rc.JoinPeers = append(rc.JoinPeers, raft.Member{ID: m.ID, PeerURL: m.PeerURL, RESTURL: m.RESTURL, Roles: m.Roles})
 		}
+	case cfg.Join != "":
+		// Restarting a node that joined once: its data dir decides, but it
+		// must belong to the cluster it is told to join.
+		ictx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		info, err := client.New(cfg.Join).ClusterInfo(ictx)
+		cancel()
+		if err != nil {
+			n.log.Warn("cannot reach the cluster to join to check its id; starting from the data dir", "join", cfg.Join, "err", err)
+		} else {
+			rc.ClusterID = info.ClusterID
+		}
 	case !existing:
 		// Nothing said: a cluster of this node alone, which others can join.
 		rc.InitialCluster = []raft.Member{self}

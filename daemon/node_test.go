@@ -124,3 +124,47 @@ func TestRESTAddrInUseIsAClearError(t *testing.T) {
 		t.Fatalf("got %v", err)
 	}
 }
+
+func TestJoinAndRefuseAnotherCluster(t *testing.T) {
+	log := slog.New(slog.DiscardHandler)
+	first := New(devConfig(t, t.TempDir()), log)
+	if err := first.Start(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	defer first.Close()
+
+	// A second node joins the first one's cluster and becomes a voter.
+	cfg := devConfig(t, t.TempDir())
+	cfg.NodeID = 2
+	cfg.Join = first.RESTURL()
+	second := New(cfg, log)
+	if err := second.Start(t.Context()); err != nil {
+		t.Fatalf("join: %v", err)
+	}
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		st := first.Raft().Status()
+		if len(st.Members) == 2 && st.Members[1].Raft == "voter" {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("node 2 not promoted: %+v", st.Members)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	second.Close()
+
+	// A node of another cluster told to join this one refuses to start.
+	other := devConfig(t, t.TempDir())
+	other.NodeID = 7
+	lone := New(other, log)
+	if err := lone.Start(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	lone.Close()
+	other.Join = first.RESTURL()
+	err := New(other, log).Start(t.Context())
+	if err == nil || !strings.Contains(err.Error(), "belongs to cluster") {
+		t.Fatalf("restart into another cluster: %v", err)
+	}
+}
