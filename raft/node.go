@@ -27,6 +27,9 @@ var (
 	ErrStopped   = errors.New("raft: node stopped")
 	ErrNoLeader  = errors.New("raft: no leader")
 	ErrNotLeader = errors.New("raft: not the leader")
+	// ErrProposalTimeout: a proposal was not applied in time; its outcome
+	// is unknown.
+	ErrProposalTimeout = errors.New("raft: proposal not applied in time")
 	// ErrRemoved stops a node that was removed from its cluster.
 	ErrRemoved = errors.New("raft: this node was removed from the cluster; its id cannot be used again (start a new node with a new id and an empty data dir)")
 )
@@ -291,15 +294,25 @@ func (n *Node) Propose(ctx context.Context, cmd fsm.Command) (fsm.Result, error)
 	if err := n.rn.Propose(ctx, data); err != nil {
 		return fsm.Result{}, n.proposeErr(ctx, err)
 	}
+	// raft drops a proposal silently when leadership moves while it is in
+	// flight; past proposalTimeout the outcome is unknown and the caller
+	// decides whether to retry.
+	timer := time.NewTimer(proposalTimeout)
+	defer timer.Stop()
 	select {
 	case res := <-ch:
 		return res, res.Err
 	case <-ctx.Done():
 		return fsm.Result{}, ctx.Err()
+	case <-timer.C:
+		return fsm.Result{}, fmt.Errorf("%w after %v (a leader change may have dropped it; it may or may not have been applied)", ErrProposalTimeout, proposalTimeout)
 	case <-n.donec:
 		return fsm.Result{}, ErrStopped
 	}
 }
+
+// proposalTimeout bounds how long Propose waits for its entry to apply.
+const proposalTimeout = 10 * time.Second
 
 func (n *Node) proposeErr(ctx context.Context, err error) error {
 	switch {
