@@ -1,0 +1,117 @@
+package connect
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+)
+
+// ConfigType is the type of a setting, named as Kafka Connect's
+// ConfigDef.Type (it is what the validate endpoint shows).
+type ConfigType string
+
+// The setting types.
+const (
+	TypeString   ConfigType = "STRING"
+	TypeInt      ConfigType = "INT"
+	TypeLong     ConfigType = "LONG"
+	TypeShort    ConfigType = "SHORT"
+	TypeDouble   ConfigType = "DOUBLE"
+	TypeBoolean  ConfigType = "BOOLEAN"
+	TypeList     ConfigType = "LIST"
+	TypeClass    ConfigType = "CLASS"
+	TypePassword ConfigType = "PASSWORD"
+)
+
+// Importance and Width are shown by the validate endpoint.
+type (
+	Importance string
+	Width      string
+)
+
+// Importance and width values.
+const (
+	High   Importance = "HIGH"
+	Medium Importance = "MEDIUM"
+	Low    Importance = "LOW"
+
+	WidthNone   Width = "NONE"
+	WidthShort  Width = "SHORT"
+	WidthMedium Width = "MEDIUM"
+	WidthLong   Width = "LONG"
+)
+
+// ConfigKey describes one setting.
+type ConfigKey struct {
+	Name          string
+	Type          ConfigType
+	Default       *string // nil: no default, so the setting is required
+	Importance    Importance
+	Documentation string
+	Group         string
+	Order         int
+	Width         Width
+	DisplayName   string
+	Dependents    []string
+	// Validator checks a value (already known to parse as Type).
+	Validator func(value string) error
+	// Recommended values, shown by the validate endpoint.
+	Recommended []string
+}
+
+// Required tells whether the setting has no default.
+func (k ConfigKey) Required() bool { return k.Default == nil }
+
+// ConfigDef is a connector's list of settings.
+type ConfigDef []ConfigKey
+
+// Default returns a pointer to v, for ConfigKey.Default.
+func Default(v string) *string { return &v }
+
+// Key returns the key called name.
+func (d ConfigDef) Key(name string) (ConfigKey, bool) {
+	for _, k := range d {
+		if k.Name == name {
+			return k, true
+		}
+	}
+	return ConfigKey{}, false
+}
+
+// ValidateValue checks one value against a key: its type, then its
+// validator. A nil value is checked for presence.
+func (k ConfigKey) ValidateValue(value *string) error {
+	if value == nil {
+		if k.Required() {
+			return fmt.Errorf("Missing required configuration \"%s\" which has no default value.", k.Name)
+		}
+		return nil
+	}
+	v := *value
+	var err error
+	switch k.Type {
+	case TypeInt:
+		_, err = strconv.ParseInt(strings.TrimSpace(v), 10, 32)
+	case TypeShort:
+		_, err = strconv.ParseInt(strings.TrimSpace(v), 10, 16)
+	case TypeLong:
+		_, err = strconv.ParseInt(strings.TrimSpace(v), 10, 64)
+	case TypeDouble:
+		_, err = strconv.ParseFloat(strings.TrimSpace(v), 64)
+	case TypeBoolean:
+		switch strings.ToLower(strings.TrimSpace(v)) {
+		case "true", "false":
+		default:
+			err = fmt.Errorf("not a boolean")
+		}
+	}
+	if err != nil {
+		return fmt.Errorf("Invalid value %s for configuration %s: Not a number of type %s", v, k.Name, k.Type)
+	}
+	if k.Validator != nil {
+		if verr := k.Validator(v); verr != nil {
+			return fmt.Errorf("Invalid value %s for configuration %s: %v", v, k.Name, verr)
+		}
+	}
+	return nil
+}

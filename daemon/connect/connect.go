@@ -1,0 +1,174 @@
+// Package connect is kcd's connector SDK, shaped like Kafka Connect's so
+// that connector authors feel at home: a connector validates its config and
+// splits the work into task configs; source tasks poll records that carry a
+// source partition and offset; sink tasks receive records, flush, and are
+// told which topic-partitions they own. Plugins register under Kafka
+// Connect's class names (and short aliases), so imported configs run
+// unchanged.
+package connect
+
+import (
+	"context"
+	"log/slog"
+	"time"
+
+	"github.com/kcd-project/kcd/daemon/connect/data"
+)
+
+// Connector is the part common to source and sink connectors. The runtime
+// calls Start, then TaskConfigs (again after RequestTaskReconfiguration),
+// then Stop; never concurrently.
+type Connector interface {
+	// Version is the plugin's version, shown by GET /connector-plugins.
+	Version() string
+	// ConfigDef describes the connector's own settings, for validation and
+	// for the validate endpoint.
+	ConfigDef() ConfigDef
+	// Start begins the connector with its (already validated) config.
+	Start(ctx ConnectorContext, config map[string]string) error
+	// TaskConfigs splits the work into at most maxTasks task configs.
+	TaskConfigs(maxTasks int) ([]map[string]string, error)
+	// Stop ends the connector; it must return promptly.
+	Stop() error
+}
+
+// ConfigValidator is implemented by connectors that check more than their
+// ConfigDef can say (relations between settings). Errors are reported per
+// setting name.
+type ConfigValidator interface {
+	ValidateConfig(config map[string]string) map[string][]string
+}
+
+// SourceConnector is a connector whose tasks read from an external system
+// into Kafka.
+type SourceConnector interface {
+	Connector
+	NewTask() SourceTask
+}
+
+// SinkConnector is a connector whose tasks write records from Kafka to an
+// external system.
+type SinkConnector interface {
+	Connector
+	NewTask() SinkTask
+}
+
+// ConnectorContext is what the runtime offers a running connector.
+type ConnectorContext interface {
+	// RequestTaskReconfiguration asks the runtime to call TaskConfigs again
+	// (the source's shape changed: new tables, new files).
+	RequestTaskReconfiguration()
+	// RaiseError fails the connector.
+	RaiseError(err error)
+	Logger() *slog.Logger
+}
+
+// SourceRecord is a record a source task produces.
+type SourceRecord struct {
+	// SourcePartition and SourceOffset say where in the source the record
+	// came from; the runtime stores the offset once Kafka has the record and
+	// hands it back on restart through OffsetReader. Values must be strings,
+	// numbers, booleans or nil, as in Kafka Connect.
+	SourcePartition map[string]any
+	SourceOffset    map[string]any
+
+	Topic       string
+	Partition   *int32 // nil: the producer's partitioner decides by key
+	KeySchema   *data.Schema
+	Key         any
+	ValueSchema *data.Schema
+	Value       any
+	Timestamp   time.Time // zero: the time of production
+	Headers     []Header
+}
+
+// Header is one record header with its schema.
+type Header struct {
+	Key    string
+	Schema *data.Schema
+	Value  any
+}
+
+// RecordMetadata is where Kafka put a produced record.
+type RecordMetadata struct {
+	Topic     string
+	Partition int32
+	Offset    int64
+}
+
+// SourceTask reads from an external system. The runtime calls Start, then
+// Poll in a loop from one goroutine, then Stop (possibly from another
+// goroutine, to interrupt a blocked Poll).
+type SourceTask interface {
+	Start(ctx SourceTaskContext, config map[string]string) error
+	// Poll returns the next records, or none after waiting a short while
+	// (well under a second) so that the runtime can pause and stop the task.
+	// It must return when ctx ends.
+	Poll(ctx context.Context) ([]*SourceRecord, error)
+	Stop() error
+}
+
+// SourceRecordCommitter is implemented by source tasks that want to know
+// when each record was acknowledged by Kafka.
+type SourceRecordCommitter interface {
+	CommitRecord(rec *SourceRecord, md RecordMetadata) error
+}
+
+// SourceTaskContext is what the runtime offers a source task.
+type SourceTaskContext interface {
+	OffsetReader() OffsetReader
+	Logger() *slog.Logger
+}
+
+// OffsetReader reads the offsets the runtime stored for the connector.
+type OffsetReader interface {
+	// Offset returns the last stored offset of a source partition, or nil.
+	Offset(ctx context.Context, partition map[string]any) (map[string]any, error)
+}
+
+// TopicPartition names one partition of a topic.
+type TopicPartition struct {
+	Topic     string
+	Partition int32
+}
+
+// SinkRecord is a record a sink task receives.
+type SinkRecord struct {
+	Topic       string
+	Partition   int32
+	Offset      int64
+	KeySchema   *data.Schema
+	Key         any
+	ValueSchema *data.Schema
+	Value       any
+	Timestamp   time.Time
+	Headers     []Header
+}
+
+// SinkTask writes records to an external system. The runtime calls Start,
+// Open with the partitions it assigns, Put with batches of records, Flush
+// before it commits offsets, Close for partitions taken away, and Stop.
+type SinkTask interface {
+	Start(ctx SinkTaskContext, config map[string]string) error
+	Open(partitions []TopicPartition) error
+	Put(records []*SinkRecord) error
+	// Flush makes everything Put so far durable; the runtime commits the
+	// given offsets (of the next record to read) afterwards.
+	Flush(offsets map[TopicPartition]int64) error
+	Close(partitions []TopicPartition) error
+	Stop() error
+}
+
+// SinkTaskContext is what the runtime offers a sink task.
+type SinkTaskContext interface {
+	Logger() *slog.Logger
+	// Assignment is the set of partitions the task owns now.
+	Assignment() []TopicPartition
+}
+
+// RetriableError marks an error after which the runtime retries the call
+// (Put, Poll) with backoff instead of failing the task.
+type RetriableError struct{ Err error }
+
+func (e *RetriableError) Error() string { return "retriable: " + e.Err.Error() }
+func (e *RetriableError) Unwrap() error { return e.Err }

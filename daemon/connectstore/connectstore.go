@@ -1,0 +1,310 @@
+// Package connectstore keeps Kafka Connect's metadata — connector configs,
+// task configs, target states, statuses, source and sink offsets — in kcd's
+// metadata store (package store), under the prefix "connect/". It is the
+// contract between the REST API, which writes configs and target states,
+// and the workers, which run connectors and write task configs, statuses and
+// offsets.
+//
+// Layout (connector names are path-escaped, so "a/b" cannot reach into
+// "a"'s keys):
+//
+//	connect/config/<name>              ConnectorConfig
+//	connect/target/<name>              TargetState
+//	connect/tasks/<name>               TaskConfigs (all tasks at once: no half-written set)
+//	connect/restart/<name>             RestartRequest
+//	connect/status/<name>/connector    Status
+//	connect/status/<name>/task/<id>    Status
+//	connect/offset/<name>/<hash>       SourceOffset (hash of the partition's JSON)
+//	connect/sinkoffset/<name>/<topic>/<partition>   SinkOffset
+package connectstore
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/url"
+	"strconv"
+	"strings"
+
+	"github.com/kcd-project/kcd/daemon/store"
+)
+
+// Prefix is where all of Connect's metadata lives in the store.
+const Prefix = "connect/"
+
+// The target states a connector can be asked to be in.
+const (
+	TargetStarted = "STARTED"
+	TargetPaused  = "PAUSED"
+	TargetStopped = "STOPPED"
+)
+
+// The states a connector or task reports, as Kafka Connect names them.
+const (
+	StateUnassigned = "UNASSIGNED"
+	StateRunning    = "RUNNING"
+	StatePaused     = "PAUSED"
+	StateFailed     = "FAILED"
+	StateRestarting = "RESTARTING"
+	StateStopped    = "STOPPED"
+)
+
+// ErrNotFound says a connector does not exist.
+var ErrNotFound = errors.New("connectstore: connector not found")
+
+// ConnectorConfig is a connector's configuration as the user gave it.
+type ConnectorConfig struct {
+	Config map[string]string `json:"config"`
+}
+
+// TargetState is what the user asked the connector to be.
+type TargetState struct {
+	State string `json:"state"`
+}
+
+// TaskConfigs is the whole set of a connector's task configs. Generation
+// grows with every new set, so workers can tell sets apart.
+type TaskConfigs struct {
+	Generation int64               `json:"generation"`
+	Tasks      []map[string]string `json:"tasks"`
+}
+
+// RestartRequest asks the workers to restart a connector (and its tasks).
+type RestartRequest struct {
+	Seq          int64 `json:"seq"`
+	IncludeTasks bool  `json:"include_tasks"`
+	OnlyFailed   bool  `json:"only_failed"`
+	// Task, when not nil, restarts that task only.
+	Task *int `json:"task,omitempty"`
+}
+
+// Status is the reported state of a connector or a task.
+type Status struct {
+	State    string `json:"state"`
+	Trace    string `json:"trace,omitempty"`
+	WorkerID string `json:"worker_id"`
+	// Generation of the task configs (or assignment) the status belongs to.
+	Generation int64 `json:"generation"`
+	// Restarts counts automatic restarts after failures.
+	Restarts int `json:"restarts,omitempty"`
+}
+
+// SourceOffset is one source partition's offset.
+type SourceOffset struct {
+	Partition map[string]any `json:"partition"`
+	Offset    map[string]any `json:"offset"`
+}
+
+// SinkOffset is the next offset to read of one topic-partition.
+type SinkOffset struct {
+	Topic     string `json:"topic"`
+	Partition int32  `json:"partition"`
+	Offset    int64  `json:"offset"`
+}
+
+func esc(name string) string { return url.PathEscape(name) }
+
+// Keys of one connector.
+func configKey(name string) string     { return Prefix + "config/" + esc(name) }
+func targetKey(name string) string     { return Prefix + "target/" + esc(name) }
+func tasksKey(name string) string      { return Prefix + "tasks/" + esc(name) }
+func restartKey(name string) string    { return Prefix + "restart/" + esc(name) }
+func statusPrefix(name string) string  { return Prefix + "status/" + esc(name) + "/" }
+func connStatusKey(name string) string { return statusPrefix(name) + "connector" }
+func taskStatusKey(name string, id int) string {
+	return statusPrefix(name) + "task/" + strconv.Itoa(id)
+}
+func offsetPrefix(name string) string     { return Prefix + "offset/" + esc(name) + "/" }
+func sinkOffsetPrefix(name string) string { return Prefix + "sinkoffset/" + esc(name) + "/" }
+func sinkOffsetKey(name, topic string, p int32) string {
+	return sinkOffsetPrefix(name) + esc(topic) + "/" + strconv.Itoa(int(p))
+}
+
+// PartitionKey is the canonical JSON of a source partition (sorted keys,
+// as encoding/json writes maps), hashed into a bounded key.
+func partitionKey(name string, partition map[string]any) (string, error) {
+	b, err := json.Marshal(partition)
+	if err != nil {
+		return "", fmt.Errorf("source partition %v: %w", partition, err)
+	}
+	sum := sha256.Sum256(b)
+	return offsetPrefix(name) + hex.EncodeToString(sum[:16]), nil
+}
+
+// Store is Connect's metadata over a store.Store.
+type Store struct {
+	s store.Store
+}
+
+// New returns the Connect metadata kept in s.
+func New(s store.Store) *Store { return &Store{s: s} }
+
+// Raw is the underlying store.
+func (c *Store) Raw() store.Store { return c.s }
+
+func getJSON(ctx context.Context, s store.Store, key string, v any) (bool, int64, error) {
+	kv, found, err := s.Get(ctx, key)
+	if err != nil || !found {
+		return false, 0, err
+	}
+	if err := json.Unmarshal(kv.Value, v); err != nil {
+		return false, 0, fmt.Errorf("connectstore: %s holds bad JSON: %w", key, err)
+	}
+	return true, kv.ModRevision, nil
+}
+
+func mustJSON(v any) []byte {
+	b, err := json.Marshal(v)
+	if err != nil {
+		panic(fmt.Sprintf("connectstore: encode %T: %v", v, err)) // only plain data is stored
+	}
+	return b
+}
+
+// Connectors lists the connector names, sorted.
+func (c *Store) Connectors(ctx context.Context) ([]string, error) {
+	kvs, _, err := c.s.Scan(ctx, Prefix+"config/", 0)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]string, 0, len(kvs))
+	for _, kv := range kvs {
+		name, err := url.PathUnescape(strings.TrimPrefix(kv.Key, Prefix+"config/"))
+		if err == nil {
+			out = append(out, name)
+		}
+	}
+	return out, nil
+}
+
+// Config returns a connector's config and the revision it was written at.
+func (c *Store) Config(ctx context.Context, name string) (map[string]string, int64, error) {
+	var cc ConnectorConfig
+	found, rev, err := getJSON(ctx, c.s, configKey(name), &cc)
+	if err != nil {
+		return nil, 0, err
+	}
+	if !found {
+		return nil, 0, ErrNotFound
+	}
+	return cc.Config, rev, nil
+}
+
+// CreateConnector stores a new connector's config and target state in one
+// atomic write. created is false when the connector already existed.
+func (c *Store) CreateConnector(ctx context.Context, name string, config map[string]string, target string) (created bool, err error) {
+	_, ok, err := c.s.Batch(ctx,
+		[]store.Cond{{Key: configKey(name), ModRevision: 0}},
+		[]store.Op{
+			store.Put(configKey(name), mustJSON(ConnectorConfig{Config: config})),
+			store.Put(targetKey(name), mustJSON(TargetState{State: target})),
+		})
+	return ok, err
+}
+
+// UpdateConfig replaces an existing connector's config when it is still at
+// revision rev (from Config); ok is false when it changed meanwhile.
+func (c *Store) UpdateConfig(ctx context.Context, name string, config map[string]string, rev int64) (ok bool, err error) {
+	_, ok, err = c.s.CompareAndSet(ctx, configKey(name), rev, mustJSON(ConnectorConfig{Config: config}))
+	return ok, err
+}
+
+// DeleteConnector removes everything of a connector but its offsets (which
+// Kafka Connect keeps too, so a re-created connector resumes). deleted is
+// false when there was no such connector.
+func (c *Store) DeleteConnector(ctx context.Context, name string) (deleted bool, err error) {
+	kv, found, err := c.s.Get(ctx, configKey(name))
+	if err != nil || !found {
+		return false, err
+	}
+	statuses, _, err := c.s.Scan(ctx, statusPrefix(name), 0)
+	if err != nil {
+		return false, err
+	}
+	ops := []store.Op{store.Delete(configKey(name)), store.Delete(targetKey(name)), store.Delete(tasksKey(name)), store.Delete(restartKey(name))}
+	for _, st := range statuses {
+		ops = append(ops, store.Delete(st.Key))
+	}
+	_, ok, err := c.s.Batch(ctx, []store.Cond{{Key: configKey(name), ModRevision: kv.ModRevision}}, ops)
+	if err == nil && !ok {
+		return c.DeleteConnector(ctx, name) // changed meanwhile: read again
+	}
+	return ok, err
+}
+
+// Target returns a connector's target state (STARTED when none is stored).
+func (c *Store) Target(ctx context.Context, name string) (string, error) {
+	var ts TargetState
+	found, _, err := getJSON(ctx, c.s, targetKey(name), &ts)
+	if err != nil {
+		return "", err
+	}
+	if !found {
+		return TargetStarted, nil
+	}
+	return ts.State, nil
+}
+
+// SetTarget sets an existing connector's target state.
+func (c *Store) SetTarget(ctx context.Context, name, state string) error {
+	kv, found, err := c.s.Get(ctx, configKey(name))
+	if err != nil {
+		return err
+	}
+	if !found {
+		return ErrNotFound
+	}
+	_, ok, err := c.s.Batch(ctx,
+		[]store.Cond{{Key: configKey(name), ModRevision: kv.ModRevision}},
+		[]store.Op{store.Put(targetKey(name), mustJSON(TargetState{State: state}))})
+	if err == nil && !ok {
+		return c.SetTarget(ctx, name, state) // the config changed meanwhile: check again
+	}
+	return err
+}
+
+// Tasks returns a connector's task configs (empty when none were written).
+func (c *Store) Tasks(ctx context.Context, name string) (TaskConfigs, error) {
+	var tc TaskConfigs
+	_, _, err := getJSON(ctx, c.s, tasksKey(name), &tc)
+	return tc, err
+}
+
+// SetTasks replaces a connector's task configs, with the next generation,
+// when the connector still exists.
+func (c *Store) SetTasks(ctx context.Context, name string, tasks []map[string]string) (TaskConfigs, error) {
+	for {
+		cfg, found, err := c.s.Get(ctx, configKey(name))
+		if err != nil {
+			return TaskConfigs{}, err
+		}
+		if !found {
+			return TaskConfigs{}, ErrNotFound
+		}
+		old, _, err := c.s.Get(ctx, tasksKey(name))
+		if err != nil {
+			return TaskConfigs{}, err
+		}
+		var prev TaskConfigs
+		oldRev := int64(0)
+		if old.Key != "" {
+			oldRev = old.ModRevision
+			if err := json.Unmarshal(old.Value, &prev); err != nil {
+				return TaskConfigs{}, fmt.Errorf("connectstore: task configs of %s: %w", name, err)
+			}
+		}
+		next := TaskConfigs{Generation: prev.Generation + 1, Tasks: tasks}
+		_, ok, err := c.s.Batch(ctx,
+			[]store.Cond{{Key: configKey(name), ModRevision: cfg.ModRevision}, {Key: tasksKey(name), ModRevision: oldRev}},
+			[]store.Op{store.Put(tasksKey(name), mustJSON(next))})
+		if err != nil {
+			return TaskConfigs{}, err
+		}
+		if ok {
+			return next, nil
+		}
+	}
+}
