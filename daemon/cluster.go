@@ -251,7 +251,12 @@ func (n *Node) startRaft(ctx context.Context) error {
 	n.wg.Add(2)
 	go func() {
 		defer n.wg.Done()
-		if err := n.peer.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+		serve := func() error { return n.peer.Serve(ln) }
+		if n.peer.TLSConfig != nil {
+			// The certificates are in TLSConfig already.
+			serve = func() error { return n.peer.ServeTLS(ln, "", "") }
+		}
+		if err := serve(); err != nil && !errors.Is(err, http.ErrServerClosed) {
 			n.log.Error("peer server stopped", "err", err)
 		}
 	}()

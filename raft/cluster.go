@@ -17,6 +17,10 @@ import (
 // up with the leader's log yet.
 var ErrLearnerBehind = errors.New("raft: learner has not caught up yet")
 
+// promoteSlack is how many committed entries a learner may still miss when
+// it is promoted (entries in flight under load).
+const promoteSlack = 64
+
 func fsmResult(id, index uint64) fsm.Result { return fsm.Result{ID: id, Index: index} }
 
 // AddLearner adds m as a learner: it receives the log but does not vote
@@ -43,8 +47,11 @@ func (n *Node) PromoteLearner(ctx context.Context, id uint64) error {
 	if _, ok := st.Config.Learners[id]; !ok {
 		return fmt.Errorf("raft: %d is not a learner", id)
 	}
+	// Caught up: the leader is streaming entries to it (it answered) and it
+	// holds nearly everything committed. A voter that is far behind would
+	// weaken the quorum the moment it is promoted.
 	pr, ok := st.Progress[id]
-	if !ok || pr.Match+n.cfg.SnapshotCatchUp/10 < st.GetCommit() {
+	if !ok || pr.State != tracker.StateReplicate || !pr.RecentActive || pr.Match+promoteSlack < st.GetCommit() {
 		return fmt.Errorf("%w: it has %d of %d committed entries", ErrLearnerBehind, pr.Match, st.GetCommit())
 	}
 	m, _ := n.peers.get(id)

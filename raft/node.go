@@ -163,6 +163,11 @@ func Start(cfg Config) (*Node, error) {
 		}
 		n.log.Info("bootstrapping a new cluster", "cluster_id", n.clusterID, "members", len(peers))
 		n.rn = etcdraft.StartNode(rc, peers)
+		if len(peers) == 1 {
+			// Alone, there is nobody to wait for: lead now rather than after
+			// an election timeout.
+			go func() { _ = n.rn.Campaign(context.Background()) }()
+		}
 	default:
 		// A restart, or a fresh node that joins: raft's configuration comes
 		// from the log (or, for a joiner, from the leader).
