@@ -5,11 +5,13 @@ package restapi
 
 import (
 	"log/slog"
+	"maps"
 	"net/http"
 	"runtime"
 	"runtime/debug"
 	"time"
 
+	"github.com/kcd-project/kcd/daemon/herder"
 	"github.com/kcd-project/kcd/daemon/store"
 	"github.com/kcd-project/kcd/internal/version"
 )
@@ -68,6 +70,9 @@ type Options struct {
 	Cluster Cluster
 	// Store serves /kcd/v1/store; nil answers 503 there.
 	Store store.Store
+	// Connect serves Kafka Connect's connector endpoints (/connectors,
+	// /connector-plugins); nil answers 503 there.
+	Connect *herder.Herder
 	// LeaderWait is how long a leader-only request waits for a leader to be
 	// elected before it fails (default 5 s).
 	LeaderWait time.Duration
@@ -83,7 +88,7 @@ func NewHandler(node Node, opts Options) http.Handler {
 		opts.LeaderWait = 5 * time.Second
 	}
 	a := &api{
-		node: node, cluster: opts.Cluster, store: opts.Store, log: opts.Logger, leaderWait: opts.LeaderWait,
+		node: node, cluster: opts.Cluster, store: opts.Store, connect: opts.Connect, log: opts.Logger, leaderWait: opts.LeaderWait,
 		forwardClient: &http.Client{Timeout: 90 * time.Second},
 	}
 	routes := []route{
@@ -98,6 +103,30 @@ func NewHandler(node Node, opts Options) http.Handler {
 		{"GET", "/kcd/v1/store/keys/{key...}", a.getKey},
 		{"PUT", "/kcd/v1/store/keys/{key...}", a.putKey},
 		{"DELETE", "/kcd/v1/store/keys/{key...}", a.deleteKey},
+
+		// Kafka Connect's connector API (connectors.go, connector_state.go,
+		// offsets.go, plugins.go).
+		{"GET", "/connectors", a.withConnect(a.listConnectors)},
+		{"POST", "/connectors", a.withConnect(a.createConnector)},
+		{"GET", "/connectors/{name}", a.withConnect(a.getConnector)},
+		{"DELETE", "/connectors/{name}", a.withConnect(a.deleteConnector)},
+		{"GET", "/connectors/{name}/config", a.withConnect(a.getConfig)},
+		{"PUT", "/connectors/{name}/config", a.withConnect(a.putConfig)},
+		{"PATCH", "/connectors/{name}/config", a.withConnect(a.patchConfig)},
+		{"GET", "/connectors/{name}/status", a.withConnect(a.connectorStatus)},
+		{"GET", "/connectors/{name}/tasks", a.withConnect(a.listTasks)},
+		{"GET", "/connectors/{name}/tasks/{task}/status", a.withConnect(a.taskStatus)},
+		{"POST", "/connectors/{name}/tasks/{task}/restart", a.withConnect(a.restartTask)},
+		{"POST", "/connectors/{name}/restart", a.withConnect(a.restartConnector)},
+		{"PUT", "/connectors/{name}/pause", a.withConnect(a.pauseConnector)},
+		{"PUT", "/connectors/{name}/resume", a.withConnect(a.resumeConnector)},
+		{"PUT", "/connectors/{name}/stop", a.withConnect(a.stopConnector)},
+		{"GET", "/connectors/{name}/offsets", a.withConnect(a.getOffsets)},
+		{"PATCH", "/connectors/{name}/offsets", a.withConnect(a.alterOffsets)},
+		{"DELETE", "/connectors/{name}/offsets", a.withConnect(a.resetOffsets)},
+		{"GET", "/connector-plugins", a.withConnect(a.listPlugins)},
+		{"GET", "/connector-plugins/{plugin}/config", a.withConnect(a.pluginConfig)},
+		{"PUT", "/connector-plugins/{plugin}/config/validate", a.withConnect(a.validateConfig)},
 	}
 
 	mux := http.NewServeMux()
@@ -128,6 +157,7 @@ type api struct {
 	node          Node
 	cluster       Cluster
 	store         store.Store
+	connect       *herder.Herder
 	log           *slog.Logger
 	leaderWait    time.Duration
 	forwardClient *http.Client
@@ -148,6 +178,10 @@ func (a *api) wrap(fn func(*http.Request) (int, any, *Error)) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		start := time.Now()
 		status, body, err := fn(r)
+		if rh, ok := body.(withHeader); ok {
+			maps.Copy(w.Header(), rh.header)
+			body = rh.body
+		}
 		if fw, ok := body.(forwarded); ok && err == nil {
 			w.Header().Set("Content-Type", "application/json")
 			w.WriteHeader(fw.status)

@@ -1,0 +1,156 @@
+package herder
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/kcd-project/kcd/daemon/connect"
+	"github.com/kcd-project/kcd/daemon/connectstore"
+)
+
+// Status returns what the workers report of a connector and its tasks,
+// tasks by id. A connector no worker reported on yet has no status (404),
+// as in Kafka Connect; tasks without a status are not listed.
+func (h *Herder) Status(ctx context.Context, name string) (ConnectorStateInfo, error) {
+	st, err := h.store.Statuses(ctx, name)
+	if err != nil {
+		return ConnectorStateInfo{}, fmt.Errorf("read the status of connector %s: %w", name, err)
+	}
+	if st.Connector == nil {
+		return ConnectorStateInfo{}, errorf(ErrNotFound, "No status found for connector %s", name)
+	}
+	typ, version, err := h.typeAndVersion(ctx, name)
+	if err != nil {
+		return ConnectorStateInfo{}, err
+	}
+	out := ConnectorStateInfo{
+		Name: name,
+		Connector: ConnectorState{
+			State: st.Connector.State, WorkerID: st.Connector.WorkerID, Trace: st.Connector.Trace, Version: version,
+		},
+		Tasks: make([]TaskState, 0, len(st.Tasks)),
+		Type:  typ,
+	}
+	for _, id := range st.TaskIDs() {
+		out.Tasks = append(out.Tasks, taskState(id, st.Tasks[id], version))
+	}
+	return out, nil
+}
+
+func taskState(id int, s connectstore.Status, version string) TaskState {
+	return TaskState{ID: id, State: s.State, WorkerID: s.WorkerID, Trace: s.Trace, Version: version}
+}
+
+// typeAndVersion returns the type and plugin version of a connector's
+// class; unknown and "" when the connector or its class is gone.
+func (h *Herder) typeAndVersion(ctx context.Context, name string) (ConnectorType, string, error) {
+	cfg, _, err := h.store.Config(ctx, name)
+	if errors.Is(err, connectstore.ErrNotFound) {
+		return TypeUnknown, "", nil
+	}
+	if err != nil {
+		return "", "", fmt.Errorf("read the config of connector %s: %w", name, err)
+	}
+	p, ok := connect.Lookup(cfg[keyConnectorClass])
+	if !ok {
+		return TypeUnknown, "", nil
+	}
+	return ConnectorType(p.Type), p.Version, nil
+}
+
+// TaskStatus returns one task's status.
+func (h *Herder) TaskStatus(ctx context.Context, name string, id int) (TaskState, error) {
+	st, err := h.store.Statuses(ctx, name)
+	if err != nil {
+		return TaskState{}, fmt.Errorf("read the status of connector %s: %w", name, err)
+	}
+	s, ok := st.Tasks[id]
+	if !ok {
+		return TaskState{}, errorf(ErrNotFound, "No status found for task %s-%d", name, id)
+	}
+	_, version, err := h.typeAndVersion(ctx, name)
+	if err != nil {
+		return TaskState{}, err
+	}
+	return taskState(id, s, version), nil
+}
+
+// Tasks returns a connector's task configs, as the workers generated them.
+func (h *Herder) Tasks(ctx context.Context, name string) ([]TaskInfo, error) {
+	if _, _, err := h.config(ctx, name, msgNotFound); err != nil {
+		return nil, err
+	}
+	tasks, err := h.store.Tasks(ctx, name)
+	if err != nil {
+		return nil, fmt.Errorf("read the tasks of connector %s: %w", name, err)
+	}
+	out := make([]TaskInfo, len(tasks.Tasks))
+	for i, cfg := range tasks.Tasks {
+		if cfg == nil {
+			cfg = map[string]string{}
+		}
+		out[i] = TaskInfo{ID: TaskID{Connector: name, Task: i}, Config: cfg}
+	}
+	return out, nil
+}
+
+// Restart asks the workers to restart a connector and, with includeTasks,
+// its tasks; with onlyFailed, only those that FAILED. With both false it
+// returns nil (Kafka Connect's 204); otherwise the current status with
+// RESTARTING for what will restart (Kafka Connect's 202).
+func (h *Herder) Restart(ctx context.Context, name string, includeTasks, onlyFailed bool) (*ConnectorStateInfo, error) {
+	if _, _, err := h.config(ctx, name, msgUnknownRestart); err != nil {
+		return nil, err
+	}
+	req := connectstore.RestartRequest{IncludeTasks: includeTasks, OnlyFailed: onlyFailed}
+	if !includeTasks && !onlyFailed {
+		return nil, h.requestRestart(ctx, name, req)
+	}
+	st, err := h.Status(ctx, name)
+	if errors.Is(err, ErrNotFound) {
+		return nil, errorf(ErrNotFound, "Status for connector %s not found", name)
+	}
+	if err != nil {
+		return nil, err
+	}
+	if !onlyFailed || st.Connector.State == connectstore.StateFailed {
+		st.Connector.State = connectstore.StateRestarting
+	}
+	for i, t := range st.Tasks {
+		if includeTasks && (!onlyFailed || t.State == connectstore.StateFailed) {
+			st.Tasks[i].State = connectstore.StateRestarting
+		}
+	}
+	if err := h.requestRestart(ctx, name, req); err != nil {
+		return nil, err
+	}
+	return &st, nil
+}
+
+// RestartTask asks the workers to restart one task.
+func (h *Herder) RestartTask(ctx context.Context, name string, id int) error {
+	if _, _, err := h.config(ctx, name, msgUnknownRestart); err != nil {
+		return err
+	}
+	tasks, err := h.store.Tasks(ctx, name)
+	if err != nil {
+		return fmt.Errorf("read the tasks of connector %s: %w", name, err)
+	}
+	if id < 0 || id >= len(tasks.Tasks) {
+		return errorf(ErrNotFound, "Unknown task: %s-%d", name, id)
+	}
+	return h.requestRestart(ctx, name, connectstore.RestartRequest{Task: &id})
+}
+
+func (h *Herder) requestRestart(ctx context.Context, name string, req connectstore.RestartRequest) error {
+	if err := h.store.RequestRestart(ctx, name, req); err != nil {
+		return fmt.Errorf("request a restart of connector %s: %w", name, err)
+	}
+	attrs := []any{"connector", name, "include_tasks", req.IncludeTasks, "only_failed", req.OnlyFailed}
+	if req.Task != nil {
+		attrs = append(attrs, "task", *req.Task)
+	}
+	h.log.Info("connector restart requested", attrs...)
+	return nil
+}

@@ -1,0 +1,138 @@
+package herder_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+
+	"github.com/kcd-project/kcd/daemon/connectstore"
+	"github.com/kcd-project/kcd/daemon/herder"
+	"github.com/kcd-project/kcd/daemon/herder/herdertest"
+)
+
+func TestStatus(t *testing.T) {
+	ctx := context.Background()
+	h, s := newHerderStore(t)
+	if _, err := h.CreateConnector(ctx, "c", sourceConfig("c"), connectstore.TargetStarted); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := h.Status(ctx, "c"); !errors.Is(err, herder.ErrNotFound) || err.Error() != "No status found for connector c" {
+		t.Errorf("before any report: %v", err)
+	}
+	must(t, s.PutConnectorStatus(ctx, "c", connectstore.Status{State: "RUNNING", WorkerID: "w1:8083"}))
+	must(t, s.PutTaskStatus(ctx, "c", 10, connectstore.Status{State: "FAILED", WorkerID: "w2:8083", Trace: "boom"}))
+	must(t, s.PutTaskStatus(ctx, "c", 2, connectstore.Status{State: "RUNNING", WorkerID: "w1:8083"}))
+	st, err := h.Status(ctx, "c")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := herder.ConnectorStateInfo{
+		Name:      "c",
+		Connector: herder.ConnectorState{State: "RUNNING", WorkerID: "w1:8083", Version: herdertest.PluginVersion},
+		Tasks: []herder.TaskState{
+			{ID: 2, State: "RUNNING", WorkerID: "w1:8083", Version: herdertest.PluginVersion},
+			{ID: 10, State: "FAILED", WorkerID: "w2:8083", Trace: "boom", Version: herdertest.PluginVersion},
+		},
+		Type: herder.TypeSource,
+	}
+	if !equalStatus(st, want) {
+		t.Errorf("status %+v", st)
+	}
+	ts, err := h.TaskStatus(ctx, "c", 10)
+	if err != nil || ts != want.Tasks[1] {
+		t.Errorf("task status %+v %v", ts, err)
+	}
+	if _, err := h.TaskStatus(ctx, "c", 3); !errors.Is(err, herder.ErrNotFound) || err.Error() != "No status found for task c-3" {
+		t.Errorf("unknown task: %v", err)
+	}
+}
+
+func equalStatus(a, b herder.ConnectorStateInfo) bool {
+	if a.Name != b.Name || a.Connector != b.Connector || a.Type != b.Type || len(a.Tasks) != len(b.Tasks) {
+		return false
+	}
+	for i := range a.Tasks {
+		if a.Tasks[i] != b.Tasks[i] {
+			return false
+		}
+	}
+	return true
+}
+
+func must(t *testing.T, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestRestart(t *testing.T) {
+	ctx := context.Background()
+	h, s := newHerderStore(t)
+	if _, err := h.CreateConnector(ctx, "c", sourceConfig("c"), connectstore.TargetStarted); err != nil {
+		t.Fatal(err)
+	}
+	_, err := s.SetTasks(ctx, "c", []map[string]string{{}, {}})
+	must(t, err)
+
+	plan, err := h.Restart(ctx, "c", false, false)
+	if err != nil || plan != nil {
+		t.Fatalf("plain restart: %+v %v", plan, err)
+	}
+	req, _ := s.Restart(ctx, "c")
+	if req.Seq != 1 || req.IncludeTasks || req.OnlyFailed || req.Task != nil {
+		t.Errorf("request %+v", req)
+	}
+	if _, err := h.Restart(ctx, "c", true, false); !errors.Is(err, herder.ErrNotFound) || err.Error() != "Status for connector c not found" {
+		t.Errorf("restart with tasks before any status: %v", err)
+	}
+
+	must(t, s.PutConnectorStatus(ctx, "c", connectstore.Status{State: "RUNNING", WorkerID: "w"}))
+	must(t, s.PutTaskStatus(ctx, "c", 0, connectstore.Status{State: "RUNNING", WorkerID: "w"}))
+	must(t, s.PutTaskStatus(ctx, "c", 1, connectstore.Status{State: "FAILED", WorkerID: "w"}))
+	plan, err = h.Restart(ctx, "c", true, true)
+	if err != nil || plan.Connector.State != "RUNNING" || plan.Tasks[0].State != "RUNNING" || plan.Tasks[1].State != "RESTARTING" {
+		t.Fatalf("only failed: %+v %v", plan, err)
+	}
+	if req, _ := s.Restart(ctx, "c"); req.Seq != 2 || !req.IncludeTasks || !req.OnlyFailed {
+		t.Errorf("request %+v", req)
+	}
+	plan, _ = h.Restart(ctx, "c", true, false)
+	if plan.Connector.State != "RESTARTING" || plan.Tasks[0].State != "RESTARTING" || plan.Tasks[1].State != "RESTARTING" {
+		t.Errorf("all: %+v", plan)
+	}
+	if st, _ := h.Status(ctx, "c"); st.Tasks[0].State != "RUNNING" {
+		t.Errorf("the herder must not write statuses: %+v", st)
+	}
+
+	must(t, h.RestartTask(ctx, "c", 1))
+	if req, _ := s.Restart(ctx, "c"); req.Task == nil || *req.Task != 1 {
+		t.Errorf("task request %+v", req)
+	}
+	if err := h.RestartTask(ctx, "c", 2); !errors.Is(err, herder.ErrNotFound) || err.Error() != "Unknown task: c-2" {
+		t.Errorf("unknown task: %v", err)
+	}
+	if err := h.RestartTask(ctx, "nope", 0); !errors.Is(err, herder.ErrNotFound) || err.Error() != "Unknown connector: nope" {
+		t.Errorf("unknown connector: %v", err)
+	}
+	if _, err := h.Restart(ctx, "nope", false, false); !errors.Is(err, herder.ErrNotFound) || err.Error() != "Unknown connector: nope" {
+		t.Errorf("unknown connector: %v", err)
+	}
+}
+
+func TestTasks(t *testing.T) {
+	ctx := context.Background()
+	h, s := newHerderStore(t)
+	if _, err := h.Tasks(ctx, "nope"); !errors.Is(err, herder.ErrNotFound) {
+		t.Errorf("tasks of a missing connector: %v", err)
+	}
+	if _, err := h.CreateConnector(ctx, "c", sourceConfig("c"), connectstore.TargetStarted); err != nil {
+		t.Fatal(err)
+	}
+	_, err := s.SetTasks(ctx, "c", []map[string]string{{"a": "0"}, {"a": "1"}})
+	must(t, err)
+	tasks, err := h.Tasks(ctx, "c")
+	if err != nil || len(tasks) != 2 || tasks[1].ID != (herder.TaskID{Connector: "c", Task: 1}) || tasks[1].Config["a"] != "1" {
+		t.Errorf("tasks %+v %v", tasks, err)
+	}
+}
