@@ -93,6 +93,13 @@ type applier struct {
 	rev, compacted int64
 	retain         int64
 
+	// ids remembers the results of recently applied commands by request id,
+	// idOrder their log order, so that a command the log holds twice (a
+	// proposal the network delivered twice, a client retry) is applied once
+	// and answered with the first result.
+	ids, idOrder *bolt.Bucket
+	idCount      uint64
+
 	// events of every revision made in this transaction; revs slices it.
 	events []store.Event
 	revs   []revEvents
@@ -100,9 +107,11 @@ type applier struct {
 
 func (a *applier) begin(tx *bolt.Tx) error {
 	a.kv, a.hist, a.meta = tx.Bucket(bucketKV), tx.Bucket(bucketHistory), tx.Bucket(bucketMeta)
-	if a.kv == nil || a.hist == nil || a.meta == nil {
+	a.ids, a.idOrder = tx.Bucket(bucketIDs), tx.Bucket(bucketIDOrder)
+	if a.kv == nil || a.hist == nil || a.meta == nil || a.ids == nil || a.idOrder == nil {
 		return errors.New("state file lacks a bucket")
 	}
+	a.idCount = getUint(a.meta, metaIDCount)
 	a.rev = int64(getUint(a.meta, metaRevision))
 	a.compacted = int64(getUint(a.meta, metaCompacted))
 	return nil
@@ -119,6 +128,68 @@ func (a *applier) end(index, term uint64) error {
 			return err
 		}
 	}
+	return putUint(a.meta, metaIDCount, a.idCount)
+}
+
+// DedupRetain is how many recent request ids the state machine remembers
+// to apply a duplicated command once. Duplicates come from the network and
+// from retries, seconds apart at most; this covers far more. It shapes the
+// replicated state, so it is a constant, the same on every member.
+const DedupRetain = 20000
+
+// seen returns the recorded result of a command id applied before.
+func (a *applier) seen(id uint64) (Result, bool) {
+	var k [8]byte
+	binary.BigEndian.PutUint64(k[:], id)
+	v := a.ids.Get(k[:])
+	if len(v) != 17 {
+		return Result{}, false
+	}
+	return Result{
+		ID:      id,
+		Index:   binary.BigEndian.Uint64(v[0:8]),
+		Rev:     int64(binary.BigEndian.Uint64(v[8:16])),
+		OK:      v[16]&1 != 0,
+		Deleted: v[16]&2 != 0,
+	}, true
+}
+
+// remember records a command's result, and forgets the oldest beyond
+// DedupRetain (a few per command, so the work per entry stays bounded).
+func (a *applier) remember(r Result) error {
+	var k, idx [8]byte
+	binary.BigEndian.PutUint64(k[:], r.ID)
+	binary.BigEndian.PutUint64(idx[:], r.Index)
+	v := make([]byte, 17)
+	binary.BigEndian.PutUint64(v[0:8], r.Index)
+	binary.BigEndian.PutUint64(v[8:16], uint64(r.Rev))
+	if r.OK {
+		v[16] |= 1
+	}
+	if r.Deleted {
+		v[16] |= 2
+	}
+	if err := a.ids.Put(k[:], v); err != nil {
+		return err
+	}
+	if err := a.idOrder.Put(idx[:], k[:]); err != nil {
+		return err
+	}
+	a.idCount++
+	c := a.idOrder.Cursor()
+	for n := 0; n < 4 && a.idCount > DedupRetain; n++ {
+		oldIdx, oldID := c.First()
+		if oldIdx == nil {
+			break
+		}
+		if err := a.ids.Delete(oldID); err != nil {
+			return err
+		}
+		if err := c.Delete(); err != nil {
+			return err
+		}
+		a.idCount--
+	}
 	return nil
 }
 
@@ -128,6 +199,11 @@ func (a *applier) apply(e Entry) (Result, error) {
 	c, err := DecodeCommand(e.Data)
 	if err != nil {
 		return Result{Index: e.Index, Rev: a.rev, Err: fmt.Errorf("%w: %w", store.ErrInvalid, err)}, nil
+	}
+	if c.ID != 0 {
+		if prev, ok := a.seen(c.ID); ok {
+			return prev, nil
+		}
 	}
 	r := Result{ID: c.ID, Index: e.Index, Rev: a.rev}
 	if err := c.Validate(); err != nil {
@@ -191,6 +267,11 @@ func (a *applier) apply(e Entry) (Result, error) {
 		return Result{}, err
 	}
 	r.Rev = a.rev
+	if c.ID != 0 && r.Err == nil {
+		if err := a.remember(r); err != nil {
+			return Result{}, err
+		}
+	}
 	return r, nil
 }
 

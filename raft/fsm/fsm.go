@@ -120,17 +120,20 @@ var (
 	bucketKV      = []byte("kv")
 	bucketHistory = []byte("history")
 	bucketMeta    = []byte("meta")
+	bucketIDs     = []byte("ids")
+	bucketIDOrder = []byte("id-order")
 
 	metaVersion   = []byte("version")
 	metaApplied   = []byte("applied_index")
 	metaTerm      = []byte("applied_term")
 	metaRevision  = []byte("revision")
 	metaCompacted = []byte("compacted")
+	metaIDCount   = []byte("idcount")
 )
 
 // formatVersion is the layout of the buckets. Open refuses other versions
 // rather than misread them.
-const formatVersion = 1
+const formatVersion = 2
 
 // compactStep is how many history records one new revision may drop at most.
 // Above one, a history that grew past HistoryRetain (the option was lowered)
@@ -191,13 +194,23 @@ func openDB(path string) (*bolt.DB, error) {
 	return db, nil
 }
 
+// hasBuckets tells whether tx holds every bucket of the layout.
+func hasBuckets(tx *bolt.Tx) bool {
+	for _, b := range [][]byte{bucketMeta, bucketKV, bucketHistory, bucketIDs, bucketIDOrder} {
+		if tx.Bucket(b) == nil {
+			return false
+		}
+	}
+	return true
+}
+
 // initBuckets creates the buckets of a new file and checks an existing one.
 func initBuckets(tx *bolt.Tx) error {
 	if meta := tx.Bucket(bucketMeta); meta != nil {
 		if v := getUint(meta, metaVersion); v != formatVersion {
 			return fmt.Errorf("state format version %d, want %d", v, formatVersion)
 		}
-		if tx.Bucket(bucketKV) == nil || tx.Bucket(bucketHistory) == nil {
+		if !hasBuckets(tx) {
 			return errors.New("state file lacks a bucket")
 		}
 		return nil
@@ -215,10 +228,12 @@ func initBuckets(tx *bolt.Tx) error {
 	if _, err := tx.CreateBucket(bucketKV); err != nil {
 		return err
 	}
-	if _, err := tx.CreateBucket(bucketHistory); err != nil {
-		return err
+	for _, b := range [][]byte{bucketHistory, bucketIDs, bucketIDOrder} {
+		if _, err := tx.CreateBucket(b); err != nil {
+			return err
+		}
 	}
-	for _, k := range [][]byte{metaApplied, metaTerm, metaRevision, metaCompacted} {
+	for _, k := range [][]byte{metaApplied, metaTerm, metaRevision, metaCompacted, metaIDCount} {
 		if err := putUint(meta, k, 0); err != nil {
 			return err
 		}

@@ -154,7 +154,7 @@ func checkSnapshot(path string) (index uint64, err error) {
 	defer db.Close()
 	err = db.View(func(tx *bolt.Tx) error {
 		meta := tx.Bucket(bucketMeta)
-		if meta == nil || tx.Bucket(bucketKV) == nil || tx.Bucket(bucketHistory) == nil {
+		if meta == nil || !hasBuckets(tx) {
 			return errors.New("not a kcd state file")
 		}
 		if v := getUint(meta, metaVersion); v != formatVersion {
