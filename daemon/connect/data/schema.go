@@ -14,6 +14,17 @@
 //	Decimal                     the logical Decimal
 //	time.Time                   the logical Date, Time and Timestamp
 //	nil                         a null of an optional schema
+//
+// ARRAY also accepts any other slice type but []byte ([]string, []int32…),
+// and MAP any other map type (map[string]any…), as Kafka Connect accepts any
+// List and Map; converters that read data produce []any and map[any]any.
+//
+// Validate checks a value against its schema, Equal and (*Schema).Equal
+// compare as Kafka Connect's equals methods do, and errors about data are
+// *DataError, Kafka Connect's DataException, with its messages.
+//
+// Schemas are shared: once a schema is in use (by a record, a converter's
+// cache, a Struct), do not modify it.
 package data
 
 import (
@@ -63,6 +74,10 @@ type Schema struct {
 	Version    *int32
 	Doc        string
 	Parameters map[string]string
+	// ParameterOrder optionally lists the keys of Parameters in the order
+	// Kafka Connect keeps them (insertion order), which converters write;
+	// keys missing from it follow in sorted order. SetParameter keeps it.
+	ParameterOrder []string
 
 	Fields      []Field // STRUCT
 	KeySchema   *Schema // MAP
