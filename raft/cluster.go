@@ -82,7 +82,7 @@ func (n *Node) changeConf(ctx context.Context, typ pb.ConfChangeType, m Member) 
 	ch := n.wait(id)
 	defer n.unwait(id)
 	if err := n.rn.ProposeConfChange(ctx, cc); err != nil {
-		return n.proposeErr(ctx, err)
+		return n.proposeErr(ctx, ctx, err)
 	}
 	select {
 	case <-ch:

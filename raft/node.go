@@ -296,30 +296,54 @@ func (n *Node) Propose(ctx context.Context, cmd fsm.Command) (fsm.Result, error)
 	}
 	ch := n.wait(cmd.ID)
 	defer n.unwait(cmd.ID)
-	if err := n.rn.Propose(ctx, data); err != nil {
-		return fsm.Result{}, n.proposeErr(ctx, err)
+
+	// raft drops proposals silently: one forwarded to a leader that just
+	// died, one lost on the network. So the same command (same request id)
+	// is proposed again every retry interval; the state machine applies an
+	// id once, so a copy that did get through changes nothing. Past
+	// proposalTimeout the outcome is unknown and the caller decides.
+	pctx, cancel := context.WithTimeout(ctx, proposalTimeout)
+	defer cancel()
+	retryEvery := n.cfg.electionTimeout()
+	propose := func() error {
+		c, cancel := context.WithTimeout(pctx, retryEvery)
+		defer cancel()
+		err := n.rn.Propose(c, data)
+		if err != nil && c.Err() != nil && pctx.Err() == nil {
+			return nil // no leader to take it yet: the next retry tries again
+		}
+		return err
 	}
-	// raft drops a proposal silently when leadership moves while it is in
-	// flight; past proposalTimeout the outcome is unknown and the caller
-	// decides whether to retry.
-	timer := time.NewTimer(proposalTimeout)
-	defer timer.Stop()
-	select {
-	case res := <-ch:
-		return res, res.Err
-	case <-ctx.Done():
-		return fsm.Result{}, ctx.Err()
-	case <-timer.C:
-		return fsm.Result{}, fmt.Errorf("%w after %v (a leader change may have dropped it; it may or may not have been applied)", ErrProposalTimeout, proposalTimeout)
-	case <-n.donec:
-		return fsm.Result{}, ErrStopped
+	if err := propose(); err != nil && !errors.Is(err, etcdraft.ErrProposalDropped) {
+		return fsm.Result{}, n.proposeErr(pctx, ctx, err)
+	}
+	retry := time.NewTicker(retryEvery)
+	defer retry.Stop()
+	for {
+		select {
+		case res := <-ch:
+			return res, res.Err
+		case <-retry.C:
+			if err := propose(); err != nil && !errors.Is(err, etcdraft.ErrProposalDropped) {
+				return fsm.Result{}, n.proposeErr(pctx, ctx, err)
+			}
+		case <-pctx.Done():
+			if ctx.Err() != nil {
+				return fsm.Result{}, ctx.Err()
+			}
+			return fsm.Result{}, fmt.Errorf("%w after %v (it may or may not have been applied)", ErrProposalTimeout, proposalTimeout)
+		case <-n.donec:
+			return fsm.Result{}, ErrStopped
+		}
 	}
 }
 
 // proposalTimeout bounds how long Propose waits for its entry to apply.
 const proposalTimeout = 10 * time.Second
 
-func (n *Node) proposeErr(ctx context.Context, err error) error {
+// proposeErr maps an error of raft's Propose: pctx is Propose's own
+// deadline, ctx the caller's.
+func (n *Node) proposeErr(pctx, ctx context.Context, err error) error {
 	switch {
 	case errors.Is(err, etcdraft.ErrProposalDropped):
 		return fmt.Errorf("%w: proposal dropped", ErrNoLeader)
@@ -327,6 +351,8 @@ func (n *Node) proposeErr(ctx context.Context, err error) error {
 		return ErrStopped
 	case ctx.Err() != nil:
 		return ctx.Err()
+	case pctx.Err() != nil:
+		return fmt.Errorf("%w after %v: no leader took it", ErrProposalTimeout, proposalTimeout)
 	}
 	return fmt.Errorf("raft: propose: %w", err)
 }
@@ -540,7 +566,23 @@ func (n *Node) closeResources() {
 }
 
 // Process implements transport.Receiver.
-func (n *Node) Process(ctx context.Context, m *pb.Message) error { return n.rn.Step(ctx, m) }
+// A proposal forwarded by a follower is dropped when this node knows no
+// leader (raft would block the whole peer stream on it until one is
+// elected) and given a tick at most otherwise; its proposer proposes again.
+func (n *Node) Process(ctx context.Context, m *pb.Message) error {
+	if m.GetType() == pb.MessageType_MsgProp {
+		if n.leader.Load() == 0 {
+			return nil
+		}
+		pctx, cancel := context.WithTimeout(ctx, n.cfg.TickInterval)
+		defer cancel()
+		if err := n.rn.Step(pctx, m); err != nil && pctx.Err() == nil {
+			return err
+		}
+		return nil
+	}
+	return n.rn.Step(ctx, m)
+}
 
 // ReportUnreachable implements transport.Receiver.
 func (n *Node) ReportUnreachable(id uint64) { n.rn.ReportUnreachable(id) }

@@ -49,7 +49,9 @@ func TestDedupTableIsBounded(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer f.Close()
-	const n = DedupRetain + 500
+	defer func(old uint64) { dedupRetain = old }(dedupRetain)
+	dedupRetain = 2000
+	const n = 2500
 	batch := make([]Entry, 0, 1000)
 	for i := uint64(1); i <= n; i++ {
 		b, _ := EncodeCommand(Command{ID: i, Kind: KindPut, Key: "k", Value: []byte("v")})
@@ -63,7 +65,7 @@ func TestDedupTableIsBounded(t *testing.T) {
 	}
 	var count int
 	_ = f.view(func(tx *bolt.Tx) error { count = tx.Bucket(bucketIDs).Stats().KeyN; return nil })
-	if count != DedupRetain {
-		t.Errorf("%d ids remembered, want %d", count, DedupRetain)
+	if count != int(dedupRetain) {
+		t.Errorf("%d ids remembered, want %d", count, dedupRetain)
 	}
 }
