@@ -592,6 +592,20 @@ func (n *Node) ReportSnapshot(id uint64, status etcdraft.SnapshotStatus) {
 	n.rn.ReportSnapshot(id, status)
 }
 
+// SelfRemoved implements transport.RemovalListener: a peer refused this
+// node as removed, so it was removed while cut off from the log that says
+// so. It records that and stops, as if it had applied its removal.
+func (n *Node) SelfRemoved() {
+	if n.peers.isRemoved(n.cfg.ID) {
+		return
+	}
+	n.peers.remove(n.cfg.ID)
+	if err := n.peers.save(); err != nil {
+		n.log.Error("record own removal", "err", err)
+	}
+	n.stop(ErrRemoved)
+}
+
 // IsIDRemoved implements transport.Receiver.
 func (n *Node) IsIDRemoved(id uint64) bool { return n.peers.isRemoved(id) }
 

@@ -199,6 +199,19 @@ func (t *HTTP) setHeaders(req *http.Request, to uint64) {
 	req.Header.Set("Content-Type", contentFrames)
 }
 
+// RemovalListener is implemented by receivers that want to know when a
+// peer of their cluster refuses them as removed: a member cut off before it
+// applied its own removal learns it this way.
+type RemovalListener interface {
+	SelfRemoved()
+}
+
+func (t *HTTP) selfRemoved() {
+	if l, ok := t.cfg.Receiver.(RemovalListener); ok {
+		l.SelfRemoved()
+	}
+}
+
 // statusError is a peer's refusal.
 type statusError struct {
 	code int
@@ -220,6 +233,9 @@ func (t *HTTP) checkAnswer(resp *http.Response, want int) error {
 	if resp.StatusCode != want {
 		b, _ := io.ReadAll(io.LimitReader(resp.Body, maxErrorBody))
 		resp.Body.Close()
+		if resp.StatusCode == http.StatusGone && resp.Header.Get(hdrClusterID) == t.cfg.ClusterID {
+			t.selfRemoved()
+		}
 		return &statusError{code: resp.StatusCode, msg: strings.TrimSpace(string(b))}
 	}
 	// The check is mutual: a peer that does not check (or a stray server on
