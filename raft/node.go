@@ -69,6 +69,8 @@ type Node struct {
 	// added, so that the snapshot a new member may need includes it (raft
 	// refuses a snapshot whose configuration lacks the receiver).
 	snapNow bool
+	// campaignNow asks for an election once the first entries are applied.
+	campaignNow bool
 
 	stopOnce sync.Once
 	stopc    chan struct{}
@@ -163,11 +165,9 @@ func Start(cfg Config) (*Node, error) {
 		}
 		n.log.Info("bootstrapping a new cluster", "cluster_id", n.clusterID, "members", len(peers))
 		n.rn = etcdraft.StartNode(rc, peers)
-		if len(peers) == 1 {
-			// Alone, there is nobody to wait for: lead now rather than after
-			// an election timeout.
-			go func() { _ = n.rn.Campaign(context.Background()) }()
-		}
+		// Alone, there is nobody to wait for: lead as soon as the bootstrap
+		// configuration is applied rather than after an election timeout.
+		n.campaignNow = len(peers) == 1
 	default:
 		// A restart, or a fresh node that joins: raft's configuration comes
 		// from the log (or, for a joiner, from the leader).
@@ -498,6 +498,10 @@ func (n *Node) handleReady(rd etcdraft.Ready) error {
 	}
 	for _, rs := range rd.ReadStates {
 		n.reads.answer(rs)
+	}
+	if n.campaignNow && len(rd.CommittedEntries) > 0 {
+		n.campaignNow = false
+		go func() { _ = n.rn.Campaign(context.Background()) }()
 	}
 	return n.maybeSnapshot()
 }
