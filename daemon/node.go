@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"strings"
 	"sync"
 	"time"
 
@@ -17,10 +18,15 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/kcd-project/kcd/daemon/config"
+	"github.com/kcd-project/kcd/daemon/connect/converter"
+	_ "github.com/kcd-project/kcd/daemon/connectors/all" // the built-in connectors
+	"github.com/kcd-project/kcd/daemon/connectstore"
 	"github.com/kcd-project/kcd/daemon/devkafka"
+	"github.com/kcd-project/kcd/daemon/herder"
 	"github.com/kcd-project/kcd/daemon/restapi"
 	"github.com/kcd-project/kcd/daemon/store"
 	"github.com/kcd-project/kcd/daemon/store/raftstore"
+	"github.com/kcd-project/kcd/daemon/worker"
 	"github.com/kcd-project/kcd/raft"
 )
 
@@ -40,6 +46,10 @@ type Node struct {
 	raft   *raft.Node
 	store  store.Store
 	peer   *http.Server
+
+	worker       *worker.Worker
+	workerCancel context.CancelFunc
+	workerDone   chan struct{}
 
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
@@ -89,11 +99,21 @@ func (n *Node) Start(ctx context.Context) (err error) {
 		}
 		n.store = raftstore.New(n.raft)
 		opts.Cluster, opts.Store = raftCluster{n.raft}, n.store
+		opts.Connect = herder.New(connectstore.New(n.store), herder.Options{
+			Converters:       converter.Classes(),
+			HeaderConverters: append(converter.Classes(), herder.SimpleHeaderConverter),
+			Logger:           n.log.With("subsys", "herder"),
+		})
 		n.wg.Add(1)
 		go func() {
 			defer n.wg.Done()
 			n.publishSelf(ctx, n.raft.Self())
 		}()
+		if n.cfg.HasRole(config.RoleWorker) {
+			if err := n.startWorker(ctx, seeds); err != nil {
+				return err
+			}
+		}
 	} else {
 		opts.Cluster = seedCluster{seeds: n.cfg.Seeds}
 	}
@@ -141,6 +161,31 @@ func (n *Node) Run(ctx context.Context) error {
 	return err
 }
 
+// startWorker runs the connectors and tasks of the store on this node. (On
+// one node today: the coordinator of a later change assigns them across
+// workers.)
+func (n *Node) startWorker(ctx context.Context, seeds []string) error {
+	w, err := worker.New(worker.Config{
+		WorkerID:   strings.TrimPrefix(advertise(n.ln.Addr().String()), "http://"),
+		Store:      connectstore.New(n.store),
+		Seeds:      seeds,
+		Converters: func(class string) (worker.Converter, error) { return converter.New(class) },
+		Logger:     n.log,
+	})
+	if err != nil {
+		return fmt.Errorf("worker: %w", err)
+	}
+	wctx, cancel := context.WithCancel(ctx)
+	n.worker, n.workerCancel, n.workerDone = w, cancel, make(chan struct{})
+	go func() {
+		defer close(n.workerDone)
+		if err := w.Run(wctx); err != nil {
+			n.log.Error("worker stopped", "err", err)
+		}
+	}()
+	return nil
+}
+
 // Raft is the node's Raft member (nil on a worker-only node).
 func (n *Node) Raft() *raft.Node { return n.raft }
 
@@ -151,6 +196,11 @@ func (n *Node) Close() error {
 		ctx, cancel := context.WithTimeout(context.Background(), shutdownTimeout)
 		err = n.rest.Shutdown(ctx)
 		cancel()
+	}
+	if n.worker != nil {
+		// Tasks drain and commit their offsets while the store still works.
+		n.workerCancel()
+		<-n.workerDone
 	}
 	if n.cancel != nil {
 		n.cancel()

@@ -1,0 +1,121 @@
+package datagen
+
+import (
+	"context"
+	"encoding/json"
+	"log/slog"
+	"testing"
+	"time"
+
+	"github.com/kcd-project/kcd/daemon/connect"
+	"github.com/kcd-project/kcd/daemon/connect/data"
+)
+
+type fakeCtx struct{ off map[string]any }
+
+func (c fakeCtx) Logger() *slog.Logger                                           { return slog.New(slog.DiscardHandler) }
+func (c fakeCtx) OffsetReader() connect.OffsetReader                             { return c }
+func (c fakeCtx) Offset(context.Context, map[string]any) (map[string]any, error) { return c.off, nil }
+
+func tasks(t *testing.T, n int, cfg map[string]string) []map[string]string {
+	t.Helper()
+	c := &Connector{}
+	if err := c.Start(nil, cfg); err != nil {
+		t.Fatal(err)
+	}
+	tcs, err := c.TaskConfigs(n)
+	if err != nil || len(tcs) != n {
+		t.Fatalf("task configs %v %v", tcs, err)
+	}
+	return tcs
+}
+
+func TestCounterNumberedAndBounded(t *testing.T) {
+	tcs := tasks(t, 2, map[string]string{TopicConfig: "t", MaxRecordsConfig: "5", BatchSizeConfig: "2", KeyConfig: KeyTask})
+	task := &Task{}
+	if err := task.Start(fakeCtx{}, tcs[1]); err != nil {
+		t.Fatal(err)
+	}
+	var got []*connect.SourceRecord
+	for range 4 {
+		recs, err := task.Poll(t.Context())
+		if err != nil {
+			t.Fatal(err)
+		}
+		got = append(got, recs...)
+	}
+	if len(got) != 5 {
+		t.Fatalf("%d records, want 5", len(got))
+	}
+	for i, r := range got {
+		if r.Value != Counter(1, int64(i)) || r.Key != int32(1) || r.Headers[1].Value != int64(i) || r.Topic != "t" {
+			t.Errorf("record %d: %+v", i, r)
+		}
+		// The last record of each poll (batches of 2) carries the offset.
+		last := i%2 == 1 || i == 4
+		if last != (r.SourceOffset != nil) || (last && (r.SourceOffset[SeqField] != int64(i) || r.SourcePartition[TaskField] != 1)) {
+			t.Errorf("record %d: offset %v partition %v", i, r.SourceOffset, r.SourcePartition)
+		}
+	}
+}
+
+func TestResumeAfterStoredOffset(t *testing.T) {
+	tcs := tasks(t, 1, map[string]string{TopicConfig: "t", ShapeConfig: ShapeUser, KeyConfig: KeySequence})
+	task := &Task{}
+	if err := task.Start(fakeCtx{off: map[string]any{SeqField: json.Number("41")}}, tcs[0]); err != nil {
+		t.Fatal(err)
+	}
+	recs, _ := task.Poll(t.Context())
+	r := recs[0]
+	st, ok := r.Value.(*data.Struct)
+	if !ok || recs[len(recs)-1].SourceOffset[SeqField] != int64(42+len(recs)-1) || st.Get("id") != UserID(0, 42) || r.ValueSchema != UserSchema || r.Key != int64(42) {
+		t.Fatalf("first record after resume: %+v", r)
+	}
+	if st.Get("created").(time.Time).IsZero() || st.Get("name") == "" {
+		t.Errorf("user %v", st.Values)
+	}
+}
+
+func TestBytesShapeAndRate(t *testing.T) {
+	tcs := tasks(t, 3, map[string]string{TopicConfig: "t", ShapeConfig: ShapeBytes, RecordSizeConfig: "64", RateConfig: "50"})
+	task := &Task{}
+	if err := task.Start(fakeCtx{}, tcs[2]); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(200 * time.Millisecond)
+	n := 0
+	for time.Now().Before(deadline) {
+		recs, _ := task.Poll(t.Context())
+		for _, r := range recs {
+			b := r.Value.([]byte)
+			tk, seq, ok := ParsePayload(b)
+			if len(b) != 64 || !ok || tk != 2 || seq != int64(n) {
+				t.Fatalf("payload %d: %v %d %d", n, b, tk, seq)
+			}
+			n++
+		}
+	}
+	// 50/s for 0.2 s: about 10 (the first is immediate).
+	if n < 5 || n > 15 {
+		t.Errorf("%d records in 200 ms at 50/s", n)
+	}
+}
+
+func TestConfigErrors(t *testing.T) {
+	for _, cfg := range []map[string]string{
+		{},
+		{TopicConfig: "t", ShapeConfig: "nope"},
+		{TopicConfig: "t", RateConfig: "-1"},
+		{TopicConfig: "t", KeyConfig: "x"},
+	} {
+		if err := (&Connector{}).Start(nil, cfg); err == nil {
+			t.Errorf("config %v accepted", cfg)
+		}
+	}
+	if p, ok := connect.Lookup("Datagen"); !ok || p.Class != Class {
+		t.Error("alias Datagen")
+	}
+	if _, ok := connect.Lookup("DatagenConnector"); !ok {
+		t.Error("alias DatagenConnector")
+	}
+}

@@ -1,0 +1,55 @@
+package worker
+
+import (
+	"cmp"
+	"slices"
+
+	"github.com/kcd-project/kcd/daemon/connect"
+)
+
+// Assignment decides which connectors and tasks run on this worker. A
+// single worker runs all of them (All); the coordinator will hand each
+// worker its share through an implementation of its own.
+type Assignment interface {
+	// Connector tells whether the connector instance of name (the part
+	// that calls TaskConfigs) runs here.
+	Connector(name string) bool
+	// Task tells whether task id of connector name runs here.
+	Task(name string, id int) bool
+	// Changed is signalled whenever the answers may have changed; nil if
+	// they never do.
+	Changed() <-chan struct{}
+}
+
+// All runs every connector and task on this worker.
+type All struct{}
+
+// Connector implements Assignment.
+func (All) Connector(string) bool { return true }
+
+// Task implements Assignment.
+func (All) Task(string, int) bool { return true }
+
+// Changed implements Assignment.
+func (All) Changed() <-chan struct{} { return nil }
+
+// SplitPartitions spreads a sink connector's partitions over its tasks:
+// sorted by topic and partition, the i-th goes to task i mod tasks. Every
+// worker computes the same split from the same partitions.
+func SplitPartitions(parts []connect.TopicPartition, tasks int) [][]connect.TopicPartition {
+	if tasks <= 0 {
+		return nil
+	}
+	sorted := slices.Clone(parts)
+	slices.SortFunc(sorted, compareTP)
+	sorted = slices.Compact(sorted)
+	out := make([][]connect.TopicPartition, tasks)
+	for i, tp := range sorted {
+		out[i%tasks] = append(out[i%tasks], tp)
+	}
+	return out
+}
+
+func compareTP(a, b connect.TopicPartition) int {
+	return cmp.Or(cmp.Compare(a.Topic, b.Topic), cmp.Compare(a.Partition, b.Partition))
+}

@@ -1,0 +1,284 @@
+package worker
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/kcd-project/kcd/daemon/connectors/datagen"
+	"github.com/kcd-project/kcd/internal/testenv"
+)
+
+// Benchmarks against the real broker named by KCD_TEST_KAFKA (skipped
+// without it). Each iteration moves benchRecords records; the figures are
+// records/s and MB/s of record values, measured from the first record to
+// the last (connector start-up excluded), and the same for a raw franz-go
+// client moving the same records through the same broker in the same run.
+//
+//	KCD_TEST_KAFKA=127.0.0.1:39092 go test -run '^$' -bench . -benchtime 3x ./daemon/worker/
+
+const (
+	benchRecords = 1_000_000
+	benchSize    = 100 // bytes of a value
+)
+
+func benchSeeds(b *testing.B) []string {
+	b.Helper()
+	v := os.Getenv(testenv.Kafka)
+	if v == "" {
+		b.Skipf("%s is not set: the benchmarks need the real broker", testenv.Kafka)
+	}
+	return strings.Split(v, ",")
+}
+
+type benchEnv struct {
+	*env
+	b *testing.B
+}
+
+func newBenchEnv(b *testing.B) *benchEnv {
+	e := &env{t: b, seeds: benchSeeds(b)}
+	b.Cleanup(e.deleteTopics)
+	e.cs = openStore(b)
+	return &benchEnv{env: e, b: b}
+}
+
+func (be *benchEnv) topic(partitions int32) string {
+	name := be.name("bench")
+	cl, err := kgo.NewClient(kgo.SeedBrokers(be.seeds...))
+	if err != nil {
+		be.b.Fatal(err)
+	}
+	defer cl.Close()
+	if _, err := kadm.NewClient(cl).CreateTopic(context.Background(), partitions, -1, nil, name); err != nil {
+		be.b.Fatal(err)
+	}
+	return name
+}
+
+func (be *benchEnv) worker(mod func(*Config)) *running {
+	cfg := Config{
+		WorkerID:            "bench:8083",
+		Store:               be.cs,
+		Seeds:               be.seeds,
+		Converters:          testConverters,
+		Logger:              slog.New(slog.NewTextHandler(io.Discard, nil)),
+		OffsetFlushInterval: time.Second,
+	}
+	if mod != nil {
+		mod(&cfg)
+	}
+	w, err := New(cfg)
+	if err != nil {
+		be.b.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	r := &running{Worker: w, cancel: cancel, done: make(chan struct{})}
+	go func() {
+		defer close(r.done)
+		w.Run(ctx)
+	}()
+	be.b.Cleanup(r.stop)
+	return r
+}
+
+func (be *benchEnv) createConnector(name string, cfg map[string]string) {
+	cfg["name"] = name
+	if _, err := be.cs.CreateConnector(context.Background(), name, cfg, "STARTED"); err != nil {
+		be.b.Fatal(err)
+	}
+}
+
+// waitRecords waits until the connector's tasks moved n records, and
+// returns how long that took from the first record on (startup excluded).
+func (be *benchEnv) waitRecords(w *running, name string, n int64) time.Duration {
+	deadline := time.Now().Add(5 * time.Minute)
+	var first time.Time
+	for {
+		got := be.sumRecords(w, name)
+		if got > 0 && first.IsZero() {
+			first = time.Now()
+		}
+		if got >= n {
+			return time.Since(first)
+		}
+		if time.Now().After(deadline) {
+			be.b.Fatalf("%s moved %d records of %d", name, got, n)
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+// rawProduce sends the records datagen would, with a plain franz-go
+// producer of the same settings, and returns how long Kafka took to
+// acknowledge them all.
+func rawProduce(b *testing.B, seeds []string, topic string, tasks, perTask int) time.Duration {
+	cl, err := kgo.NewClient(kgo.SeedBrokers(seeds...), kgo.DefaultProduceTopic(topic),
+		kgo.MaxBufferedRecords(100_000))
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer cl.Close()
+	var failed atomic.Value
+	var first atomic.Int64 // unix nanos of the first acknowledgement
+	done := make(chan struct{}, tasks)
+	for tk := range tasks {
+		go func() {
+			for seq := range int64(perTask) {
+				r := &kgo.Record{
+					Value: datagen.Payload(tk, seq, benchSize),
+					Headers: []kgo.RecordHeader{
+						{Key: datagen.TaskHeader, Value: strconv.AppendInt(nil, int64(tk), 10)},
+						{Key: datagen.SeqHeader, Value: strconv.AppendInt(nil, seq, 10)},
+					},
+				}
+				cl.Produce(context.Background(), r, func(_ *kgo.Record, err error) {
+					if err != nil {
+						failed.Store(err)
+					}
+					first.CompareAndSwap(0, time.Now().UnixNano())
+				})
+			}
+			done <- struct{}{}
+		}()
+	}
+	for range tasks {
+		<-done
+	}
+	if err := cl.Flush(context.Background()); err != nil {
+		b.Fatal(err)
+	}
+	if err, _ := failed.Load().(error); err != nil {
+		b.Fatal(err)
+	}
+	return time.Since(time.Unix(0, first.Load()))
+}
+
+func BenchmarkDatagenToKafka(b *testing.B) {
+	for _, c := range []struct {
+		tasks   int
+		perTask bool
+	}{{1, false}, {4, false}, {4, true}} {
+		producer := "shared"
+		if c.perTask {
+			producer = "per-task"
+		}
+		b.Run(fmt.Sprintf("tasks=%d/producer=%s", c.tasks, producer), func(b *testing.B) {
+			be := newBenchEnv(b)
+			w := be.worker(func(cfg *Config) {
+				cfg.ProducerPerTask = c.perTask
+				if v, _ := strconv.Atoi(os.Getenv("KCD_BENCH_TASK_INFLIGHT")); v > 0 {
+					cfg.Limits.TaskInFlightRecords = v
+				}
+			})
+			perTask := benchRecords / c.tasks
+			// Worker and raw runs alternate, and which goes first too: the
+			// broker shares this machine, so conditions drift; the figures
+			// are medians over the pairs.
+			var workerRuns, rawRuns, ratios []float64
+			i := 0
+			for b.Loop() {
+				runWorker := func() {
+					topic := be.topic(4)
+					name := be.name("bench")
+					be.createConnector(name, map[string]string{"connector.class": "Datagen", "topic": topic,
+						"tasks.max": strconv.Itoa(c.tasks), "max.records": strconv.Itoa(perTask), "shape": "bytes",
+						"record.size": strconv.Itoa(benchSize), "value.converter": ByteArrayConverter})
+					workerRuns = append(workerRuns, be.waitRecords(w, name, int64(perTask*c.tasks)).Seconds())
+				}
+				runRaw := func() {
+					rawRuns = append(rawRuns, rawProduce(b, be.seeds, be.topic(4), c.tasks, perTask).Seconds())
+				}
+				if i%2 == 0 {
+					runWorker()
+					runRaw()
+				} else {
+					runRaw()
+					runWorker()
+				}
+				ratios = append(ratios, rawRuns[i]/workerRuns[i])
+				if os.Getenv("KCD_BENCH_VERBOSE") != "" {
+					b.Logf("worker %.3fs raw %.3fs: %.0f %%", workerRuns[i], rawRuns[i], 100*ratios[i])
+				}
+				i++
+			}
+			n := float64(perTask * c.tasks)
+			b.ReportMetric(n/median(workerRuns), "records/s")
+			b.ReportMetric(n*benchSize/median(workerRuns)/1e6, "MB/s")
+			b.ReportMetric(n/median(rawRuns), "raw-records/s")
+			b.ReportMetric(100*median(ratios), "%-of-raw")
+			st := w.Stats()
+			b.ReportMetric(float64(st.PeakInFlightRecords), "peak-inflight")
+		})
+	}
+}
+
+func median(xs []float64) float64 {
+	s := slices.Clone(xs)
+	slices.Sort(s)
+	if len(s)%2 == 1 {
+		return s[len(s)/2]
+	}
+	return (s[len(s)/2-1] + s[len(s)/2]) / 2
+}
+
+// BenchmarkKafkaToFileSink reads benchRecords records of 100 bytes into a
+// FileStream sink; the raw figure is a franz-go consumer reading the same
+// topic and doing nothing with the records.
+func BenchmarkKafkaToFileSink(b *testing.B) {
+	for _, tasks := range []int{1, 4} {
+		b.Run(fmt.Sprintf("tasks=%d", tasks), func(b *testing.B) {
+			be := newBenchEnv(b)
+			topic := be.topic(4)
+			rawProduce(b, be.seeds, topic, 4, benchRecords/4)
+			w := be.worker(nil)
+			var runs, raws []float64
+			for b.Loop() {
+				name := be.name("sink")
+				out := filepath.Join(b.TempDir(), "out.txt")
+				be.createConnector(name, map[string]string{"connector.class": "FileStreamSink", "topics": topic, "file": out,
+					"tasks.max": strconv.Itoa(tasks), "value.converter": ByteArrayConverter, "key.converter": ByteArrayConverter})
+				runs = append(runs, be.waitRecords(w, name, benchRecords).Seconds())
+				raws = append(raws, rawConsume(b, be.seeds, topic, benchRecords).Seconds())
+			}
+			b.ReportMetric(benchRecords/median(runs), "records/s")
+			b.ReportMetric(benchRecords*benchSize/median(runs)/1e6, "MB/s")
+			b.ReportMetric(benchRecords/median(raws), "raw-records/s")
+		})
+	}
+}
+
+// rawConsume reads n records of topic from the start with a plain franz-go
+// consumer and returns how long that took.
+func rawConsume(b *testing.B, seeds []string, topic string, n int) time.Duration {
+	cl, err := kgo.NewClient(kgo.SeedBrokers(seeds...), kgo.ConsumeTopics(topic),
+		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer cl.Close()
+	var start time.Time
+	for got := 0; got < n; {
+		fs := cl.PollFetches(context.Background())
+		if err := fs.Err0(); err != nil {
+			b.Fatal(err)
+		}
+		if got == 0 {
+			start = time.Now()
+		}
+		got += fs.NumRecords()
+	}
+	return time.Since(start)
+}

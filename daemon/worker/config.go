@@ -1,0 +1,185 @@
+package worker
+
+import (
+	"errors"
+	"log/slog"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/kcd-project/kcd/daemon/connectstore"
+)
+
+// Converter classes the worker knows by name.
+const (
+	JSONConverter         = "org.apache.kafka.connect.json.JsonConverter"
+	StringConverter       = "org.apache.kafka.connect.storage.StringConverter"
+	ByteArrayConverter    = "org.apache.kafka.connect.converters.ByteArrayConverter"
+	SimpleHeaderConverter = "org.apache.kafka.connect.storage.SimpleHeaderConverter"
+)
+
+// Config is a worker's configuration. Zero durations and limits take the
+// defaults of Default.
+type Config struct {
+	// WorkerID is the advertised host:port of the node's REST API; it is
+	// the worker_id of every status the worker reports.
+	WorkerID string
+	// Store holds the connectors' configs, statuses and offsets.
+	Store *connectstore.Store
+	// Seeds are the Kafka bootstrap servers; KafkaOpts are added to every
+	// Kafka client the worker makes (TLS, SASL, a logger...).
+	Seeds     []string
+	KafkaOpts []kgo.Opt
+	// Converters makes converters by class name (converter.New). Nil: no
+	// converter is known, and every task fails with a clear error.
+	Converters ConverterFactory
+	// ConverterDefaults are the worker's converter settings, used for a
+	// connector that names no converter of its own: "key.converter",
+	// "value.converter", "header.converter" and their "<kind>.converter.*"
+	// settings. Nil: JsonConverter with schemas.enable=true for keys and
+	// values, SimpleHeaderConverter for headers.
+	ConverterDefaults map[string]string
+	// Assignment says which connectors and tasks run on this worker. Nil:
+	// all of them (a single worker).
+	Assignment Assignment
+	Logger     *slog.Logger
+
+	// OffsetFlushInterval is how often source offsets are stored and sink
+	// offsets flushed and committed (offset.flush.interval.ms; a connector
+	// may set its own with that key). Default 60 s, as in Kafka Connect.
+	OffsetFlushInterval time.Duration
+	// ShutdownTimeout bounds the clean stop of one task: draining its
+	// in-flight records and committing its offsets
+	// (task.shutdown.graceful.timeout.ms). Default 5 s.
+	ShutdownTimeout time.Duration
+	// RestartBackoff paces the automatic restarts of failed connectors and
+	// tasks. Default 1 s doubling up to 60 s.
+	RestartBackoff Backoff
+	// RetryBackoff paces retries after a RetriableError from Poll, Put or
+	// Flush; its Max is the connector's errors.retry.delay.max.ms when set.
+	// Default 100 ms doubling up to 60 s.
+	RetryBackoff Backoff
+	// SinkRelistInterval is how often sink connectors list their topics'
+	// partitions again to follow new partitions and topics. Default 10 s.
+	SinkRelistInterval time.Duration
+	// ProducerPerTask gives each source task its own Kafka producer instead
+	// of the worker's shared one.
+	ProducerPerTask bool
+	Limits          Limits
+}
+
+// Limits bound the worker's memory.
+type Limits struct {
+	// Records and bytes a source task may have produced but not yet seen
+	// acknowledged in order; Poll is not called while a limit is reached.
+	// Bytes are the records' keys, values and headers plus about 512 bytes
+	// of bookkeeping each, so they approximate memory. Defaults 50,000 and
+	// 32 MiB: with records of 100 bytes, about 50,000 in flight, which
+	// keeps a producer busy (10,000 halves its throughput).
+	TaskInFlightRecords int
+	TaskInFlightBytes   int64
+	// The same over all source tasks of the worker. Defaults 200,000 and
+	// 256 MiB.
+	WorkerInFlightRecords int
+	WorkerInFlightBytes   int64
+	// Sink fetching, per task: bytes of one fetch response, of one
+	// partition in it, and fetches buffered at once (kgo FetchMaxBytes,
+	// FetchMaxPartitionBytes, MaxConcurrentFetches). Defaults 8 MiB, 1 MiB, 2.
+	SinkFetchMaxBytes          int32
+	SinkFetchMaxPartitionBytes int32
+	SinkMaxConcurrentFetches   int
+	// SinkMaxBatch is the most records handed to one Put. Default 500.
+	SinkMaxBatch int
+}
+
+// Backoff is an exponential backoff: Initial, doubled after each failure
+// up to Max.
+type Backoff struct {
+	Initial, Max time.Duration
+}
+
+// Delay returns the delay after the n-th consecutive failure (n ≥ 1).
+func (b Backoff) Delay(n int) time.Duration {
+	d := b.Initial
+	for i := 1; i < n && d < b.Max; i++ {
+		d *= 2
+	}
+	return min(d, b.Max)
+}
+
+// Default returns the defaults of every tunable setting.
+func Default() Config {
+	return Config{
+		OffsetFlushInterval: 60 * time.Second,
+		ShutdownTimeout:     5 * time.Second,
+		RestartBackoff:      Backoff{Initial: time.Second, Max: 60 * time.Second},
+		RetryBackoff:        Backoff{Initial: 100 * time.Millisecond, Max: 60 * time.Second},
+		SinkRelistInterval:  10 * time.Second,
+		Limits: Limits{
+			TaskInFlightRecords:        50_000,
+			TaskInFlightBytes:          32 << 20,
+			WorkerInFlightRecords:      200_000,
+			WorkerInFlightBytes:        256 << 20,
+			SinkFetchMaxBytes:          8 << 20,
+			SinkFetchMaxPartitionBytes: 1 << 20,
+			SinkMaxConcurrentFetches:   2,
+			SinkMaxBatch:               500,
+		},
+	}
+}
+
+// withDefaults fills the zero settings from Default and checks the rest.
+func (c Config) withDefaults() (Config, error) {
+	if c.Store == nil {
+		return c, errors.New("worker: Config.Store is required")
+	}
+	if len(c.Seeds) == 0 {
+		return c, errors.New("worker: Config.Seeds is required")
+	}
+	d := Default()
+	if c.Logger == nil {
+		c.Logger = slog.Default()
+	}
+	if c.Assignment == nil {
+		c.Assignment = All{}
+	}
+	if c.ConverterDefaults == nil {
+		c.ConverterDefaults = map[string]string{
+			"key.converter":                  JSONConverter,
+			"key.converter.schemas.enable":   "true",
+			"value.converter":                JSONConverter,
+			"value.converter.schemas.enable": "true",
+		}
+	}
+	setDur := func(v *time.Duration, def time.Duration) {
+		if *v <= 0 {
+			*v = def
+		}
+	}
+	setDur(&c.OffsetFlushInterval, d.OffsetFlushInterval)
+	setDur(&c.ShutdownTimeout, d.ShutdownTimeout)
+	setDur(&c.RestartBackoff.Initial, d.RestartBackoff.Initial)
+	setDur(&c.RestartBackoff.Max, d.RestartBackoff.Max)
+	setDur(&c.RetryBackoff.Initial, d.RetryBackoff.Initial)
+	setDur(&c.RetryBackoff.Max, d.RetryBackoff.Max)
+	setDur(&c.SinkRelistInterval, d.SinkRelistInterval)
+	l, dl := &c.Limits, d.Limits
+	setInt(&l.TaskInFlightRecords, dl.TaskInFlightRecords)
+	setInt(&l.TaskInFlightBytes, dl.TaskInFlightBytes)
+	setInt(&l.WorkerInFlightRecords, dl.WorkerInFlightRecords)
+	setInt(&l.WorkerInFlightBytes, dl.WorkerInFlightBytes)
+	setInt(&l.SinkFetchMaxBytes, dl.SinkFetchMaxBytes)
+	setInt(&l.SinkFetchMaxPartitionBytes, dl.SinkFetchMaxPartitionBytes)
+	setInt(&l.SinkMaxConcurrentFetches, dl.SinkMaxConcurrentFetches)
+	setInt(&l.SinkMaxBatch, dl.SinkMaxBatch)
+	if l.TaskInFlightRecords > l.WorkerInFlightRecords || l.TaskInFlightBytes > l.WorkerInFlightBytes {
+		return c, errors.New("worker: a task's in-flight limits exceed the worker's")
+	}
+	return c, nil
+}
+
+func setInt[T int | int32 | int64](v *T, def T) {
+	if *v <= 0 {
+		*v = def
+	}
+}

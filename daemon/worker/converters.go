@@ -1,0 +1,125 @@
+package worker
+
+import (
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/kcd-project/kcd/daemon/connect/data"
+)
+
+// Converter turns Connect data into record bytes and back. It is the
+// interface of package converter (daemon/connect/converter), which the
+// worker receives through Config.Converters.
+type Converter interface {
+	Configure(config map[string]string, isKey bool) error
+	FromConnectData(topic string, schema *data.Schema, value any) ([]byte, error)
+	ToConnectData(topic string, b []byte) (*data.Schema, any, error)
+}
+
+// ConverterFactory makes a converter by class name or alias, as
+// converter.New does.
+type ConverterFactory func(class string) (Converter, error)
+
+// converters are the key, value and header converters of one task.
+type converters struct {
+	key, value, header Converter
+}
+
+// newConverters builds a task's converters: the connector's own when its
+// config names them (with its "<kind>.converter.*" settings), else the
+// worker's defaults (with theirs).
+func (w *Worker) newConverters(config map[string]string) (converters, error) {
+	var cs converters
+	var err error
+	if cs.key, err = w.converter(config, "key", true); err != nil {
+		return cs, err
+	}
+	if cs.value, err = w.converter(config, "value", false); err != nil {
+		return cs, err
+	}
+	if cs.header, err = w.converter(config, "header", false); err != nil {
+		return cs, err
+	}
+	return cs, nil
+}
+
+func (w *Worker) converter(config map[string]string, kind string, isKey bool) (Converter, error) {
+	prop := kind + ".converter"
+	src := config
+	if strings.TrimSpace(config[prop]) == "" {
+		src = w.cfg.ConverterDefaults
+	}
+	class := strings.TrimSpace(src[prop])
+	settings := map[string]string{}
+	for k, v := range src {
+		if rest, ok := strings.CutPrefix(k, prop+"."); ok {
+			settings[rest] = v
+		}
+	}
+	var c Converter
+	switch {
+	case kind == "header" && (class == "" || class == SimpleHeaderConverter || class == "SimpleHeaderConverter"):
+		c = simpleHeaderConverter{}
+	case class == "":
+		return nil, fmt.Errorf("no %s is configured", prop)
+	case w.cfg.Converters == nil:
+		return nil, fmt.Errorf("%s %s: the worker has no converters", prop, class)
+	default:
+		var err error
+		if c, err = w.cfg.Converters(class); err != nil {
+			return nil, fmt.Errorf("%s %s: %w", prop, class, err)
+		}
+	}
+	if err := c.Configure(settings, isKey); err != nil {
+		return nil, fmt.Errorf("configure %s %s: %w", prop, class, err)
+	}
+	return c, nil
+}
+
+// simpleHeaderConverter is the part of Kafka Connect's
+// SimpleHeaderConverter that needs no type inference: values are written
+// as their text, and read back as strings.
+type simpleHeaderConverter struct{}
+
+func (simpleHeaderConverter) Configure(map[string]string, bool) error { return nil }
+
+func (simpleHeaderConverter) FromConnectData(_ string, _ *data.Schema, v any) ([]byte, error) {
+	switch v := v.(type) {
+	case nil:
+		return nil, nil
+	case string:
+		return []byte(v), nil
+	case []byte:
+		return v, nil
+	case bool:
+		return strconv.AppendBool(nil, v), nil
+	case int8:
+		return strconv.AppendInt(nil, int64(v), 10), nil
+	case int16:
+		return strconv.AppendInt(nil, int64(v), 10), nil
+	case int32:
+		return strconv.AppendInt(nil, int64(v), 10), nil
+	case int64:
+		return strconv.AppendInt(nil, v, 10), nil
+	case int:
+		return strconv.AppendInt(nil, int64(v), 10), nil
+	case float32:
+		return strconv.AppendFloat(nil, float64(v), 'g', -1, 32), nil
+	case float64:
+		return strconv.AppendFloat(nil, v, 'g', -1, 64), nil
+	case fmt.Stringer:
+		return []byte(v.String()), nil
+	}
+	return nil, fmt.Errorf("header value of type %T: %w", v, errUnsupportedHeader)
+}
+
+func (simpleHeaderConverter) ToConnectData(_ string, b []byte) (*data.Schema, any, error) {
+	if b == nil {
+		return data.OptionalStringSchema, nil, nil
+	}
+	return data.StringSchema, string(b), nil
+}
+
+var errUnsupportedHeader = errors.New("not supported by the simple header converter")

@@ -1,0 +1,116 @@
+package worker
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"sync"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+)
+
+// deadLetters sends the records a sink task skipped to the connector's
+// dead letter queue topic (errors.deadletterqueue.topic.name) through the
+// worker's producer. Offsets are committed only after the queue has them.
+// A nil *deadLetters sends nothing.
+type deadLetters struct {
+	tr *taskRun
+
+	mu      sync.Mutex
+	pending int
+	idle    chan struct{} // closed when pending drops to 0
+	err     error
+	topicOK bool
+}
+
+func newDeadLetters(tr *taskRun) *deadLetters { return &deadLetters{tr: tr} }
+
+// The headers Kafka Connect adds with
+// errors.deadletterqueue.context.headers.enable.
+const dlqHeaderPrefix = "__connect.errors."
+
+func (d *deadLetters) send(r *kgo.Record, cause error) {
+	if d == nil {
+		return
+	}
+	tr := d.tr
+	if !d.topicOK {
+		if err := tr.w.topics.ensure(tr.ctx, tr.settings.dlqTopic, 1, tr.settings.dlqRF); err != nil {
+			return
+		}
+		d.topicOK = true
+	}
+	rec := &kgo.Record{Topic: tr.settings.dlqTopic, Key: r.Key, Value: r.Value, Headers: r.Headers, Context: tr.w.produceCtx}
+	if tr.settings.dlqHeaders {
+		h := func(k, v string) kgo.RecordHeader {
+			return kgo.RecordHeader{Key: dlqHeaderPrefix + k, Value: []byte(v)}
+		}
+		rec.Headers = append(append([]kgo.RecordHeader(nil), r.Headers...),
+			h("topic", r.Topic),
+			h("partition", strconv.Itoa(int(r.Partition))),
+			h("offset", strconv.FormatInt(r.Offset, 10)),
+			h("connector.name", tr.id.Connector),
+			h("task.id", strconv.Itoa(tr.id.Task)),
+			h("stage", "VALUE_CONVERTER"),
+			h("exception.message", cause.Error()),
+		)
+	}
+	// Bounded: past the task's in-flight limit, wait for the queue first.
+	if d.count() >= tr.w.cfg.Limits.TaskInFlightRecords {
+		_ = d.wait(tr.ctx)
+	}
+	d.mu.Lock()
+	d.pending++
+	d.mu.Unlock()
+	tr.w.client.Produce(rec.Context, rec, func(_ *kgo.Record, err error) {
+		d.mu.Lock()
+		defer d.mu.Unlock()
+		d.pending--
+		if err != nil && d.err == nil {
+			d.err = fmt.Errorf("send to the dead letter queue %s: %w", tr.settings.dlqTopic, err)
+		}
+		if d.pending == 0 && d.idle != nil {
+			close(d.idle)
+			d.idle = nil
+		}
+	})
+}
+
+func (d *deadLetters) count() int {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.pending
+}
+
+// wait waits until the queue acknowledged everything sent.
+func (d *deadLetters) wait(ctx context.Context) error {
+	if d == nil {
+		return nil
+	}
+	d.mu.Lock()
+	if d.pending == 0 {
+		err := d.err
+		d.mu.Unlock()
+		return err
+	}
+	if d.idle == nil {
+		d.idle = make(chan struct{})
+	}
+	idle := d.idle
+	d.mu.Unlock()
+	select {
+	case <-idle:
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	return d.failure()
+}
+
+func (d *deadLetters) failure() error {
+	if d == nil {
+		return nil
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.err
+}

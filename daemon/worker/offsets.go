@@ -1,0 +1,188 @@
+package worker
+
+import (
+	"encoding/json"
+	"reflect"
+	"sync"
+
+	"github.com/kcd-project/kcd/daemon/connectstore"
+)
+
+// offsetTracker follows a source task's records from production to
+// acknowledgement. A record's source offset becomes committable only when
+// it and every record the task produced before it were acknowledged, so
+// that a restart from committed offsets never skips a record that Kafka
+// does not have. Its ring holds at most the task's in-flight limit of
+// records: the budget is released when records leave the ring.
+type offsetTracker struct {
+	mu    sync.Mutex
+	ring  []pending
+	head  uint64 // sequence number of the oldest pending record
+	next  uint64 // sequence number the next record gets
+	empty chan struct{}
+	// poisoned: a record was lost; nothing after it may be committed.
+	poisoned bool
+
+	// committable offsets not yet stored, by partition key, and the
+	// newest one, not in dirty yet: a run of records of one partition (the
+	// usual case) writes dirty once, not once per record.
+	dirty map[string]connectstore.SourceOffset
+	cur   pending
+	// the partition key of the last record that left the ring, to avoid
+	// encoding the same partition for every record.
+	lastPart map[string]any
+	lastKey  string
+}
+
+type pending struct {
+	partition, offset map[string]any
+	size              int64
+	acked, lost, used bool
+}
+
+func newOffsetTracker(capacity int) *offsetTracker {
+	return &offsetTracker{ring: make([]pending, capacity), dirty: map[string]connectstore.SourceOffset{}}
+}
+
+// add registers a produced record and returns its sequence number. The
+// caller holds budget for it, so the ring has room.
+func (t *offsetTracker) add(partition, offset map[string]any, size int64) uint64 {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	seq := t.next
+	slot := &t.ring[seq%uint64(len(t.ring))]
+	if slot.used {
+		panic("worker: offset tracker overflow") // the budget admits at most len(ring) records
+	}
+	*slot = pending{partition: partition, offset: offset, size: size, used: true}
+	t.next++
+	return seq
+}
+
+// ack marks a record answered for (ok: delivered) and returns how many
+// records (and bytes) left the ring because of it. Once a record that was
+// not delivered leaves the ring, no later offset becomes committable: the
+// task fails and restarts from the offsets before it.
+func (t *offsetTracker) ack(seq uint64, ok bool) (records int, bytes int64) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	slot := &t.ring[seq%uint64(len(t.ring))]
+	slot.acked, slot.lost = true, !ok
+	for t.head < t.next {
+		slot := &t.ring[t.head%uint64(len(t.ring))]
+		if !slot.acked {
+			break
+		}
+		t.poisoned = t.poisoned || slot.lost
+		if !t.poisoned && slot.partition != nil && slot.offset != nil {
+			if t.cur.partition != nil && !samePartition(slot.partition, t.cur.partition) {
+				t.flushCur()
+			}
+			t.cur.partition, t.cur.offset = slot.partition, slot.offset
+		}
+		records++
+		bytes += slot.size
+		*slot = pending{}
+		t.head++
+	}
+	if t.head == t.next && t.empty != nil {
+		close(t.empty)
+		t.empty = nil
+	}
+	return records, bytes
+}
+
+// flushCur moves cur into dirty; t.mu is held.
+func (t *offsetTracker) flushCur() {
+	if t.cur.partition == nil {
+		return
+	}
+	t.dirty[t.keyOf(t.cur.partition)] = connectstore.SourceOffset{Partition: t.cur.partition, Offset: t.cur.offset}
+	t.cur = pending{}
+}
+
+// keyOf returns the canonical key of a source partition; t.mu is held.
+func (t *offsetTracker) keyOf(p map[string]any) string {
+	if t.lastPart != nil && samePartition(p, t.lastPart) {
+		return t.lastKey
+	}
+	b, err := json.Marshal(p)
+	if err != nil {
+		b = []byte(err.Error()) // connectstore rejects it at commit and says why
+	}
+	t.lastPart, t.lastKey = p, string(b)
+	return t.lastKey
+}
+
+// samePartition compares partitions of primitive values cheaply; anything
+// else compares unequal and is encoded.
+func samePartition(a, b map[string]any) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	if reflect.ValueOf(a).UnsafePointer() == reflect.ValueOf(b).UnsafePointer() {
+		return true // the same map: tasks often reuse one
+	}
+	for k, va := range a {
+		vb, ok := b[k]
+		if !ok || !primitiveEqual(va, vb) {
+			return false
+		}
+	}
+	return true
+}
+
+func primitiveEqual(a, b any) bool {
+	switch a.(type) {
+	case nil, string, bool, int, int8, int16, int32, int64, uint, uint8, uint16, uint32, uint64, float32, float64, json.Number:
+		return a == b
+	}
+	return false
+}
+
+// inFlight is the number of records not yet out of the ring.
+func (t *offsetTracker) inFlight() int {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return int(t.next - t.head)
+}
+
+// drained returns a channel closed once no record is in flight.
+func (t *offsetTracker) drained() <-chan struct{} {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.head == t.next {
+		c := make(chan struct{})
+		close(c)
+		return c
+	}
+	if t.empty == nil {
+		t.empty = make(chan struct{})
+	}
+	return t.empty
+}
+
+// take returns the committable offsets not stored yet and forgets them;
+// giveBack returns them after a failed store, unless newer ones came.
+func (t *offsetTracker) take() map[string]connectstore.SourceOffset {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.flushCur()
+	if len(t.dirty) == 0 {
+		return nil
+	}
+	d := t.dirty
+	t.dirty = map[string]connectstore.SourceOffset{}
+	return d
+}
+
+func (t *offsetTracker) giveBack(d map[string]connectstore.SourceOffset) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.flushCur()
+	for k, v := range d {
+		if _, newer := t.dirty[k]; !newer {
+			t.dirty[k] = v
+		}
+	}
+}

@@ -1,0 +1,222 @@
+package worker
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/kcd-project/kcd/daemon/connect"
+	"github.com/kcd-project/kcd/daemon/connectstore"
+)
+
+func TestBudgetBoundsTaskAndWorker(t *testing.T) {
+	worker := newBudget(3, 1000, nil)
+	a := newBudget(2, 100, worker)
+	b := newBudget(2, 100, worker)
+	ctx := t.Context()
+	must := func(err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	must(a.acquire(ctx, 10))
+	must(a.acquire(ctx, 10))
+	// a is full by records; b gets one more, then the worker is full.
+	short, cancel := context.WithTimeout(ctx, 20*time.Millisecond)
+	defer cancel()
+	if err := a.acquire(short, 10); err == nil {
+		t.Fatal("a went over its record limit")
+	}
+	must(b.acquire(ctx, 10))
+	short2, cancel2 := context.WithTimeout(ctx, 20*time.Millisecond)
+	defer cancel2()
+	if err := b.waitRoom(short2); err == nil {
+		t.Fatal("b has room while the worker is full")
+	}
+	done := make(chan error, 1)
+	go func() { done <- b.acquire(ctx, 10) }()
+	time.Sleep(10 * time.Millisecond)
+	a.release(1, 10)
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if u := worker.usage(); u.Records != 3 || u.Bytes != 30 || u.PeakRecords != 3 {
+		t.Errorf("worker usage %+v", u)
+	}
+	// A record larger than the byte limit passes when nothing is in flight.
+	c := newBudget(5, 100, nil)
+	must(c.acquire(ctx, 500))
+	if u := c.usage(); u.Bytes != 500 {
+		t.Errorf("big record: %+v", u)
+	}
+}
+
+func TestOffsetTrackerCommitsInOrderOnly(t *testing.T) {
+	tr := newOffsetTracker(8)
+	p := func(i int) map[string]any { return map[string]any{"p": i % 2} }
+	o := func(i int) map[string]any { return map[string]any{"n": i} }
+	var seqs []uint64
+	for i := range 5 {
+		seqs = append(seqs, tr.add(p(i), o(i), 1))
+	}
+	// Acks out of order: 1, 2, 4 first. Nothing commits while 0 is missing.
+	for _, i := range []int{1, 2, 4} {
+		if n, _ := tr.ack(seqs[i], true); n != 0 {
+			t.Fatalf("ack %d released %d", i, n)
+		}
+	}
+	if d := tr.take(); len(d) != 0 {
+		t.Fatalf("committable before the first ack: %v", d)
+	}
+	if n, b := tr.ack(seqs[0], true); n != 3 || b != 3 {
+		t.Fatalf("ack 0 released %d/%d, want 3", n, b)
+	}
+	d := tr.take()
+	got := map[string]int{}
+	for _, so := range d {
+		got[fmt.Sprint(so.Partition["p"])] = so.Offset["n"].(int)
+	}
+	if len(got) != 2 || got["0"] != 2 || got["1"] != 1 {
+		t.Fatalf("committable %v, want p0→2, p1→1", got)
+	}
+	// Record 3 is lost: nothing after it may commit, not even 4 (acked).
+	if n, _ := tr.ack(seqs[3], false); n != 2 {
+		t.Fatalf("ack 3 released %d, want 2", n)
+	}
+	if d := tr.take(); len(d) != 0 {
+		t.Fatalf("committed past a lost record: %v", d)
+	}
+	if tr.inFlight() != 0 {
+		t.Fatal("in flight after all acks")
+	}
+	select {
+	case <-tr.drained():
+	default:
+		t.Fatal("not drained")
+	}
+}
+
+func TestOffsetTrackerGiveBack(t *testing.T) {
+	tr := newOffsetTracker(4)
+	part := map[string]any{"f": "x"}
+	tr.ack(tr.add(part, map[string]any{"pos": 1}, 0), true)
+	d := tr.take()
+	tr.ack(tr.add(part, map[string]any{"pos": 2}, 0), true)
+	tr.giveBack(d) // a failed store: the newer offset wins
+	for _, so := range tr.take() {
+		if so.Offset["pos"] != 2 {
+			t.Errorf("after give back: %v", so.Offset)
+		}
+	}
+}
+
+func tp(topic string, p int32) connect.TopicPartition {
+	return connect.TopicPartition{Topic: topic, Partition: p}
+}
+
+func TestSplitPartitionsRoundRobin(t *testing.T) {
+	parts := []connect.TopicPartition{tp("b", 0), tp("a", 1), tp("a", 0), tp("b", 1), tp("a", 2), tp("a", 0)}
+	got := SplitPartitions(parts, 2)
+	want := [][]connect.TopicPartition{{tp("a", 0), tp("a", 2), tp("b", 1)}, {tp("a", 1), tp("b", 0)}}
+	if !slices.EqualFunc(got, want, slices.Equal) {
+		t.Errorf("split %v, want %v", got, want)
+	}
+	if got := SplitPartitions(parts, 8); len(got) != 8 || len(got[7]) != 0 {
+		t.Errorf("more tasks than partitions: %v", got)
+	}
+	if !slices.Equal(intersect(want[0], []connect.TopicPartition{tp("a", 2), tp("c", 0)}), []connect.TopicPartition{tp("a", 2)}) {
+		t.Error("intersect")
+	}
+	if !slices.Equal(minus(want[0], []connect.TopicPartition{tp("a", 2)}), []connect.TopicPartition{tp("a", 0), tp("b", 1)}) {
+		t.Error("minus")
+	}
+}
+
+func TestParseKey(t *testing.T) {
+	tests := []struct {
+		key  string
+		kind keyKind
+		name string
+	}{
+		{connectstore.Prefix + "config/a%2Fb", keyConfig, "a/b"},
+		{connectstore.Prefix + "target/x", keyTarget, "x"},
+		{connectstore.Prefix + "tasks/x", keyTasks, "x"},
+		{connectstore.Prefix + "restart/x", keyRestart, "x"},
+		{connectstore.Prefix + "status/x/connector", keyOther, ""},
+		{connectstore.Prefix + "offset/x/abc", keyOther, ""},
+		{"other/config/x", keyOther, ""},
+	}
+	for _, tt := range tests {
+		if k, n := parseKey(tt.key); k != tt.kind || n != tt.name {
+			t.Errorf("parseKey(%q) = %v %q", tt.key, k, n)
+		}
+	}
+	if tasksKey("a/b") != connectstore.Prefix+"tasks/a%2Fb" {
+		t.Error(tasksKey("a/b"))
+	}
+}
+
+func TestBackoffAndSettings(t *testing.T) {
+	b := Backoff{Initial: time.Second, Max: 5 * time.Second}
+	for n, want := range map[int]time.Duration{1: time.Second, 2: 2 * time.Second, 3: 4 * time.Second, 4: 5 * time.Second, 40: 5 * time.Second} {
+		if got := b.Delay(n); got != want {
+			t.Errorf("Delay(%d) = %v, want %v", n, got, want)
+		}
+	}
+	st, err := parseSettings("c", map[string]string{"errors.tolerance": "all", "offset.flush.interval.ms": "250", "consumer.override.group.id": "g"}, Default())
+	if err != nil || !st.tolerateAll || st.flushInterval != 250*time.Millisecond || st.groupID != "g" || st.topicPartitions != -1 {
+		t.Errorf("settings %+v %v", st, err)
+	}
+	if _, err := parseSettings("c", map[string]string{"errors.tolerance": "some"}, Default()); err == nil {
+		t.Error("bad tolerance accepted")
+	}
+}
+
+// recordingConverter remembers how it was configured.
+type recordingConverter struct {
+	Converter
+	class string
+	cfg   map[string]string
+	isKey bool
+}
+
+func (c *recordingConverter) Configure(cfg map[string]string, isKey bool) error {
+	c.cfg, c.isKey = cfg, isKey
+	return nil
+}
+
+func TestConvertersFromConnectorOrWorker(t *testing.T) {
+	w, err := New(Config{Store: openStore(t), Seeds: []string{"x:1"},
+		Converters: func(class string) (Converter, error) { return &recordingConverter{class: class}, nil }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cs, err := w.newConverters(map[string]string{
+		"value.converter":                StringConverter,
+		"value.converter.encoding":       "UTF-16",
+		"key.converter.schemas.enable":   "false", // ignored: the key converter is the worker's
+		"header.converter":               SimpleHeaderConverter,
+		"transforms.x.value.converter.y": "z",
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	k, v := cs.key.(*recordingConverter), cs.value.(*recordingConverter)
+	if k.class != JSONConverter || !k.isKey || k.cfg["schemas.enable"] != "true" || len(k.cfg) != 1 {
+		t.Errorf("key converter %+v", k)
+	}
+	if v.class != StringConverter || v.isKey || v.cfg["encoding"] != "UTF-16" || len(v.cfg) != 1 {
+		t.Errorf("value converter %+v", v)
+	}
+	if _, ok := cs.header.(simpleHeaderConverter); !ok {
+		t.Errorf("header converter %T", cs.header)
+	}
+	w2, _ := New(Config{Store: openStore(t), Seeds: []string{"x:1"}})
+	if _, err := w2.newConverters(map[string]string{}); err == nil || !strings.Contains(err.Error(), "no converters") {
+		t.Errorf("without a converter registry: %v", err)
+	}
+}

@@ -1,0 +1,120 @@
+package worker
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// settings are the runtime's own keys of a connector config (Kafka
+// Connect's ConnectorConfig, SinkConnectorConfig, SourceConnectorConfig).
+type settings struct {
+	flushInterval time.Duration // offset.flush.interval.ms
+	tolerateAll   bool          // errors.tolerance=all
+	logErrors     bool          // errors.log.enable
+	logMessages   bool          // errors.log.include.messages
+	retryMax      time.Duration // errors.retry.delay.max.ms
+
+	// Source: topic.creation.default.*.
+	topicPartitions  int32
+	topicReplication int16
+	// Sink.
+	topics      []string // topics
+	topicsRegex string   // topics.regex
+	groupID     string   // consumer.override.group.id, default connect-<name>
+	resetLatest bool     // consumer.override.auto.offset.reset=latest
+	dlqTopic    string   // errors.deadletterqueue.topic.name
+	dlqRF       int16    // errors.deadletterqueue.topic.replication.factor
+	dlqHeaders  bool     // errors.deadletterqueue.context.headers.enable
+}
+
+func parseSettings(name string, cfg map[string]string, defaults Config) (settings, error) {
+	s := settings{
+		flushInterval:    defaults.OffsetFlushInterval,
+		retryMax:         defaults.RetryBackoff.Max,
+		topicPartitions:  -1,
+		topicReplication: -1,
+		groupID:          "connect-" + name,
+		dlqRF:            3,
+	}
+	p := parser{cfg: cfg}
+	if ms := p.int("offset.flush.interval.ms", 0, 1); ms > 0 {
+		s.flushInterval = time.Duration(ms) * time.Millisecond
+	}
+	switch t := strings.ToLower(p.str("errors.tolerance")); t {
+	case "", "none":
+	case "all":
+		s.tolerateAll = true
+	default:
+		p.fail("errors.tolerance", t, "must be none or all")
+	}
+	s.logErrors = p.bool("errors.log.enable")
+	s.logMessages = p.bool("errors.log.include.messages")
+	if ms := p.int("errors.retry.delay.max.ms", 0, 1); ms > 0 {
+		s.retryMax = time.Duration(ms) * time.Millisecond
+	}
+	s.topicPartitions = int32(p.int("topic.creation.default.partitions", -1, -1))
+	s.topicReplication = int16(p.int("topic.creation.default.replication.factor", -1, -1))
+
+	for t := range strings.SplitSeq(p.str("topics"), ",") {
+		if t = strings.TrimSpace(t); t != "" {
+			s.topics = append(s.topics, t)
+		}
+	}
+	s.topicsRegex = p.str("topics.regex")
+	if g := p.str("consumer.override.group.id"); g != "" {
+		s.groupID = g
+	}
+	switch r := strings.ToLower(p.str("consumer.override.auto.offset.reset")); r {
+	case "", "earliest":
+	case "latest":
+		s.resetLatest = true
+	default:
+		p.fail("consumer.override.auto.offset.reset", r, "must be earliest or latest")
+	}
+	s.dlqTopic = p.str("errors.deadletterqueue.topic.name")
+	s.dlqRF = int16(p.int("errors.deadletterqueue.topic.replication.factor", 3, -1))
+	s.dlqHeaders = p.bool("errors.deadletterqueue.context.headers.enable")
+	return s, p.err
+}
+
+// parser reads typed settings, keeping the first error.
+type parser struct {
+	cfg map[string]string
+	err error
+}
+
+func (p *parser) str(k string) string { return strings.TrimSpace(p.cfg[k]) }
+
+func (p *parser) fail(k, v, why string) {
+	if p.err == nil {
+		p.err = fmt.Errorf("invalid value %s for configuration %s: %s", v, k, why)
+	}
+}
+
+// int parses k, def when unset; values below lowest are refused.
+func (p *parser) int(k string, def, lowest int64) int64 {
+	v := p.str(k)
+	if v == "" {
+		return def
+	}
+	n, err := strconv.ParseInt(v, 10, 64)
+	if err != nil || n < lowest {
+		p.fail(k, v, fmt.Sprintf("not a number ≥ %d", lowest))
+		return def
+	}
+	return n
+}
+
+func (p *parser) bool(k string) bool {
+	switch v := strings.ToLower(p.str(k)); v {
+	case "", "false":
+		return false
+	case "true":
+		return true
+	default:
+		p.fail(k, v, "not a boolean")
+		return false
+	}
+}

@@ -1,0 +1,414 @@
+package worker
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/kcd-project/kcd/daemon/connect"
+	"github.com/kcd-project/kcd/daemon/connectstore"
+)
+
+// sinkRun is a running sink task: it fetches its partitions directly (no
+// consumer group), converts, puts, and every flush interval flushes and
+// commits the offsets to the store and to the connector's consumer group.
+type sinkRun struct {
+	tr     *taskRun
+	task   connect.SinkTask
+	cs     converters
+	client *kgo.Client
+	dlq    *deadLetters
+
+	mu       sync.Mutex // guards assigned for Assignment()
+	assigned []connect.TopicPartition
+	applied  chan struct{} // the wish last applied
+
+	consumed  map[connect.TopicPartition]int64 // next offset after what Put took
+	committed map[connect.TopicPartition]int64
+
+	lastFetchErr string
+	lastFetchLog time.Time
+}
+
+// pollWait bounds one wait for records, so that pauses, new partitions and
+// stops are seen promptly.
+const pollWait = 500 * time.Millisecond
+
+func runSink(tr *taskRun) error {
+	conn, ok := tr.plugin.New().(connect.SinkConnector)
+	if !ok {
+		return fmt.Errorf("%s is not a sink connector", tr.plugin.Class)
+	}
+	cs, err := tr.w.newConverters(tr.connCfg)
+	if err != nil {
+		return err
+	}
+	lim := tr.w.cfg.Limits
+	reset := kgo.NewOffset().AtStart()
+	if tr.settings.resetLatest {
+		reset = kgo.NewOffset().AtEnd()
+	}
+	client, err := tr.w.newClient(
+		kgo.ClientID(fmt.Sprintf("connector-consumer-%s-%d", tr.id.Connector, tr.id.Task)),
+		kgo.FetchMaxBytes(lim.SinkFetchMaxBytes),
+		kgo.FetchMaxPartitionBytes(lim.SinkFetchMaxPartitionBytes),
+		kgo.MaxConcurrentFetches(lim.SinkMaxConcurrentFetches),
+		kgo.ConsumeResetOffset(reset),
+		// The Java consumer's fetch.max.wait.ms: a partition added while a
+		// fetch waits for data is fetched this soon.
+		kgo.FetchMaxWait(500*time.Millisecond),
+		// A partition added later waits for metadata no longer than this.
+		kgo.MetadataMinAge(min(5*time.Second, tr.w.cfg.SinkRelistInterval)),
+	)
+	if err != nil {
+		return fmt.Errorf("consumer: %w", err)
+	}
+	defer client.Close()
+	st := &sinkRun{
+		tr:        tr,
+		task:      conn.NewTask(),
+		cs:        cs,
+		client:    client,
+		consumed:  map[connect.TopicPartition]int64{},
+		committed: map[connect.TopicPartition]int64{},
+	}
+	if tr.settings.dlqTopic != "" {
+		st.dlq = newDeadLetters(tr)
+	}
+	return st.run()
+}
+
+func (st *sinkRun) run() error {
+	tr := st.tr
+	cfg := maps.Clone(tr.config)
+	if err := safe("Start", func() error { return st.task.Start(sinkContext{taskContext{tr}, st}, cfg) }); err != nil {
+		_ = safe("Stop", st.task.Stop)
+		return fmt.Errorf("start task: %w", err)
+	}
+	tr.started()
+	err := st.loop()
+	if err == nil && !tr.halted() {
+		err = st.commit(tr.hard)
+	}
+	if !tr.halted() {
+		if cerr := safe("Close", func() error { return st.task.Close(st.assignment()) }); cerr != nil {
+			tr.log.Warn("close partitions", "err", cerr)
+		}
+	}
+	if serr := safe("Stop", st.task.Stop); serr != nil {
+		tr.log.Warn("stop task", "err", serr)
+	}
+	return err
+}
+
+func (st *sinkRun) loop() error {
+	tr := st.tr
+	nextCommit := time.Now().Add(tr.settings.flushInterval)
+	for {
+		if err := st.applyWant(); err != nil {
+			return err
+		}
+		if tr.ctx.Err() != nil {
+			return nil
+		}
+		if tr.paused.Load() {
+			select {
+			case <-tr.wake:
+			case <-tr.ctx.Done():
+			}
+			continue
+		}
+		if err := st.dlq.failure(); err != nil {
+			return err
+		}
+		if !time.Now().Before(nextCommit) {
+			if err := st.commit(tr.ctx); err != nil {
+				return err
+			}
+			nextCommit = time.Now().Add(tr.settings.flushInterval)
+		}
+		pctx, cancel := context.WithTimeout(tr.ctx, min(pollWait, time.Until(nextCommit)))
+		fetches := st.client.PollRecords(pctx, tr.w.cfg.Limits.SinkMaxBatch)
+		cancel()
+		st.noteFetchBuffer()
+		fetches.EachError(func(t string, p int32, err error) {
+			if !errors.Is(err, context.DeadlineExceeded) && !errors.Is(err, context.Canceled) && !errors.Is(err, kgo.ErrClientClosed) {
+				st.fetchFailed(t, p, err)
+			}
+		})
+		if err := st.process(fetches); err != nil {
+			return err
+		}
+	}
+}
+
+// fetchFailed logs a fetch error (franz-go retries by itself), the same
+// one at most every fetchErrorEvery.
+func (st *sinkRun) fetchFailed(topic string, p int32, err error) {
+	msg := err.Error()
+	if msg == st.lastFetchErr && time.Since(st.lastFetchLog) < fetchErrorEvery {
+		return
+	}
+	st.lastFetchErr, st.lastFetchLog = msg, time.Now()
+	st.tr.log.Warn("fetch failed; retrying", "topic", topic, "partition", p, "err", err)
+}
+
+// fetchErrorEvery spaces the logging of a repeated fetch error.
+const fetchErrorEvery = 30 * time.Second
+
+func (st *sinkRun) noteFetchBuffer() {
+	n := st.client.BufferedFetchBytes()
+	st.tr.stats.fetched.Store(n)
+	storeMax(&st.tr.stats.peakFetched, n)
+}
+
+// process converts and puts one batch of fetched records.
+func (st *sinkRun) process(fetches kgo.Fetches) error {
+	tr := st.tr
+	batch := make([]*connect.SinkRecord, 0, fetches.NumRecords())
+	slab := make([]connect.SinkRecord, fetches.NumRecords()) // one allocation for the batch
+	next := map[connect.TopicPartition]int64{}
+	var convErr error
+	fetches.EachRecord(func(r *kgo.Record) {
+		tp := connect.TopicPartition{Topic: r.Topic, Partition: r.Partition}
+		if convErr != nil || !st.owns(tp) {
+			return
+		}
+		next[tp] = r.Offset + 1
+		sr := &slab[len(batch)]
+		err := st.convert(r, sr)
+		if err == nil {
+			batch = append(batch, sr)
+			return
+		}
+		if !tr.settings.tolerateAll {
+			convErr = fmt.Errorf("tolerance exceeded in error handler: %w", err)
+			return
+		}
+		tr.stats.skipped.Add(1)
+		if tr.settings.logErrors {
+			attrs := []any{"topic", r.Topic, "partition", r.Partition, "offset", r.Offset, "err", err}
+			if tr.settings.logMessages {
+				attrs = append(attrs, "key", r.Key, "value", r.Value)
+			}
+			tr.log.Warn("skipping a record that cannot be converted", attrs...)
+		}
+		st.dlq.send(r, err)
+	})
+	if convErr != nil {
+		return convErr
+	}
+	storeMax(&tr.stats.peakBatch, int64(len(batch)))
+	if len(batch) > 0 {
+		if done, err := st.put(batch); err != nil || !done {
+			return err
+		}
+		tr.stats.records.Add(int64(len(batch)))
+	}
+	maps.Copy(st.consumed, next)
+	return nil
+}
+
+// put hands a batch to the task, retrying after a RetriableError; done is
+// false when the task must stop before the batch was taken.
+func (st *sinkRun) put(batch []*connect.SinkRecord) (done bool, err error) {
+	tr := st.tr
+	for attempt := 1; ; attempt++ {
+		err := safe("Put", func() error { return st.task.Put(batch) })
+		if err == nil {
+			return true, nil
+		}
+		if re := (*connect.RetriableError)(nil); !errors.As(err, &re) {
+			return false, fmt.Errorf("put: %w", err)
+		}
+		d := retryBackoff(tr, attempt)
+		tr.log.Warn("put failed; retrying the batch", "err", err, "records", len(batch), "retry_in", d)
+		if !tr.sleep(d) {
+			return false, nil
+		}
+	}
+}
+
+func (st *sinkRun) convert(r *kgo.Record, sr *connect.SinkRecord) error {
+	*sr = connect.SinkRecord{Topic: r.Topic, Partition: r.Partition, Offset: r.Offset, Timestamp: r.Timestamp}
+	var err error
+	if sr.KeySchema, sr.Key, err = st.cs.key.ToConnectData(r.Topic, r.Key); err != nil {
+		return fmt.Errorf("convert the key of %s-%d@%d: %w", r.Topic, r.Partition, r.Offset, err)
+	}
+	if sr.ValueSchema, sr.Value, err = st.cs.value.ToConnectData(r.Topic, r.Value); err != nil {
+		return fmt.Errorf("convert the value of %s-%d@%d: %w", r.Topic, r.Partition, r.Offset, err)
+	}
+	if len(r.Headers) > 0 {
+		sr.Headers = make([]connect.Header, len(r.Headers))
+		for i, h := range r.Headers {
+			s, v, err := st.cs.header.ToConnectData(r.Topic, h.Value)
+			if err != nil {
+				return fmt.Errorf("convert header %s of %s-%d@%d: %w", h.Key, r.Topic, r.Partition, r.Offset, err)
+			}
+			sr.Headers[i] = connect.Header{Key: h.Key, Schema: s, Value: v}
+		}
+	}
+	return nil
+}
+
+// commit flushes the task and stores the offsets that moved since the last
+// commit, in the store and then in the consumer group.
+func (st *sinkRun) commit(ctx context.Context) error {
+	tr := st.tr
+	if tr.halted() {
+		return nil
+	}
+	changed := map[connect.TopicPartition]int64{}
+	for tp, o := range st.consumed {
+		if c, ok := st.committed[tp]; !ok || c != o {
+			changed[tp] = o
+		}
+	}
+	if len(changed) == 0 {
+		return nil
+	}
+	if err := st.dlq.wait(ctx); err != nil {
+		return err
+	}
+	err := safe("Flush", func() error { return st.task.Flush(maps.Clone(st.consumed)) })
+	if re := (*connect.RetriableError)(nil); errors.As(err, &re) {
+		tr.log.Warn("flush failed; committing later", "err", err)
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("flush: %w", err)
+	}
+	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+	defer cancel()
+	offs := make([]connectstore.SinkOffset, 0, len(changed))
+	group := kadm.Offsets{}
+	for tp, o := range changed {
+		offs = append(offs, connectstore.SinkOffset{Topic: tp.Topic, Partition: tp.Partition, Offset: o})
+		group.Add(kadm.Offset{Topic: tp.Topic, Partition: tp.Partition, At: o, LeaderEpoch: -1})
+	}
+	if err := tr.w.store.PutSinkOffsets(cctx, tr.id.Connector, offs); err != nil {
+		tr.log.Warn("store sink offsets; committing later", "err", err)
+		return nil
+	}
+	maps.Copy(st.committed, changed)
+	resp, err := tr.w.admin.CommitOffsets(cctx, tr.settings.groupID, group)
+	if err == nil {
+		err = resp.Error()
+	}
+	if err != nil {
+		tr.log.Warn("commit sink offsets to the consumer group", "group", tr.settings.groupID, "err", err)
+	}
+	return nil
+}
+
+// applyWant brings the task's partitions to the supervisor's latest wish:
+// revoked ones are committed and closed, added ones opened and fetched
+// from their stored offsets.
+func (st *sinkRun) applyWant() error {
+	tr := st.tr
+	want, applied := tr.takeWant()
+	if applied == st.applied {
+		return nil
+	}
+	have := st.assignment()
+	revoked := minus(have, want)
+	added := minus(want, have)
+	if len(revoked) > 0 {
+		if err := st.commit(tr.ctx); err != nil {
+			return err
+		}
+		if err := safe("Close", func() error { return st.task.Close(slices.Clone(revoked)) }); err != nil {
+			return fmt.Errorf("close partitions: %w", err)
+		}
+		rm := map[string][]int32{}
+		for _, tp := range revoked {
+			rm[tp.Topic] = append(rm[tp.Topic], tp.Partition)
+			delete(st.consumed, tp)
+			delete(st.committed, tp)
+		}
+		st.client.RemoveConsumePartitions(rm)
+	}
+	if len(added) > 0 {
+		stored, err := tr.w.store.SinkOffsets(tr.ctx, tr.id.Connector)
+		if err != nil {
+			if tr.ctx.Err() != nil {
+				return nil
+			}
+			return fmt.Errorf("read sink offsets: %w", err)
+		}
+		from := map[connect.TopicPartition]int64{}
+		for _, o := range stored {
+			from[connect.TopicPartition{Topic: o.Topic, Partition: o.Partition}] = o.Offset
+		}
+		add := map[string]map[int32]kgo.Offset{}
+		for _, tp := range added {
+			if add[tp.Topic] == nil {
+				add[tp.Topic] = map[int32]kgo.Offset{}
+			}
+			if o, ok := from[tp]; ok {
+				add[tp.Topic][tp.Partition] = kgo.NewOffset().At(o)
+				st.consumed[tp], st.committed[tp] = o, o
+			} else if tr.settings.resetLatest {
+				add[tp.Topic][tp.Partition] = kgo.NewOffset().AtEnd()
+			} else {
+				add[tp.Topic][tp.Partition] = kgo.NewOffset().AtStart()
+			}
+		}
+		st.client.AddConsumePartitions(add)
+	}
+	st.mu.Lock()
+	st.assigned = slices.Clone(want)
+	st.mu.Unlock()
+	parts := slices.Clone(want)
+	tr.stats.parts.Store(&parts)
+	if len(added) > 0 {
+		if err := safe("Open", func() error { return st.task.Open(slices.Clone(added)) }); err != nil {
+			return fmt.Errorf("open partitions: %w", err)
+		}
+	}
+	st.applied = applied
+	close(applied)
+	if len(revoked)+len(added) > 0 {
+		tr.log.Info("sink partitions assigned", "partitions", len(want), "added", len(added), "revoked", len(revoked))
+	}
+	return nil
+}
+
+func (st *sinkRun) owns(tp connect.TopicPartition) bool {
+	_, ok := slices.BinarySearchFunc(st.assigned, tp, compareTP)
+	return ok
+}
+
+func (st *sinkRun) assignment() []connect.TopicPartition {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	return slices.Clone(st.assigned)
+}
+
+// minus returns the partitions of a not in b (both sorted).
+func minus(a, b []connect.TopicPartition) []connect.TopicPartition {
+	var out []connect.TopicPartition
+	for _, tp := range a {
+		if _, ok := slices.BinarySearchFunc(b, tp, compareTP); !ok {
+			out = append(out, tp)
+		}
+	}
+	return out
+}
+
+// sinkContext is the connect.SinkTaskContext of a task.
+type sinkContext struct {
+	taskContext
+	st *sinkRun
+}
+
+func (c sinkContext) Assignment() []connect.TopicPartition { return c.st.assignment() }
+
+var _ connect.SinkTaskContext = sinkContext{}

@@ -1,0 +1,292 @@
+package worker
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/kcd-project/kcd/daemon/connect"
+	"github.com/kcd-project/kcd/daemon/connectstore"
+)
+
+func TestWorkerSinkOffsetsInGroup(t *testing.T) { t.Parallel(); scenarioSinkOffsetsInGroup(fakeEnv(t)) }
+func TestIntegrationSinkOffsetsInGroup(t *testing.T) {
+	t.Parallel()
+	scenarioSinkOffsetsInGroup(kafkaEnv(t))
+}
+
+func TestWorkerSlowSinkBounded(t *testing.T)      { scenarioSlowSink(fakeEnv(t)) }
+func TestIntegrationSlowSinkBounded(t *testing.T) { scenarioSlowSink(kafkaEnv(t)) }
+
+// After a commit, the sink offsets in the store and in the connector's
+// consumer group agree (the group has no members: kcd assigns partitions
+// itself).
+func scenarioSinkOffsetsInGroup(e *env) {
+	t := e.t
+	const n = 600
+	topic, src, sink := e.name("grp"), e.name("gen"), e.name("sink")
+	out := filepath.Join(t.TempDir(), "out.txt")
+	e.createTopic(topic, 3)
+	str := map[string]string{"key.converter": StringConverter, "value.converter": StringConverter}
+	srcCfg := map[string]string{"connector.class": "Datagen", "topic": topic, "max.records": fmt.Sprint(n), "key": "sequence"}
+	sinkCfg := map[string]string{"connector.class": "FileStreamSink", "file": out, "topics": topic, "tasks.max": "2"}
+	for k, v := range str {
+		srcCfg[k], sinkCfg[k] = v, v
+	}
+	e.create(src, srcCfg)
+	e.create(sink, sinkCfg)
+	e.start(nil)
+	waitFor(t, 60*time.Second, "all records in the sink file", func() (bool, string) {
+		got := readLines(t, out)
+		return len(got) >= n, fmt.Sprintf("%d lines", len(got))
+	})
+	cl, err := kgo.NewClient(kgo.SeedBrokers(e.seeds...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	adm := kadm.NewClient(cl)
+	ends, err := adm.ListEndOffsets(context.Background(), topic)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var stored map[int32]int64
+	waitFor(t, 30*time.Second, "stored sink offsets at the end of every partition", func() (bool, string) {
+		offs, err := e.cs.SinkOffsets(context.Background(), sink)
+		if err != nil {
+			return false, err.Error()
+		}
+		stored = map[int32]int64{}
+		for _, o := range offs {
+			stored[o.Partition] = o.Offset
+		}
+		ok := len(stored) == 3
+		ends.Each(func(lo kadm.ListedOffset) { ok = ok && stored[lo.Partition] == lo.Offset })
+		return ok, fmt.Sprintf("stored %v", stored)
+	})
+	group := "connect-" + sink
+	waitFor(t, 10*time.Second, "the consumer group's offsets equal the stored ones", func() (bool, string) {
+		resp, err := adm.FetchOffsets(context.Background(), group)
+		if err != nil {
+			return false, err.Error()
+		}
+		got := map[int32]int64{}
+		resp.Each(func(o kadm.OffsetResponse) {
+			if o.Topic == topic && o.Err == nil {
+				got[o.Partition] = o.At
+			}
+		})
+		return fmt.Sprint(got) == fmt.Sprint(stored), fmt.Sprintf("group %v store %v", got, stored)
+	})
+	if got := readLines(t, out); len(got) != n {
+		t.Errorf("sink file has %d lines, want %d", len(got), n)
+	}
+}
+
+// A slow sink holds at most one batch and the consumer's bounded fetch
+// buffer; a RetriableError from Put is retried without failing the task.
+func scenarioSlowSink(e *env) {
+	t := e.t
+	const n, size = 3000, 1000
+	topic, sink := e.name("slow"), e.name("slow")
+	e.createTopic(topic, 2)
+	const batch = 16 << 10
+	cl, err := kgo.NewClient(kgo.SeedBrokers(e.seeds...), kgo.DefaultProduceTopic(topic), kgo.ProducerBatchMaxBytes(batch),
+		// Fetch limits count compressed bytes: uncompressed data keeps the bound exact.
+		kgo.ProducerBatchCompression(kgo.NoCompression()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	for i := range n {
+		cl.Produce(context.Background(), &kgo.Record{Value: []byte(fmt.Sprintf("%0*d", size, i))}, nil)
+	}
+	if err := cl.Flush(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	sinkPut.Store(0)
+	lim := Limits{SinkFetchMaxBytes: 64 << 10, SinkFetchMaxPartitionBytes: 32 << 10, SinkMaxConcurrentFetches: 1, SinkMaxBatch: 50}
+	e.create(sink, map[string]string{"connector.class": slowClass, "topics": topic, "delay.ms": "5", "retriable.fails": "3",
+		"key.converter": ByteArrayConverter, "value.converter": ByteArrayConverter})
+	w := e.start(func(c *Config) { c.Limits = lim })
+	waitFor(t, 60*time.Second, "every record put", func() (bool, string) {
+		return sinkPut.Load() >= n, fmt.Sprint(sinkPut.Load())
+	})
+	ts, ok := w.Stats().Task(sink, 0)
+	if !ok {
+		t.Fatal("no stats")
+	}
+	t.Logf("slow sink: peak batch %d, peak fetch buffer %d bytes", ts.PeakBatch, ts.PeakBufferedFetchBytes)
+	if ts.PeakBatch > int64(lim.SinkMaxBatch) {
+		t.Errorf("a Put got %d records, limit %d", ts.PeakBatch, lim.SinkMaxBatch)
+	}
+	// One fetch in flight or buffered, of at most FetchMaxBytes; a broker
+	// exceeds it by up to a batch (it always returns a first whole batch).
+	if bound := int64(lim.SinkMaxConcurrentFetches) * (int64(lim.SinkFetchMaxBytes) + batch); ts.PeakBufferedFetchBytes > bound {
+		t.Errorf("fetch buffer reached %d bytes, bound %d", ts.PeakBufferedFetchBytes, bound)
+	}
+	if st := e.waitState(sink, 0, connectstore.StateRunning); st.Restarts != 0 {
+		t.Errorf("retriable errors restarted the task: %+v", st)
+	}
+	if sinkPut.Load() != n {
+		t.Errorf("put %d records, want %d", sinkPut.Load(), n)
+	}
+}
+
+func TestWorkerSinkFollowsNewTopics(t *testing.T) {
+	t.Parallel()
+	scenarioSinkFollowsNewTopics(fakeEnv(t))
+}
+func TestIntegrationSinkFollowsNewTopics(t *testing.T) {
+	t.Parallel()
+	scenarioSinkFollowsNewTopics(kafkaEnv(t))
+}
+
+// A sink on topics.regex picks up a topic created while it runs. The new
+// topic sorts first, so the old partitions move between the two tasks:
+// each is committed by its old owner before the new one takes it, and
+// every record reaches the file exactly once.
+func scenarioSinkFollowsNewTopics(e *env) {
+	t := e.t
+	prefix := e.name("re")
+	first, second := prefix+"-b", prefix+"-a" // second sorts before first
+	e.createTopic(first, 2)
+	out := filepath.Join(t.TempDir(), "out.txt")
+	sink := e.name("sink")
+	e.create(sink, map[string]string{"connector.class": "FileStreamSink", "file": out, "topics.regex": prefix + "-.*", "tasks.max": "2",
+		"key.converter": StringConverter, "value.converter": StringConverter})
+	w := e.start(nil)
+	// A short metadata age: the topic created below is produced to at once.
+	cl, err := kgo.NewClient(kgo.SeedBrokers(e.seeds...), kgo.MetadataMinAge(100*time.Millisecond))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	var want []string
+	produce := func(topic string, from, n int) {
+		for i := from; i < from+n; i++ {
+			v := fmt.Sprintf("%s %d", topic, i)
+			want = append(want, v)
+			// Keys spread the records over the partitions.
+			cl.Produce(context.Background(), &kgo.Record{Topic: topic, Key: []byte(strconv.Itoa(i)), Value: []byte(v)}, nil)
+		}
+		if err := cl.Flush(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	produce(first, 0, 200)
+	waitFor(t, 30*time.Second, "the first topic in the file", func() (bool, string) {
+		n := len(readLines(t, out))
+		return n >= 200, fmt.Sprint(n)
+	})
+	before := map[int][]connect.TopicPartition{}
+	for id := range 2 {
+		before[id] = w.assignment(sink, id)
+	}
+	e.createTopic(second, 1)
+	produce(second, 0, 100)
+	produce(first, 200, 100)
+	waitFor(t, 30*time.Second, "all records in the file", func() (bool, string) {
+		n := len(readLines(t, out))
+		return n >= len(want), fmt.Sprint(n)
+	})
+	time.Sleep(300 * time.Millisecond)
+	got := readLines(t, out)
+	slices.Sort(got)
+	slices.Sort(want)
+	if !slices.Equal(got, want) {
+		t.Fatalf("file has %d lines, want %d; first difference at %d", len(got), len(want), firstDiff(got, want))
+	}
+	after := map[int][]connect.TopicPartition{}
+	for id := range 2 {
+		after[id] = w.assignment(sink, id)
+	}
+	t.Logf("assignment before %v, after %v", before, after)
+	if fmt.Sprint(after[0]) != fmt.Sprintf("[{%s 0} {%s 1}]", second, first) || fmt.Sprint(after[1]) != fmt.Sprintf("[{%s 0}]", first) {
+		t.Errorf("assignment after the new topic: %v", after)
+	}
+}
+
+// assignment returns a sink task's partitions, as its supervisor last
+// handed them out.
+func (w *Worker) assignment(name string, id int) []connect.TopicPartition {
+	for _, ts := range w.Stats().Tasks {
+		if ts.ID == (TaskID{name, id}) {
+			return ts.Partitions
+		}
+	}
+	return nil
+}
+
+func TestWorkerErrorTolerance(t *testing.T)      { t.Parallel(); scenarioErrorTolerance(fakeEnv(t)) }
+func TestIntegrationErrorTolerance(t *testing.T) { t.Parallel(); scenarioErrorTolerance(kafkaEnv(t)) }
+
+// Records the value converter cannot read: errors.tolerance=all skips them
+// and sends them to the dead letter queue with their context; the default
+// (none) fails the task with a clear trace.
+func scenarioErrorTolerance(e *env) {
+	t := e.t
+	topic, dlq := e.name("tol"), e.name("dlq")
+	e.createTopic(topic, 1)
+	cl, err := kgo.NewClient(kgo.SeedBrokers(e.seeds...), kgo.DefaultProduceTopic(topic))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	var good []string
+	for i := range 30 {
+		v := fmt.Sprintf(`{"schema":{"type":"string","optional":false},"payload":"ok %d"}`, i)
+		if i%10 == 3 {
+			v = fmt.Sprintf("not json %d", i)
+		} else {
+			good = append(good, fmt.Sprintf("ok %d", i))
+		}
+		cl.Produce(context.Background(), &kgo.Record{Value: []byte(v)}, nil)
+	}
+	if err := cl.Flush(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(t.TempDir(), "out.txt")
+	tolerant, strict := e.name("tolerant"), e.name("strict")
+	e.create(tolerant, map[string]string{"connector.class": "FileStreamSink", "file": out, "topics": topic,
+		"errors.tolerance": "all", "errors.log.enable": "true", "errors.deadletterqueue.topic.name": dlq,
+		"errors.deadletterqueue.topic.replication.factor": "-1", "errors.deadletterqueue.context.headers.enable": "true"})
+	e.create(strict, map[string]string{"connector.class": "FileStreamSink", "file": filepath.Join(t.TempDir(), "x"), "topics": topic})
+	e.start(nil)
+
+	waitFor(t, 30*time.Second, "the good records in the file", func() (bool, string) {
+		got := readLines(t, out)
+		return slices.Equal(got, good), fmt.Sprint(got)
+	})
+	dead := e.consumeN(dlq, 3, 300*time.Millisecond)
+	for i, r := range dead {
+		hs := map[string]string{}
+		for _, h := range r.Headers {
+			hs[h.Key] = string(h.Value)
+		}
+		if string(r.Value) != fmt.Sprintf("not json %d", 10*i+3) || hs["__connect.errors.topic"] != topic ||
+			hs["__connect.errors.offset"] != fmt.Sprint(10*i+3) || hs["__connect.errors.connector.name"] != tolerant || hs["__connect.errors.exception.message"] == "" {
+			t.Errorf("dead letter %d: %q %v", i, r.Value, hs)
+		}
+	}
+	if len(dead) != 3 {
+		t.Errorf("%d dead letters, want 3", len(dead))
+	}
+	st := e.waitState(strict, 0, connectstore.StateFailed)
+	if !strings.Contains(st.Trace, "tolerance exceeded") || !strings.Contains(st.Trace, topic+"-0@3") {
+		t.Errorf("strict task's trace: %q", st.Trace)
+	}
+	// The tolerant connector committed past the bad records.
+	waitFor(t, 10*time.Second, "offsets past the last record", func() (bool, string) {
+		offs, _ := e.cs.SinkOffsets(context.Background(), tolerant)
+		return len(offs) == 1 && offs[0].Offset == 30, fmt.Sprint(offs)
+	})
+}

@@ -1,0 +1,348 @@
+package worker
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/kcd-project/kcd/daemon/connect"
+)
+
+// recordOverhead approximates the memory an in-flight record takes besides
+// its key, value and headers (the SourceRecord and its offset map, the
+// kgo.Record, its promise and its place in the tracker), so that the byte
+// limits bound memory rather than payload.
+const recordOverhead = 512
+
+// sourceRun is a running source task: it polls records, converts them,
+// produces them and commits the source offsets Kafka acknowledged in
+// order.
+type sourceRun struct {
+	tr        *taskRun
+	task      connect.SourceTask
+	committer connect.SourceRecordCommitter
+	cs        converters
+	client    *kgo.Client
+	pctx      context.Context // every record's context
+	explicit  context.Context // the same, marking a partition chosen by the task
+	tracker   *offsetTracker
+	budget    *budget
+	topics    map[string]bool // created (or found) already
+
+	failMu  sync.Mutex
+	failErr error
+}
+
+func runSource(tr *taskRun) error {
+	conn, ok := tr.plugin.New().(connect.SourceConnector)
+	if !ok {
+		return fmt.Errorf("%s is not a source connector", tr.plugin.Class)
+	}
+	cs, err := tr.w.newConverters(tr.connCfg)
+	if err != nil {
+		return err
+	}
+	lim := tr.w.cfg.Limits
+	st := &sourceRun{
+		tr:      tr,
+		task:    conn.NewTask(),
+		cs:      cs,
+		client:  tr.w.client,
+		pctx:    tr.w.produceCtx,
+		tracker: newOffsetTracker(lim.TaskInFlightRecords),
+		budget:  tr.stats.budget,
+		topics:  map[string]bool{},
+	}
+	st.committer, _ = st.task.(connect.SourceRecordCommitter)
+	if tr.w.cfg.ProducerPerTask {
+		id := fmt.Sprintf("connector-producer-%s-%d", tr.id.Connector, tr.id.Task)
+		if st.client, err = tr.w.newClient(tr.w.producerOpts(lim.TaskInFlightRecords, id)...); err != nil {
+			return fmt.Errorf("producer: %w", err)
+		}
+		defer st.client.Close()
+		st.pctx = tr.hard
+	}
+	st.explicit = context.WithValue(st.pctx, explicitPartition{}, true)
+	return st.run()
+}
+
+func (st *sourceRun) run() error {
+	tr := st.tr
+	cfg := maps.Clone(tr.config)
+	if err := safe("Start", func() error { return st.task.Start(sourceContext{taskContext{tr}}, cfg) }); err != nil {
+		_ = safe("Stop", st.task.Stop)
+		return fmt.Errorf("start task: %w", err)
+	}
+	tr.started()
+
+	stopCommits := make(chan struct{})
+	commitsDone := make(chan struct{})
+	go st.commitLoop(stopCommits, commitsDone)
+	err := st.loop()
+	if serr := safe("Stop", st.task.Stop); serr != nil {
+		tr.log.Warn("stop task", "err", serr)
+	}
+	close(stopCommits)
+	<-commitsDone
+	if !tr.halted() {
+		st.drain()
+		st.commit(tr.hard)
+	}
+	return err
+}
+
+// loop polls and sends until the task must stop or fails.
+func (st *sourceRun) loop() error {
+	tr := st.tr
+	retries := 0
+	for {
+		if err := st.failure(); err != nil {
+			return err
+		}
+		if tr.ctx.Err() != nil {
+			return nil
+		}
+		if tr.paused.Load() {
+			select {
+			case <-tr.wake:
+			case <-tr.ctx.Done():
+			}
+			continue
+		}
+		// Back-pressure: no Poll while the task or the worker is full.
+		if err := st.budget.waitRoom(tr.ctx); err != nil {
+			continue
+		}
+		var recs []*connect.SourceRecord
+		err := safe("Poll", func() (err error) {
+			recs, err = st.task.Poll(tr.ctx)
+			return err
+		})
+		if err != nil {
+			if tr.ctx.Err() != nil {
+				return nil
+			}
+			if re := (*connect.RetriableError)(nil); errors.As(err, &re) {
+				retries++
+				d := retryBackoff(tr, retries)
+				tr.log.Warn("poll failed; retrying", "err", err, "retry_in", d)
+				tr.sleep(d)
+				continue
+			}
+			return fmt.Errorf("poll: %w", err)
+		}
+		retries = 0
+		// One allocation for the batch's kgo.Records and one for their
+		// headers; the batch stays in memory until its last record is
+		// acknowledged.
+		krecs := make([]kgo.Record, len(recs))
+		nh := 0
+		for _, r := range recs {
+			if r != nil {
+				nh += len(r.Headers)
+			}
+		}
+		headers := make([]kgo.RecordHeader, nh)
+		for i, r := range recs {
+			var hs []kgo.RecordHeader
+			if r != nil {
+				hs, headers = headers[:len(r.Headers):len(r.Headers)], headers[len(r.Headers):]
+			}
+			if err := st.send(r, &krecs[i], hs); err != nil {
+				if tr.ctx.Err() != nil {
+					return nil // stopping: the rest is polled again after a restart
+				}
+				return err
+			}
+		}
+	}
+}
+
+func retryBackoff(tr *taskRun, n int) time.Duration {
+	b := tr.w.cfg.RetryBackoff
+	b.Max = tr.settings.retryMax
+	return b.Delay(n)
+}
+
+// send converts one record into rec (with room for its headers) and
+// produces it.
+func (st *sourceRun) send(r *connect.SourceRecord, rec *kgo.Record, headers []kgo.RecordHeader) error {
+	if r == nil {
+		return nil
+	}
+	tr := st.tr
+	if r.Topic == "" {
+		return errors.New("the task returned a record without a topic")
+	}
+	if err := st.convert(r, rec, headers); err != nil {
+		if !tr.settings.tolerateAll {
+			return fmt.Errorf("tolerance exceeded in error handler: %w", err)
+		}
+		tr.stats.skipped.Add(1)
+		if tr.settings.logErrors {
+			tr.log.Warn("skipping a record that cannot be converted", "topic", r.Topic, "err", err)
+		}
+		// It still takes its place in the order, so its offset commits.
+		if err := st.budget.acquire(tr.ctx, 0); err != nil {
+			return err
+		}
+		st.acked(st.tracker.add(r.SourcePartition, r.SourceOffset, 0), nil, nil, nil)
+		return nil
+	}
+	if !st.topics[r.Topic] {
+		if err := tr.w.topics.ensure(tr.ctx, r.Topic, tr.settings.topicPartitions, tr.settings.topicReplication); err != nil {
+			return err
+		}
+		st.topics[r.Topic] = true
+	}
+	size := recordOverhead + int64(len(rec.Key)+len(rec.Value))
+	for _, h := range rec.Headers {
+		size += int64(len(h.Key) + len(h.Value))
+	}
+	if err := st.budget.acquire(tr.ctx, size); err != nil {
+		return err
+	}
+	seq := st.tracker.add(r.SourcePartition, r.SourceOffset, size)
+	rec.Context = st.pctx
+	if r.Partition != nil {
+		rec.Partition, rec.Context = *r.Partition, st.explicit
+	}
+	st.client.Produce(rec.Context, rec, func(kr *kgo.Record, err error) { st.acked(seq, r, kr, err) })
+	return nil
+}
+
+func (st *sourceRun) convert(r *connect.SourceRecord, rec *kgo.Record, headers []kgo.RecordHeader) error {
+	key, err := st.cs.key.FromConnectData(r.Topic, r.KeySchema, r.Key)
+	if err != nil {
+		return fmt.Errorf("convert the key of a record to %s: %w", r.Topic, err)
+	}
+	value, err := st.cs.value.FromConnectData(r.Topic, r.ValueSchema, r.Value)
+	if err != nil {
+		return fmt.Errorf("convert the value of a record to %s: %w", r.Topic, err)
+	}
+	// rec and headers are zero: setting fields avoids copying whole
+	// structs (with their write barriers) into the heap.
+	rec.Topic, rec.Key, rec.Value, rec.Timestamp = r.Topic, key, value, r.Timestamp
+	if len(r.Headers) > 0 {
+		for i, h := range r.Headers {
+			b, err := st.cs.header.FromConnectData(r.Topic, h.Schema, h.Value)
+			if err != nil {
+				return fmt.Errorf("convert header %s of a record to %s: %w", h.Key, r.Topic, err)
+			}
+			headers[i].Key, headers[i].Value = h.Key, b
+		}
+		rec.Headers = headers
+	}
+	return nil
+}
+
+// acked runs when Kafka answered for a record (kr is nil for a skipped
+// one). It must be quick: franz-go calls it from its own goroutine.
+func (st *sourceRun) acked(seq uint64, r *connect.SourceRecord, kr *kgo.Record, err error) {
+	tr := st.tr
+	ok := true
+	switch {
+	case err != nil && tr.settings.tolerateAll:
+		tr.stats.skipped.Add(1)
+		if tr.settings.logErrors {
+			tr.log.Warn("skipping a record Kafka refused", "topic", kr.Topic, "err", err)
+		}
+	case err != nil:
+		ok = false
+		st.fail(fmt.Errorf("produce to %s: %w", kr.Topic, err))
+	case kr != nil:
+		tr.stats.records.Add(1)
+		if st.committer != nil {
+			md := connect.RecordMetadata{Topic: kr.Topic, Partition: kr.Partition, Offset: kr.Offset}
+			if cerr := safe("CommitRecord", func() error { return st.committer.CommitRecord(r, md) }); cerr != nil {
+				tr.log.Warn("commit record", "err", cerr)
+			}
+		}
+	}
+	n, b := st.tracker.ack(seq, ok)
+	st.budget.release(n, b)
+}
+
+func (st *sourceRun) fail(err error) {
+	st.failMu.Lock()
+	if st.failErr == nil {
+		st.failErr = err
+	}
+	st.failMu.Unlock()
+	st.tr.signal()
+}
+
+func (st *sourceRun) failure() error {
+	st.failMu.Lock()
+	defer st.failMu.Unlock()
+	return st.failErr
+}
+
+// commitLoop stores committable offsets every flush interval.
+func (st *sourceRun) commitLoop(stop <-chan struct{}, done chan<- struct{}) {
+	defer close(done)
+	t := time.NewTicker(st.tr.settings.flushInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-t.C:
+			st.commit(st.tr.hard)
+		case <-stop:
+			return
+		}
+	}
+}
+
+// commit stores the offsets that became committable since the last time.
+func (st *sourceRun) commit(ctx context.Context) {
+	tr := st.tr
+	if tr.halted() {
+		return
+	}
+	d := st.tracker.take()
+	if len(d) == 0 {
+		return
+	}
+	offs := slices.Collect(maps.Values(d))
+	cctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	if err := tr.w.store.PutSourceOffsets(cctx, tr.id.Connector, offs); err != nil {
+		st.tracker.giveBack(d)
+		tr.log.Warn("commit source offsets", "err", err)
+	}
+}
+
+// drain waits, within the shutdown timeout, until Kafka answered for every
+// record in flight.
+func (st *sourceRun) drain() {
+	if st.tracker.inFlight() == 0 {
+		return
+	}
+	t := time.NewTimer(st.tr.w.cfg.ShutdownTimeout)
+	defer t.Stop()
+	select {
+	case <-st.tracker.drained():
+	case <-t.C:
+		st.tr.log.Warn("records still in flight at stop; their offsets are not committed", "records", st.tracker.inFlight())
+	case <-st.tr.hard.Done():
+	}
+}
+
+// sourceContext is the connect.SourceTaskContext of a task.
+type sourceContext struct{ taskContext }
+
+func (c sourceContext) OffsetReader() connect.OffsetReader { return offsetReader{c.tr} }
+
+type offsetReader struct{ tr *taskRun }
+
+func (r offsetReader) Offset(ctx context.Context, partition map[string]any) (map[string]any, error) {
+	return r.tr.w.store.SourceOffset(ctx, r.tr.id.Connector, partition)
+}
+
+var _ connect.SourceTaskContext = sourceContext{}

@@ -1,0 +1,127 @@
+package worker
+
+import (
+	"cmp"
+	"fmt"
+	"runtime/debug"
+	"slices"
+	"sync/atomic"
+
+	"github.com/kcd-project/kcd/daemon/connect"
+)
+
+// TaskID names one task of a connector.
+type TaskID struct {
+	Connector string
+	Task      int
+}
+
+// Stats is a snapshot of what the worker holds in memory and has moved.
+type Stats struct {
+	// Source records in flight over the whole worker, now and at most.
+	InFlightRecords, InFlightBytes         int64
+	PeakInFlightRecords, PeakInFlightBytes int64
+	Tasks                                  []TaskStats
+}
+
+// TaskStats describes one running task.
+type TaskStats struct {
+	ID   TaskID
+	Sink bool
+	// Records the task moved: acknowledged by Kafka (source) or handed to
+	// Put (sink); Skipped were dropped under errors.tolerance=all.
+	Records, Skipped int64
+	// Source: records and bytes in flight, now and at most.
+	InFlightRecords, InFlightBytes         int64
+	PeakInFlightRecords, PeakInFlightBytes int64
+	// Sink: bytes fetched and buffered by the task's consumer, now and at
+	// most, and the largest batch handed to Put.
+	BufferedFetchBytes, PeakBufferedFetchBytes int64
+	PeakBatch                                  int64
+	// Sink: the partitions the task consumes.
+	Partitions []connect.TopicPartition
+}
+
+// taskStats are the live counters of a running task.
+type taskStats struct {
+	id                   TaskID
+	sink                 bool
+	records, skipped     atomic.Int64
+	budget               *budget // source
+	fetched, peakFetched atomic.Int64
+	peakBatch            atomic.Int64
+	parts                atomic.Pointer[[]connect.TopicPartition]
+}
+
+func (t *taskStats) snapshot() TaskStats {
+	s := TaskStats{ID: t.id, Sink: t.sink, Records: t.records.Load(), Skipped: t.skipped.Load(),
+		PeakBufferedFetchBytes: t.peakFetched.Load(), PeakBatch: t.peakBatch.Load()}
+	if t.budget != nil {
+		u := t.budget.usage()
+		s.InFlightRecords, s.InFlightBytes, s.PeakInFlightRecords, s.PeakInFlightBytes = u.Records, u.Bytes, u.PeakRecords, u.PeakBytes
+	}
+	s.BufferedFetchBytes = t.fetched.Load()
+	if p := t.parts.Load(); p != nil {
+		s.Partitions = *p
+	}
+	return s
+}
+
+func storeMax(a *atomic.Int64, v int64) {
+	for {
+		old := a.Load()
+		if v <= old || a.CompareAndSwap(old, v) {
+			return
+		}
+	}
+}
+
+// Stats returns the worker's counters.
+func (w *Worker) Stats() Stats {
+	u := w.budget.usage()
+	st := Stats{InFlightRecords: u.Records, InFlightBytes: u.Bytes, PeakInFlightRecords: u.PeakRecords, PeakInFlightBytes: u.PeakBytes}
+	w.mu.Lock()
+	for _, t := range w.tasks {
+		st.Tasks = append(st.Tasks, t.snapshot())
+	}
+	w.mu.Unlock()
+	slices.SortFunc(st.Tasks, func(a, b TaskStats) int {
+		return cmp.Or(cmp.Compare(a.ID.Connector, b.ID.Connector), cmp.Compare(a.ID.Task, b.ID.Task))
+	})
+	return st
+}
+
+// Task returns the counters of one running task.
+func (st Stats) Task(connector string, task int) (TaskStats, bool) {
+	for _, t := range st.Tasks {
+		if t.ID == (TaskID{connector, task}) {
+			return t, true
+		}
+	}
+	return TaskStats{}, false
+}
+
+func (w *Worker) register(t *taskStats) {
+	w.mu.Lock()
+	w.tasks[t.id] = t
+	w.mu.Unlock()
+}
+
+func (w *Worker) unregister(t *taskStats) {
+	w.mu.Lock()
+	if w.tasks[t.id] == t {
+		delete(w.tasks, t.id)
+	}
+	w.mu.Unlock()
+}
+
+// safe calls a plugin's method, turning a panic into an error so that a
+// faulty connector fails instead of crashing the node.
+func safe(what string, f func() error) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("%s panicked: %v\n%s", what, r, debug.Stack())
+		}
+	}()
+	return f()
+}

@@ -1,0 +1,350 @@
+package worker
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/kcd-project/kcd/daemon/connect"
+	"github.com/kcd-project/kcd/daemon/connectstore"
+)
+
+// supervisor runs one connector's instance and tasks on this worker. Only
+// its goroutine touches its fields, except pokeCh.
+type supervisor struct {
+	w      *Worker
+	name   string
+	log    *slog.Logger
+	pokeCh chan struct{}
+
+	seen       bool // the store was read once
+	spec       spec
+	plugin     *connect.Plugin
+	pluginErr  error
+	settings   settings
+	restartSeq int64
+
+	conn  connState
+	slots map[int]*taskSlot
+	sink  sinkState
+
+	reported      map[int]connectstore.Status // last status written, -1 for the connector
+	restarts      map[int]int                 // stored restart counts of tasks without a slot yet
+	wakeAt        time.Time                   // retry after a store error
+	storeFailures int                         // in a row
+}
+
+// spec is the connector's desired state as stored.
+type spec struct {
+	cfg      map[string]string
+	cfgRev   int64
+	target   string
+	tasks    connectstore.TaskConfigs
+	tasksRev int64
+	restart  connectstore.RestartRequest
+}
+
+// storeRetry paces a supervisor's tries after store errors.
+var storeRetry = Backoff{Initial: time.Second, Max: 30 * time.Second}
+
+func newSupervisor(w *Worker, name string) *supervisor {
+	return &supervisor{
+		w:        w,
+		name:     name,
+		log:      w.log.With("connector", name),
+		pokeCh:   make(chan struct{}, 1),
+		slots:    map[int]*taskSlot{},
+		sink:     sinkState{listed: make(chan listResult, 1)},
+		reported: map[int]connectstore.Status{},
+	}
+}
+
+// poke asks the supervisor to read the store again.
+func (s *supervisor) poke() {
+	select {
+	case s.pokeCh <- struct{}{}:
+	default:
+	}
+}
+
+// run reconciles until the connector is gone or ctx ends.
+func (s *supervisor) run(ctx context.Context) {
+	timer := time.NewTimer(time.Hour)
+	defer timer.Stop()
+	for {
+		// A poke that comes while reconcile reads is kept for the next round.
+		select {
+		case <-s.pokeCh:
+		default:
+		}
+		if gone := s.reconcile(ctx); gone {
+			return
+		}
+		timer.Reset(s.nextWake())
+		select {
+		case <-ctx.Done():
+			s.teardown(!s.w.halted.Load())
+			return
+		case <-s.pokeCh:
+		case res := <-s.sink.listed:
+			s.sink.apply(s, res)
+		case <-timer.C:
+		}
+	}
+}
+
+// nextWake is how long until something is due: a retry or a listing.
+func (s *supervisor) nextWake() time.Duration {
+	next := time.Now().Add(time.Hour)
+	consider := func(t time.Time) {
+		if !t.IsZero() && t.Before(next) {
+			next = t
+		}
+	}
+	consider(s.wakeAt)
+	if s.conn.state == connectstore.StateFailed {
+		consider(s.conn.retryAt)
+	}
+	for _, sl := range s.slots {
+		if sl.failed {
+			consider(sl.retryAt)
+		}
+	}
+	consider(s.sink.nextList)
+	return max(time.Until(next), time.Millisecond)
+}
+
+// reconcile converges to the stored state; it reports true when the
+// connector is gone and everything of it stopped.
+func (s *supervisor) reconcile(ctx context.Context) (gone bool) {
+	if ctx.Err() != nil {
+		return false
+	}
+	sp, found, err := s.read(ctx)
+	if err != nil {
+		if ctx.Err() == nil {
+			s.storeFailed("read the connector from the store", err)
+		}
+		return false
+	}
+	s.wakeAt, s.storeFailures = time.Time{}, 0
+	if !found {
+		if s.seen {
+			s.log.Info("connector deleted; stopping it")
+		}
+		s.teardown(false)
+		s.cleanupStatuses(ctx)
+		return true
+	}
+	first := !s.seen
+	s.seen = true
+	if first {
+		s.loadRestarts(ctx)
+	}
+	if first || sp.cfgRev != s.spec.cfgRev {
+		s.configure(sp.cfg)
+		s.conn.retryAt = time.Time{} // a new config is tried at once
+		s.sink.reset()
+		// The connector may have been deleted and created again between
+		// two reads, its statuses with it: write them all again.
+		clear(s.reported)
+	}
+	prevTasks := len(s.spec.tasks.Tasks)
+	s.spec = sp
+
+	s.collectTasks(ctx)
+	if !first && sp.restart.Seq > s.restartSeq {
+		s.restart(ctx, sp.restart)
+	}
+	s.restartSeq = max(s.restartSeq, sp.restart.Seq)
+	s.reconcileConnector(ctx)
+	s.reconcileTasks(ctx)
+	if s.w.cfg.Assignment.Connector(s.name) && (first || prevTasks != len(sp.tasks.Tasks)) {
+		// Statuses of tasks the connector no longer has go, as Kafka
+		// Connect's leader tombstones them.
+		if err := s.w.store.DeleteTaskStatuses(ctx, s.name, len(sp.tasks.Tasks)); err != nil {
+			s.storeFailed("delete statuses of removed tasks", err)
+		}
+		for id := range s.reported {
+			if id >= len(sp.tasks.Tasks) {
+				delete(s.reported, id)
+			}
+		}
+	}
+	s.reconcileSink(ctx)
+	return false
+}
+
+// loadRestarts takes the restart counts over from the stored statuses, so
+// that they survive a restart of the worker.
+func (s *supervisor) loadRestarts(ctx context.Context) {
+	st, err := s.w.store.Statuses(ctx, s.name)
+	if err != nil {
+		return // counting from 0 is no harm
+	}
+	if st.Connector != nil {
+		s.conn.restarts = st.Connector.Restarts
+	}
+	s.restarts = map[int]int{}
+	for id, ts := range st.Tasks {
+		s.restarts[id] = ts.Restarts
+	}
+}
+
+// configure looks the plugin and the runtime settings up for a new config.
+func (s *supervisor) configure(cfg map[string]string) {
+	class := cfg["connector.class"]
+	s.plugin, s.pluginErr = nil, nil
+	if p, ok := connect.Lookup(class); ok {
+		s.plugin = p
+	} else {
+		s.pluginErr = fmt.Errorf("failed to find any class that implements Connector and which name matches %s", class)
+	}
+	st, err := parseSettings(s.name, cfg, s.w.cfg)
+	s.settings = st
+	if err != nil && s.pluginErr == nil {
+		s.pluginErr = err
+	}
+}
+
+// read returns the connector's stored state; found is false when it has
+// no config (it was deleted, or never existed).
+func (s *supervisor) read(ctx context.Context) (sp spec, found bool, err error) {
+	cs := s.w.store
+	sp.cfg, sp.cfgRev, err = cs.Config(ctx, s.name)
+	if errors.Is(err, connectstore.ErrNotFound) {
+		return sp, false, nil
+	}
+	if err != nil {
+		return sp, false, fmt.Errorf("config: %w", err)
+	}
+	if sp.target, err = cs.Target(ctx, s.name); err != nil {
+		return sp, false, fmt.Errorf("target state: %w", err)
+	}
+	kv, ok, err := cs.Raw().Get(ctx, tasksKey(s.name))
+	if err != nil {
+		return sp, false, fmt.Errorf("task configs: %w", err)
+	}
+	if ok {
+		if err := json.Unmarshal(kv.Value, &sp.tasks); err != nil {
+			return sp, false, fmt.Errorf("task configs: %w", err)
+		}
+		sp.tasksRev = kv.ModRevision
+	}
+	if sp.restart, err = cs.Restart(ctx, s.name); err != nil {
+		return sp, false, fmt.Errorf("restart request: %w", err)
+	}
+	return sp, true, nil
+}
+
+// teardown stops the connector and its tasks; tasks drain and commit
+// their offsets unless the worker halts. With report (the worker shuts
+// down) their statuses say UNASSIGNED; a deleted connector gets none.
+func (s *supervisor) teardown(report bool) {
+	var runs []*taskRun
+	for _, sl := range s.slots {
+		if sl.run != nil {
+			runs = append(runs, sl.run)
+		}
+	}
+	s.stopRuns(runs)
+	s.stopConnector()
+	if !report || s.w.halted.Load() {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), s.w.cfg.ShutdownTimeout)
+	defer cancel()
+	if s.w.cfg.Assignment.Connector(s.name) && s.conn.state != "" {
+		s.report(ctx, -1, connectstore.StateUnassigned, "", s.conn.restarts)
+	}
+	for id, sl := range s.slots {
+		if sl.run != nil || sl.failed {
+			s.report(ctx, id, connectstore.StateUnassigned, "", sl.restarts)
+		}
+	}
+}
+
+// cleanupStatuses removes statuses a status write may have put back after
+// the connector was deleted.
+func (s *supervisor) cleanupStatuses(ctx context.Context) {
+	if s.w.halted.Load() || len(s.reported) == 0 || ctx.Err() != nil {
+		return
+	}
+	if _, _, err := s.w.store.Config(ctx, s.name); !errors.Is(err, connectstore.ErrNotFound) {
+		return // re-created meanwhile: its new supervisor reports
+	}
+	if err := s.w.store.DeleteTaskStatuses(ctx, s.name, 0); err != nil {
+		s.log.Warn("remove task statuses of a deleted connector", "err", err)
+	}
+	if _, _, err := s.w.store.Raw().Delete(ctx, connectorStatusKey(s.name)); err != nil {
+		s.log.Warn("remove status of a deleted connector", "err", err)
+	}
+}
+
+// report writes a status of the connector (id -1) or of a task, unless it
+// is the one written last.
+func (s *supervisor) report(ctx context.Context, id int, state, trace string, restarts int) {
+	if s.w.halted.Load() {
+		return
+	}
+	st := connectstore.Status{
+		State:      state,
+		Trace:      trace,
+		WorkerID:   s.w.cfg.WorkerID,
+		Generation: s.spec.tasks.Generation,
+		Restarts:   restarts,
+	}
+	if last, ok := s.reported[id]; ok && last == st {
+		return
+	}
+	var err error
+	if id < 0 {
+		err = s.w.store.PutConnectorStatus(ctx, s.name, st)
+	} else {
+		err = s.w.store.PutTaskStatus(ctx, s.name, id, st)
+	}
+	if err != nil {
+		s.storeFailed("report status", err)
+		delete(s.reported, id)
+		return
+	}
+	s.reported[id] = st
+}
+
+// storeFailed logs a store error (the first of a series, then every tenth)
+// and schedules another try, backing off while the store stays away.
+func (s *supervisor) storeFailed(what string, err error) {
+	s.storeFailures++
+	if !errors.Is(err, context.Canceled) && s.storeFailures%10 == 1 {
+		s.log.Warn(what, "err", err, "failures", s.storeFailures)
+	}
+	s.wakeAt = time.Now().Add(storeRetry.Delay(s.storeFailures))
+}
+
+// restart carries out a restart request, as Kafka Connect's
+// POST /connectors/{c}/restart and /tasks/{t}/restart do: the restarted
+// parts report RESTARTING, stop, and are started again by reconcile.
+func (s *supervisor) restart(ctx context.Context, req connectstore.RestartRequest) {
+	s.log.Info("restart requested", "include_tasks", req.IncludeTasks, "only_failed", req.OnlyFailed, "task", req.Task)
+	if req.Task != nil {
+		if sl := s.slots[*req.Task]; sl != nil {
+			s.restartTask(ctx, *req.Task, sl)
+		}
+		return
+	}
+	if s.w.cfg.Assignment.Connector(s.name) && (!req.OnlyFailed || s.conn.state == connectstore.StateFailed) {
+		s.report(ctx, -1, connectstore.StateRestarting, "", s.conn.restarts)
+		s.stopConnector()
+		s.conn.state, s.conn.failures = "", 0
+	}
+	if req.IncludeTasks {
+		for id, sl := range s.slots {
+			if !req.OnlyFailed || sl.failed {
+				s.restartTask(ctx, id, sl)
+			}
+		}
+	}
+}

@@ -1,0 +1,175 @@
+package worker
+
+import (
+	"context"
+	"log/slog"
+	"maps"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/kcd-project/kcd/daemon/connect"
+)
+
+// taskRun is one run of a task: from Start to Stop, in its own goroutine.
+// The supervisor controls it (pause, partitions, stop) and learns of its
+// progress (started, ended) through poke.
+type taskRun struct {
+	w        *Worker
+	sup      *supervisor
+	id       TaskID
+	gen      int64
+	config   map[string]string // the task's
+	connCfg  map[string]string // the connector's: converters and runtime settings
+	settings settings
+	plugin   *connect.Plugin
+	log      *slog.Logger
+	stats    *taskStats
+
+	// hard ends everything at once; ctx (a child) ends the task's loop, after
+	// which it drains and commits within the worker's ShutdownTimeout.
+	hard     context.Context
+	hardStop context.CancelFunc
+	ctx      context.Context
+	stop     context.CancelFunc
+
+	paused atomic.Bool
+	wake   chan struct{} // pause state or partitions changed
+	done   chan struct{}
+
+	mu        sync.Mutex
+	running   bool // Start returned
+	startedAt time.Time
+	err       error
+	// Sink partitions: the supervisor's latest wish, and a channel closed
+	// when the task has applied it.
+	want    []connect.TopicPartition
+	applied chan struct{}
+	// assigned is the supervisor's record of its last wish.
+	assigned []connect.TopicPartition
+}
+
+func (s *supervisor) startTask(id int, config map[string]string, paused bool, parts []connect.TopicPartition) *taskRun {
+	tid := TaskID{s.name, id}
+	hard, hardStop := context.WithCancel(context.Background())
+	ctx, stop := context.WithCancel(hard)
+	tr := &taskRun{
+		w:        s.w,
+		sup:      s,
+		id:       tid,
+		gen:      s.spec.tasks.Generation,
+		config:   maps.Clone(config),
+		connCfg:  s.spec.cfg,
+		settings: s.settings,
+		plugin:   s.plugin,
+		log:      s.log.With("task", id),
+		stats:    &taskStats{id: tid, sink: s.plugin.Type == connect.PluginSink},
+		hard:     hard,
+		hardStop: hardStop,
+		ctx:      ctx,
+		stop:     stop,
+		wake:     make(chan struct{}, 1),
+		done:     make(chan struct{}),
+		want:     parts,
+		applied:  make(chan struct{}),
+		assigned: parts,
+	}
+	tr.paused.Store(paused)
+	if !tr.stats.sink {
+		lim := s.w.cfg.Limits
+		tr.stats.budget = newBudget(lim.TaskInFlightRecords, lim.TaskInFlightBytes, s.w.budget)
+	}
+	s.w.register(tr.stats)
+	go func() {
+		var err error
+		if tr.stats.sink {
+			err = runSink(tr)
+		} else {
+			err = runSource(tr)
+		}
+		tr.finish(err)
+	}()
+	return tr
+}
+
+// started marks Start as done, so the supervisor reports RUNNING.
+func (tr *taskRun) started() {
+	tr.mu.Lock()
+	tr.running, tr.startedAt = true, time.Now()
+	tr.mu.Unlock()
+	tr.sup.poke()
+}
+
+func (tr *taskRun) finish(err error) {
+	tr.w.unregister(tr.stats)
+	tr.mu.Lock()
+	tr.err = err
+	tr.mu.Unlock()
+	tr.hardStop()
+	close(tr.done)
+	tr.sup.poke()
+}
+
+func (tr *taskRun) isRunning() bool {
+	tr.mu.Lock()
+	defer tr.mu.Unlock()
+	return tr.running
+}
+
+func (tr *taskRun) finished() bool { return isClosed(tr.done) }
+
+func (tr *taskRun) signal() {
+	select {
+	case tr.wake <- struct{}{}:
+	default:
+	}
+}
+
+func (tr *taskRun) setPaused(p bool) {
+	if tr.paused.Swap(p) != p {
+		tr.signal()
+	}
+}
+
+// setWant hands the task new sink partitions; the channel closes when it
+// has applied them (revoked partitions are committed and closed by then).
+func (tr *taskRun) setWant(parts []connect.TopicPartition) <-chan struct{} {
+	tr.mu.Lock()
+	tr.want = parts
+	tr.applied = make(chan struct{})
+	ch := tr.applied
+	tr.mu.Unlock()
+	tr.assigned = parts
+	tr.signal()
+	return ch
+}
+
+// takeWant returns the partitions wished for, and the channel to close
+// once they are applied.
+func (tr *taskRun) takeWant() ([]connect.TopicPartition, chan struct{}) {
+	tr.mu.Lock()
+	defer tr.mu.Unlock()
+	return tr.want, tr.applied
+}
+
+// halted says the worker halts: nothing more may be committed or reported.
+func (tr *taskRun) halted() bool { return tr.w.halted.Load() }
+
+// sleep waits d or until the task must stop; false in the latter case.
+func (tr *taskRun) sleep(d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-tr.ctx.Done():
+		return false
+	}
+}
+
+// logger is what the task sees as its context.
+type taskContext struct {
+	tr *taskRun
+}
+
+func (c taskContext) Logger() *slog.Logger { return c.tr.log }

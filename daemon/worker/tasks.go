@@ -1,0 +1,154 @@
+package worker
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/kcd-project/kcd/daemon/connectstore"
+)
+
+// taskSlot is one task id of the connector on this worker: its run, if
+// any, and its failure and restart history.
+type taskSlot struct {
+	run      *taskRun
+	gen      int64 // of the task configs it last ran
+	failed   bool
+	err      error
+	failures int // consecutive, for the backoff
+	restarts int // automatic restarts, shown in its status
+	retryAt  time.Time
+}
+
+// collectTasks takes note of runs that ended by themselves: they failed.
+func (s *supervisor) collectTasks(ctx context.Context) {
+	for id, sl := range s.slots {
+		r := sl.run
+		if r == nil || !r.finished() {
+			continue
+		}
+		sl.run = nil
+		err := r.err
+		if err == nil {
+			err = errors.New("task stopped unexpectedly")
+		}
+		healthy := r.isRunning() && time.Since(r.startedAt) >= s.w.cfg.RestartBackoff.Max
+		s.failTask(ctx, id, sl, err, healthy)
+	}
+}
+
+func (s *supervisor) failTask(ctx context.Context, id int, sl *taskSlot, err error, healthy bool) {
+	if healthy {
+		sl.failures = 0
+	}
+	sl.failures++
+	sl.failed, sl.err = true, err
+	delay := s.w.cfg.RestartBackoff.Delay(sl.failures)
+	sl.retryAt = time.Now().Add(delay)
+	s.log.Error("task failed; restarting it later", "task", id, "err", err, "retry_in", delay)
+	s.report(ctx, id, connectstore.StateFailed, err.Error(), sl.restarts)
+}
+
+// reconcileTasks runs the stored task configs this worker owns, of the
+// current generation, paused or not as the target state says.
+func (s *supervisor) reconcileTasks(ctx context.Context) {
+	sp := s.spec
+	want := map[int]map[string]string{}
+	if sp.target != connectstore.TargetStopped && s.pluginErr == nil {
+		for id, tc := range sp.tasks.Tasks {
+			if s.w.cfg.Assignment.Task(s.name, id) {
+				want[id] = tc
+			}
+		}
+	}
+
+	// Stop what must not run any more, or runs an older generation; all
+	// at once, so that a new generation starts after the old one committed.
+	var stopping []*taskRun
+	for id, sl := range s.slots {
+		_, ok := want[id]
+		if sl.run != nil && (!ok || sl.run.gen != sp.tasks.Generation) {
+			stopping = append(stopping, sl.run)
+			sl.run = nil
+		}
+		if sl.gen != sp.tasks.Generation {
+			sl.gen, sl.failed, sl.failures = sp.tasks.Generation, false, 0 // a new generation starts afresh
+		}
+		if !ok && sl.run == nil {
+			delete(s.slots, id)
+		}
+	}
+	s.stopRuns(stopping)
+
+	paused := sp.target == connectstore.TargetPaused
+	now := time.Now()
+	for id, tc := range want {
+		sl := s.slots[id]
+		if sl == nil {
+			sl = &taskSlot{gen: sp.tasks.Generation, restarts: s.restarts[id]}
+			delete(s.restarts, id)
+			s.slots[id] = sl
+		}
+		if sl.run == nil {
+			if sl.failed && now.Before(sl.retryAt) {
+				continue
+			}
+			if sl.failed {
+				sl.restarts++
+				s.log.Info("task restarted after a failure", "task", id, "restarts", sl.restarts)
+			}
+			sl.failed, sl.err = false, nil
+			sl.run = s.startTask(id, tc, paused, s.sink.partsFor(id, len(sp.tasks.Tasks)))
+			continue
+		}
+		sl.run.setPaused(paused)
+		if sl.run.isRunning() {
+			state := connectstore.StateRunning
+			if paused {
+				state = connectstore.StatePaused
+			}
+			s.report(ctx, id, state, "", sl.restarts)
+		}
+	}
+}
+
+// restartTask reports RESTARTING and stops the task; reconcileTasks
+// starts it again at once.
+func (s *supervisor) restartTask(ctx context.Context, id int, sl *taskSlot) {
+	s.report(ctx, id, connectstore.StateRestarting, "", sl.restarts)
+	if sl.run != nil {
+		s.stopRuns([]*taskRun{sl.run})
+		sl.run = nil
+	}
+	sl.failed, sl.failures, sl.err = false, 0, nil
+}
+
+// stopRuns stops runs cleanly (at once when the worker halts) and waits for
+// them; a run that does not end in time is cut short, then abandoned.
+func (s *supervisor) stopRuns(runs []*taskRun) {
+	halt := s.w.halted.Load()
+	for _, r := range runs {
+		if halt {
+			r.hardStop()
+		} else {
+			r.stop()
+		}
+	}
+	grace := 2*s.w.cfg.ShutdownTimeout + time.Second
+	deadline := time.NewTimer(grace)
+	defer deadline.Stop()
+	for _, r := range runs {
+		select {
+		case <-r.done:
+			continue
+		case <-deadline.C:
+			deadline.Reset(0)
+		}
+		r.hardStop()
+		select {
+		case <-r.done:
+		case <-time.After(time.Second):
+			s.log.Error("task did not stop; abandoning it", "task", r.id.Task)
+		}
+	}
+}

@@ -1,0 +1,303 @@
+// Package worker runs Kafka Connect connectors and tasks. It follows the
+// connector configs, target states, task configs and restart requests in
+// connectstore, runs what the Assignment gives this worker, and reports
+// statuses and offsets back there. Kafka is the data plane only: source
+// tasks produce to it, sink tasks fetch partitions assigned directly (no
+// consumer group protocol).
+//
+// Each connector has a supervisor goroutine that owns everything of that
+// connector on this worker: the connector instance, its tasks, their
+// statuses and automatic restarts. Supervisors are level-triggered: any
+// change of the connector's keys pokes them, and they read the connector's
+// whole desired state from the store and converge to it. Which connectors
+// and tasks run here is the Assignment's answer (today: all of them).
+//
+// Source tasks produce through one shared franz-go client (acks=all,
+// idempotent). A task's records are tracked in order: a source offset is
+// committed only once every earlier record of the task was acknowledged,
+// every flush interval and at a clean stop. Records in flight are bounded
+// per task and per worker, in records and bytes; Poll waits while a bound
+// is reached.
+//
+// Sink tasks fetch the partitions their supervisor gives them (the
+// partitions of the sink's topics, listed now and then and spread round
+// robin over the tasks) from the offsets in the store; every flush interval
+// they Flush, store the offsets, and commit them to the connector's
+// consumer group too. Fetch buffers and Put batches are bounded.
+package worker
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/kcd-project/kcd/daemon/connectstore"
+	"github.com/kcd-project/kcd/daemon/store"
+)
+
+// Worker runs connectors and tasks.
+type Worker struct {
+	cfg    Config
+	log    *slog.Logger
+	store  *connectstore.Store
+	budget *budget // in flight over all tasks
+	halted atomic.Bool
+
+	// Set by Run before any supervisor starts.
+	client *kgo.Client // shared producer and admin client
+	admin  *kadm.Client
+	topics *topicCache
+	// produceCtx is the context of every produced record: cancelled only
+	// when the worker halts, since cancelling one record can fail others
+	// of the same partition in a shared producer.
+	produceCtx context.Context
+
+	mu     sync.Mutex
+	cancel context.CancelFunc // set by Run
+	sups   map[string]*supervisor
+	tasks  map[TaskID]*taskStats
+	wg     sync.WaitGroup
+	exited chan *supervisor
+}
+
+// New returns a worker for cfg; it does nothing until Run.
+func New(cfg Config) (*Worker, error) {
+	cfg, err := cfg.withDefaults()
+	if err != nil {
+		return nil, err
+	}
+	return &Worker{
+		cfg:    cfg,
+		log:    cfg.Logger.With("subsys", "worker"),
+		store:  cfg.Store,
+		budget: newBudget(cfg.Limits.WorkerInFlightRecords, cfg.Limits.WorkerInFlightBytes, nil),
+		sups:   map[string]*supervisor{},
+		tasks:  map[TaskID]*taskStats{},
+		exited: make(chan *supervisor),
+	}, nil
+}
+
+// Run runs the worker until ctx ends, then stops every task cleanly (each
+// drains its in-flight records and commits its offsets, within
+// Config.ShutdownTimeout) and reports it UNASSIGNED. A worker runs once.
+func (w *Worker) Run(ctx context.Context) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	w.mu.Lock()
+	if w.cancel != nil {
+		w.mu.Unlock()
+		return errors.New("worker: Run called twice")
+	}
+	w.cancel = cancel
+	w.mu.Unlock()
+	if w.halted.Load() {
+		return nil
+	}
+
+	var err error
+	opts := w.producerOpts(w.cfg.Limits.WorkerInFlightRecords, "kcd-worker-"+w.cfg.WorkerID)
+	// Sinks list partitions through this client, which answers from
+	// metadata cached for up to MetadataMinAge (5 s by default).
+	opts = append(opts, kgo.MetadataMinAge(min(5*time.Second, w.cfg.SinkRelistInterval)))
+	if w.client, err = w.newClient(opts...); err != nil {
+		return fmt.Errorf("worker: kafka client: %w", err)
+	}
+	produceCtx, stopProducing := context.WithCancel(context.Background())
+	w.produceCtx = produceCtx
+	w.admin = kadm.NewClient(w.client)
+	w.topics = newTopicCache(w.admin, w.log)
+	w.log.Info("worker started", "worker_id", w.cfg.WorkerID, "seeds", w.cfg.Seeds)
+
+	w.follow(ctx)
+
+	// Supervisors see ctx end and stop their connectors; wait for them.
+	w.wg.Wait()
+	if w.halted.Load() {
+		stopProducing() // fail what is still buffered, as a crash would lose it
+	}
+	w.client.Close()
+	stopProducing() // released
+	w.log.Info("worker stopped", "halted", w.halted.Load())
+	return nil
+}
+
+// Halt stops the worker at once, as a crash would: tasks are stopped
+// without draining their in-flight records, without committing offsets
+// and without reporting statuses. Run returns once every task goroutine
+// has ended. It exists for tests and for fencing a worker that lost its
+// assignment.
+func (w *Worker) Halt() {
+	w.halted.Store(true)
+	w.mu.Lock()
+	cancel := w.cancel
+	w.mu.Unlock()
+	if cancel != nil {
+		cancel()
+	}
+}
+
+// follow watches connectstore and pokes the supervisors until ctx ends.
+func (w *Worker) follow(ctx context.Context) {
+	raw := w.store.Raw()
+	var rev int64
+	resync := true
+	retry := Backoff{Initial: 100 * time.Millisecond, Max: 5 * time.Second}
+	failures := 0
+	for ctx.Err() == nil {
+		var err error
+		if resync {
+			if rev, err = w.resync(ctx); err == nil {
+				resync = false
+			}
+		}
+		var wt store.Watcher
+		if err == nil {
+			wt, err = raw.Watch(ctx, connectstore.Prefix, rev)
+		}
+		if err == nil {
+			rev, err = w.drain(ctx, wt, rev)
+			wt.Close()
+		}
+		switch {
+		case ctx.Err() != nil:
+			return
+		case errors.Is(err, store.ErrWatcherLagging):
+			w.log.Info("store watch fell behind; watching again", "after_revision", rev)
+			failures = 0
+			continue
+		case errors.Is(err, store.ErrCompacted):
+			w.log.Info("store history compacted; reading everything again", "after_revision", rev)
+			resync = true
+			failures = 0
+			continue
+		}
+		failures++
+		w.log.Warn("store watch failed; retrying", "err", err, "attempt", failures)
+		if !w.sleep(ctx, retry.Delay(failures)) {
+			return
+		}
+	}
+}
+
+// resync reads the list of connectors and pokes every supervisor: those
+// of connectors that exist (starting the missing ones) and those that may
+// have gone. It returns the revision to watch after.
+func (w *Worker) resync(ctx context.Context) (int64, error) {
+	rev, err := w.store.Raw().Revision(ctx)
+	if err != nil {
+		return 0, fmt.Errorf("read revision: %w", err)
+	}
+	names, err := w.store.Connectors(ctx)
+	if err != nil {
+		return 0, fmt.Errorf("list connectors: %w", err)
+	}
+	w.pokeAll(ctx, names)
+	return rev, nil
+}
+
+func (w *Worker) pokeAll(ctx context.Context, names []string) {
+	for _, n := range names {
+		w.poke(ctx, n, true)
+	}
+	w.mu.Lock()
+	others := make([]string, 0, len(w.sups))
+	for n := range w.sups {
+		others = append(others, n)
+	}
+	w.mu.Unlock()
+	for _, n := range others {
+		w.poke(ctx, n, false)
+	}
+}
+
+// drain handles the events of one watch until it ends; it returns the
+// revision of the last event seen.
+func (w *Worker) drain(ctx context.Context, wt store.Watcher, rev int64) (int64, error) {
+	for {
+		select {
+		case ev, ok := <-wt.Events():
+			if !ok {
+				return rev, cmpErr(wt.Err(), ctx.Err())
+			}
+			rev = ev.KV.ModRevision
+			kind, name := parseKey(ev.KV.Key)
+			if kind != keyOther {
+				w.poke(ctx, name, ev.Type == store.EventPut)
+			}
+		case s := <-w.exited:
+			w.reap(ctx, s)
+		case <-w.cfg.Assignment.Changed():
+			names, err := w.store.Connectors(ctx)
+			if err != nil {
+				return rev, fmt.Errorf("list connectors after an assignment change: %w", err)
+			}
+			w.pokeAll(ctx, names)
+		case <-ctx.Done():
+			return rev, ctx.Err()
+		}
+	}
+}
+
+func cmpErr(errs ...error) error {
+	for _, e := range errs {
+		if e != nil {
+			return e
+		}
+	}
+	return errors.New("watch ended")
+}
+
+// poke tells name's supervisor to look at the store again, starting one
+// when create is set and there is none.
+func (w *Worker) poke(ctx context.Context, name string, create bool) {
+	w.mu.Lock()
+	s := w.sups[name]
+	if s == nil && create && ctx.Err() == nil {
+		s = newSupervisor(w, name)
+		w.sups[name] = s
+		w.wg.Add(1)
+		go func() {
+			defer w.wg.Done()
+			s.run(ctx)
+			select {
+			case w.exited <- s:
+			case <-ctx.Done():
+			}
+		}()
+	}
+	w.mu.Unlock()
+	if s != nil {
+		s.poke()
+	}
+}
+
+// reap forgets a supervisor that ended because its connector is gone; if
+// it was poked after it last read the store, a new one takes over.
+func (w *Worker) reap(ctx context.Context, s *supervisor) {
+	w.mu.Lock()
+	if w.sups[s.name] == s {
+		delete(w.sups, s.name)
+	}
+	w.mu.Unlock()
+	if len(s.pokeCh) > 0 {
+		w.poke(ctx, s.name, true)
+	}
+}
+
+func (w *Worker) sleep(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-ctx.Done():
+		return false
+	}
+}
