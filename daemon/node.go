@@ -161,15 +161,15 @@ func (n *Node) Run(ctx context.Context) error {
 	return err
 }
 
-// startWorker runs the connectors and tasks of the store on this node. (On
-// one node today: the coordinator of a later change assigns them across
-// workers.)
+// startWorker runs the connectors and tasks of the store on this node
+// while it leads the Raft group (see leaderAssignment).
 func (n *Node) startWorker(ctx context.Context, seeds []string) error {
 	w, err := worker.New(worker.Config{
 		WorkerID:   strings.TrimPrefix(advertise(n.ln.Addr().String()), "http://"),
 		Store:      connectstore.New(n.store),
 		Seeds:      seeds,
 		Converters: func(class string) (worker.Converter, error) { return converter.New(class) },
+		Assignment: newLeaderAssignment(ctx, n.raft),
 		Logger:     n.log,
 	})
 	if err != nil {
