@@ -5,7 +5,7 @@ COMMIT  := $(shell git rev-parse --short HEAD 2>/dev/null || echo unknown)
 LDFLAGS := -X $(MODULE)/internal/version.Commit=$(COMMIT)
 RUN_DIR ?= .data/run
 
-.PHONY: all build run test test-unit test-integration lint testenv-up testenv-down cluster cluster-down clean
+.PHONY: all build run test test-unit test-integration lint testenv-up testenv-down cluster cluster-down bench clean
 
 all: build
 
@@ -47,6 +47,11 @@ testenv-up:
 
 testenv-down:
 	scripts/testenv down
+
+# Benchmarks of the metadata cluster: writes/s, failover time, idle memory
+# (a few minutes; figures and how to read them in docs/benchmarks.md).
+bench:
+	bench/run.sh
 
 clean:
 	-scripts/testenv down

@@ -1,0 +1,18 @@
+// Package bench holds kcd's benchmarks of the metadata cluster; the code is
+// in the _test files, the figures and how to read them in
+// docs/benchmarks.md. make bench (bench/run.sh) runs all of them:
+//
+//   - BenchmarkWrites: acknowledged ~100-byte Puts per second, and their
+//     latency, on a three-node cluster in this process: real WAL and bbolt
+//     with fsync, the real HTTP/2 peer transport over 127.0.0.1.
+//   - BenchmarkFailover: kill -9 of the leader process of a three-node
+//     cluster of real kcd processes, until a PUT through a survivor is
+//     acknowledged. One iteration is one trial: run it with
+//     -benchtime=30x (30 trials).
+//   - BenchmarkIdleRSS: resident memory of idle kcd processes, and of the
+//     test environment's Kafka Connect worker when it runs. Run it with
+//     -benchtime=1x.
+//
+// None of them runs under go test's default -run: they are benchmarks
+// only, and the process benchmarks build cmd/kcd when they start.
+package bench

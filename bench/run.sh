@@ -1,0 +1,61 @@
+#!/usr/bin/env bash
+# make bench: the metadata cluster's benchmarks, described in docs/benchmarks.md.
+#
+#   writes    BenchmarkWrites: acknowledged ~100-byte writes/s and p50/p99 latency, 1/64/128
+#             writers, three nodes in one process (WAL + bbolt with fsync, HTTP/2 over loopback)
+#   fsyncs    the same with 64 writers under `perf stat`: fdatasync/fsync/pwrite calls per write
+#             (skipped when perf cannot count syscalls here)
+#   failover  BenchmarkFailover: kill -9 of the leader process -> first acknowledged PUT through a
+#             survivor, $BENCH_FAILOVER_TRIALS trials (default 30)
+#   memory    BenchmarkIdleRSS: VmRSS of idle kcd processes, and of the test environment's Kafka
+#             Connect worker when it runs
+#
+# About 3-4 minutes on 2 cores. Everything it starts it stops; raw output goes to $BENCH_OUT
+# (default .data/bench). Data dirs are under $TMPDIR (default /tmp), which must be a disk, not tmpfs.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+OUT=${BENCH_OUT:-.data/bench}
+TRIALS=${BENCH_FAILOVER_TRIALS:-30}
+WRITES_TIME=${BENCH_WRITES_TIME:-5s}
+mkdir -p "$OUT"
+OUT=$(cd "$OUT" && pwd)
+
+echo "== make bench, $(date -u +%Y-%m-%dT%H:%MZ): $(nproc) CPUs, $(go version | cut -d' ' -f3-4), kernel $(uname -r)"
+go test -c -o "$OUT/bench.test" ./bench
+
+# run NAME ARGS...: one benchmark binary run, output to $OUT/NAME.txt.
+run() {
+	local name=$1
+	shift
+	echo "== $name (load average before: $(cut -d' ' -f1-3 /proc/loadavg))"
+	(cd bench && "$OUT/bench.test" -test.run '^$' -test.timeout 15m "$@") 2>&1 | tee "$OUT/$name.txt"
+}
+
+run writes -test.bench '^BenchmarkWrites$' -test.benchtime "$WRITES_TIME"
+
+fsyncs=
+if command -v perf >/dev/null && perf stat -e syscalls:sys_enter_fdatasync true >/dev/null 2>&1; then
+	n=20000
+	echo "== fsyncs: BenchmarkWrites/writers=64, $n writes, under perf stat"
+	(cd bench && perf stat -x, -o "$OUT/fsyncs.perf" \
+		-e syscalls:sys_enter_fdatasync,syscalls:sys_enter_fsync,syscalls:sys_enter_pwrite64 -- \
+		"$OUT/bench.test" -test.run '^$' -test.timeout 15m -test.bench '^BenchmarkWrites/writers=64$' -test.benchtime ${n}x) 2>&1 |
+		tee "$OUT/fsyncs.txt" | grep '^Benchmark' || true
+	# 200 warm-up writes and one run of b.N=1 come before the n measured ones.
+	fsyncs=$(awk -F, -v w=$((n + 201)) '
+		/sys_enter_fdatasync/ {d=$1} /sys_enter_fsync/ {f=$1} /sys_enter_pwrite64/ {p=$1}
+		END {printf "per acknowledged write, 3 nodes together: %.2f fdatasync + %.3f fsync (%.2f per node), %.1f pwrite64", d/w, f/w, (d+f)/w/3, p/w}' "$OUT/fsyncs.perf")
+	echo "$fsyncs"
+else
+	echo "== fsyncs: skipped (perf cannot count syscalls:sys_enter_fdatasync here)"
+fi
+
+run failover -test.bench '^BenchmarkFailover$' -test.benchtime "${TRIALS}x"
+run memory -test.bench '^BenchmarkIdleRSS$' -test.benchtime 1x
+
+echo
+echo "== summary (raw output in $OUT)"
+grep -h '^Benchmark' "$OUT/writes.txt" "$OUT/failover.txt" "$OUT/memory.txt"
+[ -n "$fsyncs" ] && echo "fsyncs: $fsyncs"
+grep -h 'VmRSS\|Kafka Connect worker' "$OUT/memory.txt" | sed 's/^bench: //'
