@@ -147,7 +147,13 @@ func (s *Store) Save(hs *raftpb.HardState, entries []*raftpb.Entry, snap *raftpb
 			return s.fail(err)
 		}
 	}
-	if err := s.appendWAL(hs, entries, meta, prevLast, last); err != nil {
+	// As etcd's raft.MustSync: a new term or vote, new entries or a
+	// snapshot must be durable before raft acts on them; a hard state that
+	// only moves the commit index need not be (a restarted node learns the
+	// commit index from the leader again), so it is written but not synced.
+	mustSync := hasSnap || len(entries) > 0 ||
+		(hasHS && (s.hs == nil || hs.GetTerm() != s.hs.GetTerm() || hs.GetVote() != s.hs.GetVote()))
+	if err := s.appendWAL(hs, entries, meta, prevLast, last, mustSync); err != nil {
 		return s.fail(err)
 	}
 
@@ -178,10 +184,10 @@ func (s *Store) Save(hs *raftpb.HardState, entries []*raftpb.Entry, snap *raftpb
 	return nil
 }
 
-// appendWAL writes the WAL records of one Save and syncs them. prevLast is
+// appendWAL writes the WAL records of one Save and, when sync, syncs them. prevLast is
 // the log's last index before this Save, last the one the entries follow
 // (the snapshot's index if there is a reset).
-func (s *Store) appendWAL(hs *raftpb.HardState, entries []*raftpb.Entry, reset *raftpb.SnapshotMetadata, prevLast, last uint64) error {
+func (s *Store) appendWAL(hs *raftpb.HardState, entries []*raftpb.Entry, reset *raftpb.SnapshotMetadata, prevLast, last uint64, sync bool) error {
 	if reset != nil {
 		// A segment started before the reset record still continues the
 		// old log, which is what recovery checks; hence prevLast.
@@ -199,6 +205,9 @@ func (s *Store) appendWAL(hs *raftpb.HardState, entries []*raftpb.Entry, reset *
 		if err := s.wal.add(recHardState, hs, last+1); err != nil {
 			return err
 		}
+	}
+	if !sync {
+		return s.wal.flush()
 	}
 	return s.wal.commit()
 }
@@ -242,7 +251,7 @@ func (s *Store) fail(err error) error {
 	return fmt.Errorf("logstore: %w", err)
 }
 
-// Close releases the files. Everything Save returned for is already durable.
+// Close syncs and releases the files.
 func (s *Store) Close() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -250,7 +259,15 @@ func (s *Store) Close() error {
 		return nil
 	}
 	s.closed = true
-	err := s.wal.close()
+	// A hard state that only moved the commit index was written unsynced;
+	// a clean close makes it durable too.
+	var err error
+	if s.failed == nil && s.wal.f != nil {
+		err = s.wal.commit()
+	}
+	if cerr := s.wal.close(); err == nil {
+		err = cerr
+	}
 	if cerr := s.dirf.Close(); err == nil && cerr != nil {
 		err = fmt.Errorf("close %s: %w", s.dir, cerr)
 	}
