@@ -41,6 +41,12 @@ func (c *Store) PutSourceOffsets(ctx context.Context, name string, offsets []Sou
 		}
 		ops = append(ops, store.Put(key, mustJSON(o)))
 	}
+	return c.batch(ctx, ops)
+}
+
+// batch applies ops in batches of the store's size limit. Each batch is
+// atomic; offsets of different partitions need not be committed together.
+func (c *Store) batch(ctx context.Context, ops []store.Op) error {
 	for len(ops) > 0 {
 		n := min(len(ops), store.MaxBatchOps)
 		if _, _, err := c.s.Batch(ctx, nil, ops[:n]); err != nil {
@@ -75,14 +81,7 @@ func (c *Store) PutSinkOffsets(ctx context.Context, name string, offsets []SinkO
 	for _, o := range offsets {
 		ops = append(ops, store.Put(sinkOffsetKey(name, o.Topic, o.Partition), mustJSON(o)))
 	}
-	for len(ops) > 0 {
-		n := min(len(ops), store.MaxBatchOps)
-		if _, _, err := c.s.Batch(ctx, nil, ops[:n]); err != nil {
-			return err
-		}
-		ops = ops[n:]
-	}
-	return nil
+	return c.batch(ctx, ops)
 }
 
 // SinkOffsets lists a sink connector's stored offsets.
