@@ -158,6 +158,8 @@ func scenarioFailures(e *env) {
 	if st := e.waitState(fs, -1, connectstore.StateRunning); st.Restarts != 2 {
 		t.Errorf("connector running after %d restarts, want 2: %+v", st.Restarts, st)
 	}
+	// Its task counts in flaky.starts too: let it start before counting.
+	e.waitState(fs, 0, connectstore.StateRunning)
 
 	// A restart request restarts the task (a new run of it).
 	starts := flaky.starts.Load()
