@@ -170,7 +170,9 @@ func (n *Node) startWorker(ctx context.Context, seeds []string) error {
 		Seeds:      seeds,
 		Converters: func(class string) (worker.Converter, error) { return converter.New(class) },
 		Assignment: newLeaderAssignment(ctx, n.raft),
-		Logger:     n.log,
+
+		OffsetFlushInterval: n.cfg.OffsetFlushInterval,
+		Logger:              n.log,
 	})
 	if err != nil {
 		return fmt.Errorf("worker: %w", err)

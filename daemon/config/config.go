@@ -58,6 +58,9 @@ type Config struct {
 	// ElectionTimeout is how long followers wait for a leader before
 	// electing a new one (randomised up to twice that).
 	ElectionTimeout time.Duration `yaml:"raft-election-timeout"`
+	// OffsetFlushInterval is how often tasks commit their offsets, as
+	// Kafka Connect's offset.flush.interval.ms.
+	OffsetFlushInterval time.Duration `yaml:"offset-flush-interval"`
 	// LogLevel is one of debug, info, warn, error.
 	LogLevel string `yaml:"log-level"`
 	// LogFormat is text or json.
@@ -67,16 +70,17 @@ type Config struct {
 // Default returns the configuration a node runs with when nothing is set.
 func Default() Config {
 	return Config{
-		NodeID:          1,
-		DataDir:         "kcd-data",
-		RESTAddr:        "127.0.0.1:8083",
-		DevKafkaPort:    9092,
-		Roles:           []string{RoleRaft, RoleWorker},
-		PeerAddr:        "127.0.0.1:8093",
-		SnapshotEntries: 10000,
-		ElectionTimeout: 500 * time.Millisecond,
-		LogLevel:        "info",
-		LogFormat:       "text",
+		NodeID:              1,
+		DataDir:             "kcd-data",
+		RESTAddr:            "127.0.0.1:8083",
+		DevKafkaPort:        9092,
+		Roles:               []string{RoleRaft, RoleWorker},
+		PeerAddr:            "127.0.0.1:8093",
+		SnapshotEntries:     10000,
+		ElectionTimeout:     500 * time.Millisecond,
+		OffsetFlushInterval: time.Minute,
+		LogLevel:            "info",
+		LogFormat:           "text",
 	}
 }
 
@@ -138,6 +142,9 @@ func (c *Config) Validate() error {
 		}
 	} else if len(c.Seeds) == 0 {
 		errs = append(errs, errors.New("a worker-only node needs seeds: REST URLs of cluster members"))
+	}
+	if c.OffsetFlushInterval < 10*time.Millisecond {
+		errs = append(errs, fmt.Errorf("offset-flush-interval %v is below 10ms", c.OffsetFlushInterval))
 	}
 	switch c.LogLevel {
 	case "debug", "info", "warn", "error":
@@ -214,6 +221,9 @@ func fields() []field {
 		{"raft-election-timeout", "How long followers wait for a leader before electing one",
 			func(c *Config, v string) (err error) { c.ElectionTimeout, err = time.ParseDuration(v); return err },
 			func(c *Config) string { return c.ElectionTimeout.String() }},
+		{"offset-flush-interval", "How often tasks commit their offsets (Kafka Connect's offset.flush.interval.ms)",
+			func(c *Config, v string) (err error) { c.OffsetFlushInterval, err = time.ParseDuration(v); return err },
+			func(c *Config) string { return c.OffsetFlushInterval.String() }},
 		{"log-level", "Log level: debug, info, warn or error",
 			func(c *Config, v string) error { c.LogLevel = v; return nil },
 			func(c *Config) string { return c.LogLevel }},
