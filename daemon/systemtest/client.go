@@ -152,3 +152,8 @@ func (n *Node) RemoveMember(ctx context.Context, id uint64) error {
 	_, err := n.do(ctx, http.MethodDelete, fmt.Sprintf("/kcd/v1/cluster/members/%d", id), nil, nil)
 	return err
 }
+
+// Post sends a JSON body and returns the status code.
+func (n *Node) Post(ctx context.Context, path string, body []byte) (int, error) {
+	return n.do(ctx, http.MethodPost, path, body, nil)
+}

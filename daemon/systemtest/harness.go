@@ -324,8 +324,11 @@ type Options struct {
 	// ElectionTimeout sets --raft-election-timeout (0: kcd's default).
 	ElectionTimeout time.Duration
 	Kafka           KafkaMode
-	LogLevel        string // default info
-	ExtraArgs       []string
+	// Bootstrap, when set, points every node at that Kafka (a real broker)
+	// instead of an embedded dev broker; Kafka is then ignored.
+	Bootstrap string
+	LogLevel  string // default info
+	ExtraArgs []string
 }
 
 // Cluster is a set of kcd processes that bootstrapped one Raft cluster.
@@ -417,6 +420,8 @@ func (c *Cluster) newNode(id uint64) *Node {
 
 func (c *Cluster) kafkaArgs(id uint64) []string {
 	switch {
+	case c.opts.Bootstrap != "":
+		return []string{"--bootstrap-servers", c.opts.Bootstrap}
 	case c.opts.Kafka == DevKafkaFirst && id == 1:
 		_, port, _ := net.SplitHostPort(c.kafka)
 		return []string{"--dev-kafka", "--dev-kafka-port", port}
