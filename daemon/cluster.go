@@ -8,10 +8,12 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
 	"github.com/kcd-project/kcd/daemon/client"
+	"github.com/kcd-project/kcd/daemon/config"
 	"github.com/kcd-project/kcd/daemon/restapi"
 	"github.com/kcd-project/kcd/raft"
 	"github.com/kcd-project/kcd/raft/transport"
@@ -310,7 +312,7 @@ func (n *Node) promoteLearners(ctx context.Context) {
 			continue
 		}
 		for _, m := range n.raft.Status().Members {
-			if m.Raft != "learner" || !containsRole(m.Roles, "raft") {
+			if m.Raft != "learner" || !slices.Contains(m.Roles, config.RoleRaft) {
 				continue
 			}
 			pctx, cancel := context.WithTimeout(ctx, 5*time.Second)
@@ -324,13 +326,4 @@ func (n *Node) promoteLearners(ctx context.Context) {
 			}
 		}
 	}
-}
-
-func containsRole(roles []string, r string) bool {
-	for _, x := range roles {
-		if x == r {
-			return true
-		}
-	}
-	return false
 }

@@ -118,11 +118,7 @@ func (st *sinkRun) loop() error {
 		if tr.ctx.Err() != nil {
 			return nil
 		}
-		if tr.paused.Load() {
-			select {
-			case <-tr.wake:
-			case <-tr.ctx.Done():
-			}
+		if tr.waitWhilePaused() {
 			continue
 		}
 		if err := st.dlq.failure(); err != nil {

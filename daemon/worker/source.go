@@ -108,11 +108,7 @@ func (st *sourceRun) loop() error {
 		if tr.ctx.Err() != nil {
 			return nil
 		}
-		if tr.paused.Load() {
-			select {
-			case <-tr.wake:
-			case <-tr.ctx.Done():
-			}
+		if tr.waitWhilePaused() {
 			continue
 		}
 		// Back-pressure: no Poll while the task or the worker is full.

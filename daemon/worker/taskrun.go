@@ -155,6 +155,20 @@ func (tr *taskRun) takeWant() ([]connect.TopicPartition, chan struct{}) {
 // halted says the worker halts: nothing more may be committed or reported.
 func (tr *taskRun) halted() bool { return tr.w.halted.Load() }
 
+// waitWhilePaused blocks while the task is paused, until it is woken
+// (resumed, reassigned) or stopped; it reports whether it waited, so that
+// the caller's loop checks again why it was woken.
+func (tr *taskRun) waitWhilePaused() bool {
+	if !tr.paused.Load() {
+		return false
+	}
+	select {
+	case <-tr.wake:
+	case <-tr.ctx.Done():
+	}
+	return true
+}
+
 // sleep waits d or until the task must stop; false in the latter case.
 func (tr *taskRun) sleep(d time.Duration) bool {
 	t := time.NewTimer(d)
