@@ -3,7 +3,6 @@ package systemtest
 import (
 	"bytes"
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -16,6 +15,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/kcd-project/kcd/internal/testenv"
 )
 
 // BinEnv names an environment variable that, when set, is the kcd binary
@@ -63,30 +64,9 @@ func ModuleRoot(dir string) (string, error) {
 	}
 }
 
-var (
-	portsMu sync.Mutex
-	ports   = map[string]bool{}
-)
-
-// FreeAddr returns a loopback host:port that was free a moment ago. It never
-// hands out the same address twice in one process.
-func FreeAddr() (string, error) {
-	portsMu.Lock()
-	defer portsMu.Unlock()
-	for range 100 {
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			return "", err
-		}
-		addr := ln.Addr().String()
-		ln.Close()
-		if !ports[addr] {
-			ports[addr] = true
-			return addr, nil
-		}
-	}
-	return "", errors.New("no free loopback port found")
-}
+// FreeAddr returns a loopback host:port reserved for this test process; see
+// testenv.FreeAddr.
+func FreeAddr() (string, error) { return testenv.FreeAddr() }
 
 // Node is one kcd process: its flags, its data dir and its log file stay
 // the same across restarts.
