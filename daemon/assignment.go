@@ -4,6 +4,7 @@ import (
 	"context"
 	"time"
 
+	"github.com/kcd-project/kcd/daemon/connectstore"
 	"github.com/kcd-project/kcd/raft"
 )
 
@@ -61,3 +62,6 @@ func (a *leaderAssignment) Task(string, int) bool { return a.r.IsLeader() }
 
 // Changed implements worker.Assignment.
 func (a *leaderAssignment) Changed() <-chan struct{} { return a.changed }
+
+// Fence implements worker.Assignment: the stand-in writes unfenced.
+func (a *leaderAssignment) Fence(string, int) connectstore.Fence { return nil }

@@ -675,9 +675,9 @@ func fakeWorkOne(ctx context.Context, s *connectstore.Store, workerID, name stri
 	}
 	switch want := fakeTaskConfigs(cfg); {
 	case target == connectstore.TargetStopped && len(tasks.Tasks) > 0:
-		tasks, err = s.SetTasks(ctx, name, []map[string]string{})
+		tasks, err = s.SetTasks(ctx, name, []map[string]string{}, nil)
 	case target == connectstore.TargetStarted && !slices.EqualFunc(tasks.Tasks, want, maps.Equal):
-		tasks, err = s.SetTasks(ctx, name, want)
+		tasks, err = s.SetTasks(ctx, name, want, nil)
 	}
 	if err != nil {
 		return err
@@ -689,13 +689,13 @@ func fakeWorkOne(ctx context.Context, s *connectstore.Store, workerID, name stri
 	}
 	st := connectstore.Status{State: state, WorkerID: workerID, Generation: tasks.Generation}
 	if have.Connector == nil || *have.Connector != st {
-		if err := s.PutConnectorStatus(ctx, name, st); err != nil {
+		if err := s.PutConnectorStatus(ctx, name, st, nil); err != nil {
 			return err
 		}
 	}
 	for id := range tasks.Tasks {
 		if old, ok := have.Tasks[id]; !ok || old != st {
-			if err := s.PutTaskStatus(ctx, name, id, st); err != nil {
+			if err := s.PutTaskStatus(ctx, name, id, st, nil); err != nil {
 				return err
 			}
 		}

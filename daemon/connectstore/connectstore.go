@@ -274,8 +274,8 @@ func (c *Store) Tasks(ctx context.Context, name string) (TaskConfigs, error) {
 }
 
 // SetTasks replaces a connector's task configs, with the next generation,
-// when the connector still exists.
-func (c *Store) SetTasks(ctx context.Context, name string, tasks []map[string]string) (TaskConfigs, error) {
+// when the connector still exists and fence holds.
+func (c *Store) SetTasks(ctx context.Context, name string, tasks []map[string]string, fence Fence) (TaskConfigs, error) {
 	for {
 		cfg, found, err := c.s.Get(ctx, configKey(name))
 		if err != nil {
@@ -297,14 +297,18 @@ func (c *Store) SetTasks(ctx context.Context, name string, tasks []map[string]st
 			}
 		}
 		next := TaskConfigs{Generation: prev.Generation + 1, Tasks: tasks}
-		_, ok, err := c.s.Batch(ctx,
-			[]store.Cond{{Key: configKey(name), ModRevision: cfg.ModRevision}, {Key: tasksKey(name), ModRevision: oldRev}},
-			[]store.Op{store.Put(tasksKey(name), mustJSON(next))})
+		conds := append([]store.Cond{{Key: configKey(name), ModRevision: cfg.ModRevision}, {Key: tasksKey(name), ModRevision: oldRev}}, fence...)
+		_, ok, err := c.s.Batch(ctx, conds, []store.Op{store.Put(tasksKey(name), mustJSON(next))})
 		if err != nil {
 			return TaskConfigs{}, err
 		}
 		if ok {
 			return next, nil
+		}
+		if held, err := c.holds(ctx, fence); err != nil {
+			return TaskConfigs{}, err
+		} else if !held {
+			return TaskConfigs{}, ErrFenced
 		}
 	}
 }

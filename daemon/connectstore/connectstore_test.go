@@ -52,19 +52,19 @@ func TestConnectorLifecycle(t *testing.T) {
 		t.Errorf("names %v", names)
 	}
 
-	t1, err := c.SetTasks(ctx, "a/b", []map[string]string{{"t": "0"}, {"t": "1"}})
+	t1, err := c.SetTasks(ctx, "a/b", []map[string]string{{"t": "0"}, {"t": "1"}}, nil)
 	if err != nil || t1.Generation != 1 {
 		t.Fatalf("set tasks: %+v %v", t1, err)
 	}
-	t2, _ := c.SetTasks(ctx, "a/b", []map[string]string{{"t": "0"}})
+	t2, _ := c.SetTasks(ctx, "a/b", []map[string]string{{"t": "0"}}, nil)
 	if t2.Generation != 2 || len(t2.Tasks) != 1 {
 		t.Errorf("second set %+v", t2)
 	}
-	if err := c.PutTaskStatus(ctx, "a/b", 0, Status{State: StateRunning, WorkerID: "w"}); err != nil {
+	if err := c.PutTaskStatus(ctx, "a/b", 0, Status{State: StateRunning, WorkerID: "w"}, nil); err != nil {
 		t.Fatal(err)
 	}
-	_ = c.PutTaskStatus(ctx, "a/b", 1, Status{State: StateRunning, WorkerID: "w"})
-	_ = c.PutConnectorStatus(ctx, "a/b", Status{State: StateRunning, WorkerID: "w"})
+	_ = c.PutTaskStatus(ctx, "a/b", 1, Status{State: StateRunning, WorkerID: "w"}, nil)
+	_ = c.PutConnectorStatus(ctx, "a/b", Status{State: StateRunning, WorkerID: "w"}, nil)
 	if err := c.DeleteTaskStatuses(ctx, "a/b", 1); err != nil {
 		t.Fatal(err)
 	}
@@ -75,7 +75,7 @@ func TestConnectorLifecycle(t *testing.T) {
 
 	// Offsets survive deletion, as in Kafka Connect; everything else goes.
 	part := map[string]any{"filename": "/tmp/x"}
-	if err := c.PutSourceOffsets(ctx, "a/b", []SourceOffset{{Partition: part, Offset: map[string]any{"position": int64(1 << 53)}}}); err != nil {
+	if err := c.PutSourceOffsets(ctx, "a/b", []SourceOffset{{Partition: part, Offset: map[string]any{"position": int64(1 << 53)}}}, nil); err != nil {
 		t.Fatal(err)
 	}
 	if deleted, err := c.DeleteConnector(ctx, "a/b"); err != nil || !deleted {
@@ -102,7 +102,7 @@ func TestConnectorLifecycle(t *testing.T) {
 func TestSinkOffsetsAndRestart(t *testing.T) {
 	ctx := context.Background()
 	c := open(t)
-	if err := c.PutSinkOffsets(ctx, "s", []SinkOffset{{Topic: "t/1", Partition: 3, Offset: 42}, {Topic: "u", Partition: 0, Offset: 7}}); err != nil {
+	if err := c.PutSinkOffsets(ctx, "s", []SinkOffset{{Topic: "t/1", Partition: 3, Offset: 42}, {Topic: "u", Partition: 0, Offset: 7}}, nil); err != nil {
 		t.Fatal(err)
 	}
 	got, err := c.SinkOffsets(ctx, "s")
@@ -122,7 +122,7 @@ func TestSinkOffsetsAndRestart(t *testing.T) {
 	if r.Seq != 2 || r.IncludeTasks {
 		t.Errorf("restart %+v", r)
 	}
-	if _, err := c.SetTasks(ctx, "missing", nil); !errors.Is(err, ErrNotFound) {
+	if _, err := c.SetTasks(ctx, "missing", nil, nil); !errors.Is(err, ErrNotFound) {
 		t.Errorf("tasks of a missing connector: %v", err)
 	}
 	if err := c.SetTarget(ctx, "missing", TargetPaused); !errors.Is(err, ErrNotFound) {

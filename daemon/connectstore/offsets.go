@@ -26,9 +26,9 @@ func (c *Store) SourceOffset(ctx context.Context, name string, partition map[str
 	return so.Offset, nil
 }
 
-// PutSourceOffsets stores offsets of several source partitions atomically;
-// a nil Offset deletes the partition's offset.
-func (c *Store) PutSourceOffsets(ctx context.Context, name string, offsets []SourceOffset) error {
+// PutSourceOffsets stores offsets of several source partitions, under
+// fence; a nil Offset deletes the partition's offset.
+func (c *Store) PutSourceOffsets(ctx context.Context, name string, offsets []SourceOffset, fence Fence) error {
 	ops := make([]store.Op, 0, len(offsets))
 	for _, o := range offsets {
 		key, err := partitionKey(name, o.Partition)
@@ -41,20 +41,7 @@ func (c *Store) PutSourceOffsets(ctx context.Context, name string, offsets []Sou
 		}
 		ops = append(ops, store.Put(key, mustJSON(o)))
 	}
-	return c.batch(ctx, ops)
-}
-
-// batch applies ops in batches of the store's size limit. Each batch is
-// atomic; offsets of different partitions need not be committed together.
-func (c *Store) batch(ctx context.Context, ops []store.Op) error {
-	for len(ops) > 0 {
-		n := min(len(ops), store.MaxBatchOps)
-		if _, _, err := c.s.Batch(ctx, nil, ops[:n]); err != nil {
-			return err
-		}
-		ops = ops[n:]
-	}
-	return nil
+	return c.fencedBatch(ctx, fence, ops)
 }
 
 // SourceOffsets lists every stored source offset of a connector.
@@ -75,13 +62,13 @@ func (c *Store) SourceOffsets(ctx context.Context, name string) ([]SourceOffset,
 }
 
 // PutSinkOffsets stores the next offsets to read of a sink connector's
-// partitions atomically.
-func (c *Store) PutSinkOffsets(ctx context.Context, name string, offsets []SinkOffset) error {
+// partitions, under fence.
+func (c *Store) PutSinkOffsets(ctx context.Context, name string, offsets []SinkOffset, fence Fence) error {
 	ops := make([]store.Op, 0, len(offsets))
 	for _, o := range offsets {
 		ops = append(ops, store.Put(sinkOffsetKey(name, o.Topic, o.Partition), mustJSON(o)))
 	}
-	return c.batch(ctx, ops)
+	return c.fencedBatch(ctx, fence, ops)
 }
 
 // SinkOffsets lists a sink connector's stored offsets.

@@ -17,16 +17,14 @@ type Statuses struct {
 	Tasks     map[int]Status
 }
 
-// PutConnectorStatus records a connector's status.
-func (c *Store) PutConnectorStatus(ctx context.Context, name string, st Status) error {
-	_, err := c.s.Put(ctx, connStatusKey(name), mustJSON(st))
-	return err
+// PutConnectorStatus records a connector's status, under fence.
+func (c *Store) PutConnectorStatus(ctx context.Context, name string, st Status, fence Fence) error {
+	return c.fencedBatch(ctx, fence, []store.Op{store.Put(connStatusKey(name), mustJSON(st))})
 }
 
-// PutTaskStatus records a task's status.
-func (c *Store) PutTaskStatus(ctx context.Context, name string, id int, st Status) error {
-	_, err := c.s.Put(ctx, taskStatusKey(name, id), mustJSON(st))
-	return err
+// PutTaskStatus records a task's status, under fence.
+func (c *Store) PutTaskStatus(ctx context.Context, name string, id int, st Status, fence Fence) error {
+	return c.fencedBatch(ctx, fence, []store.Op{store.Put(taskStatusKey(name, id), mustJSON(st))})
 }
 
 // DeleteTaskStatuses removes the statuses of tasks with an id ≥ from (the

@@ -202,7 +202,7 @@ func (h *Herder) Stop(ctx context.Context, name string) error {
 	if len(tasks.Tasks) == 0 {
 		return nil
 	}
-	if _, err := h.store.SetTasks(ctx, name, []map[string]string{}); err != nil && !errors.Is(err, connectstore.ErrNotFound) {
+	if _, err := h.store.SetTasks(ctx, name, []map[string]string{}, nil); err != nil && !errors.Is(err, connectstore.ErrNotFound) {
 		return fmt.Errorf("clear the tasks of connector %s: %w", name, err)
 	}
 	return nil

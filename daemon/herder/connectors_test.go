@@ -131,7 +131,7 @@ func TestPutAndPatchConfig(t *testing.T) {
 	if err != nil || !created || len(info.Tasks) != 0 {
 		t.Fatalf("create by PUT: %+v %v %v", info, created, err)
 	}
-	if _, err := s.SetTasks(ctx, "p", []map[string]string{{"task": "0"}, {"task": "1"}}); err != nil {
+	if _, err := s.SetTasks(ctx, "p", []map[string]string{{"task": "0"}, {"task": "1"}}, nil); err != nil {
 		t.Fatal(err)
 	}
 	info, created, err = h.PutConfig(ctx, "p", sourceConfig("p", "file", "/b"))
@@ -178,7 +178,7 @@ func TestDeletePauseResumeStop(t *testing.T) {
 		}
 	}
 	// Stop drops the task configs.
-	if _, err := s.SetTasks(ctx, "c", []map[string]string{{}}); err != nil {
+	if _, err := s.SetTasks(ctx, "c", []map[string]string{{}}, nil); err != nil {
 		t.Fatal(err)
 	}
 	if err := h.Stop(ctx, "c"); err != nil {

@@ -116,7 +116,7 @@ func (h *Herder) AlterOffsets(ctx context.Context, name string, offsets []Connec
 		if err := validateOffsets(v, cfg, offsets); err != nil {
 			return Message{}, err
 		}
-		if err := h.store.PutSourceOffsets(ctx, name, src); err != nil {
+		if err := h.store.PutSourceOffsets(ctx, name, src, nil); err != nil {
 			return Message{}, fmt.Errorf("alter the offsets of connector %s: %w", name, err)
 		}
 	}

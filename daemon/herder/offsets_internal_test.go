@@ -17,7 +17,7 @@ func TestSinkOffsetKeyMatchesConnectstore(t *testing.T) {
 		name, topic string
 		partition   int32
 	}{{"plain", "t", 0}, {"a/b c", "weird/topic%", 7}} {
-		if err := s.PutSinkOffsets(ctx, c.name, []connectstore.SinkOffset{{Topic: c.topic, Partition: c.partition, Offset: 1}}); err != nil {
+		if err := s.PutSinkOffsets(ctx, c.name, []connectstore.SinkOffset{{Topic: c.topic, Partition: c.partition, Offset: 1}}, nil); err != nil {
 			t.Fatal(err)
 		}
 		key := sinkOffsetKey(c.name, c.topic, c.partition)

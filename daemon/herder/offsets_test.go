@@ -20,7 +20,7 @@ func TestSourceOffsets(t *testing.T) {
 	if _, err := h.CreateConnector(ctx, "src", cfg("name", "src", "connector.class", herdertest.CheckedClass, "topic", "t"), connectstore.TargetStarted); err != nil {
 		t.Fatal(err)
 	}
-	_, err := s.SetTasks(ctx, "src", []map[string]string{{}})
+	_, err := s.SetTasks(ctx, "src", []map[string]string{{}}, nil)
 	must(t, err)
 	offs := []herder.ConnectorOffset{{Partition: map[string]any{"filename": "/a"}, Offset: map[string]any{"position": json.Number("9007199254740993")}}}
 
@@ -38,7 +38,7 @@ func TestSourceOffsets(t *testing.T) {
 	}
 
 	must(t, h.Stop(ctx, "src"))
-	must(t, s.PutTaskStatus(ctx, "src", 0, connectstore.Status{State: "RUNNING", WorkerID: "w"}))
+	must(t, s.PutTaskStatus(ctx, "src", 0, connectstore.Status{State: "RUNNING", WorkerID: "w"}, nil))
 	if _, err := h.AlterOffsets(ctx, "src", offs); !errors.Is(err, herder.ErrBadRequest) {
 		t.Errorf("alter while a task still reports RUNNING: %v", err)
 	}
@@ -72,7 +72,7 @@ func TestSourceOffsets(t *testing.T) {
 	if got, _ := h.Offsets(ctx, "src"); err != nil || len(got.Offsets) != 0 {
 		t.Errorf("after a null offset: %+v %v %v", got, msg, err)
 	}
-	must(t, s.PutSourceOffsets(ctx, "src", []connectstore.SourceOffset{{Partition: map[string]any{"filename": "/b"}, Offset: map[string]any{"position": 3}}}))
+	must(t, s.PutSourceOffsets(ctx, "src", []connectstore.SourceOffset{{Partition: map[string]any{"filename": "/b"}, Offset: map[string]any{"position": 3}}}, nil))
 	msg, err = h.ResetOffsets(ctx, "src")
 	if err != nil || msg.Message != "The offsets for this connector have been reset successfully" {
 		t.Errorf("reset: %+v %v", msg, err)
@@ -91,7 +91,7 @@ func TestSinkOffsets(t *testing.T) {
 	if _, err := h.CreateConnector(ctx, "sink", cfg("name", "sink", "connector.class", herdertest.SinkClass, "topics", "a"), connectstore.TargetStopped); err != nil {
 		t.Fatal(err)
 	}
-	must(t, s.PutSinkOffsets(ctx, "sink", []connectstore.SinkOffset{{Topic: "a", Partition: 1, Offset: 5}, {Topic: "a", Partition: 0, Offset: 7}}))
+	must(t, s.PutSinkOffsets(ctx, "sink", []connectstore.SinkOffset{{Topic: "a", Partition: 1, Offset: 5}, {Topic: "a", Partition: 0, Offset: 7}}, nil))
 	got, err := h.Offsets(ctx, "sink")
 	if err != nil || len(got.Offsets) != 2 {
 		t.Fatalf("offsets %+v %v", got, err)

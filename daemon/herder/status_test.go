@@ -19,9 +19,9 @@ func TestStatus(t *testing.T) {
 	if _, err := h.Status(ctx, "c"); !errors.Is(err, herder.ErrNotFound) || err.Error() != "No status found for connector c" {
 		t.Errorf("before any report: %v", err)
 	}
-	must(t, s.PutConnectorStatus(ctx, "c", connectstore.Status{State: "RUNNING", WorkerID: "w1:8083"}))
-	must(t, s.PutTaskStatus(ctx, "c", 10, connectstore.Status{State: "FAILED", WorkerID: "w2:8083", Trace: "boom"}))
-	must(t, s.PutTaskStatus(ctx, "c", 2, connectstore.Status{State: "RUNNING", WorkerID: "w1:8083"}))
+	must(t, s.PutConnectorStatus(ctx, "c", connectstore.Status{State: "RUNNING", WorkerID: "w1:8083"}, nil))
+	must(t, s.PutTaskStatus(ctx, "c", 10, connectstore.Status{State: "FAILED", WorkerID: "w2:8083", Trace: "boom"}, nil))
+	must(t, s.PutTaskStatus(ctx, "c", 2, connectstore.Status{State: "RUNNING", WorkerID: "w1:8083"}, nil))
 	st, err := h.Status(ctx, "c")
 	if err != nil {
 		t.Fatal(err)
@@ -72,7 +72,7 @@ func TestRestart(t *testing.T) {
 	if _, err := h.CreateConnector(ctx, "c", sourceConfig("c"), connectstore.TargetStarted); err != nil {
 		t.Fatal(err)
 	}
-	_, err := s.SetTasks(ctx, "c", []map[string]string{{}, {}})
+	_, err := s.SetTasks(ctx, "c", []map[string]string{{}, {}}, nil)
 	must(t, err)
 
 	plan, err := h.Restart(ctx, "c", false, false)
@@ -87,9 +87,9 @@ func TestRestart(t *testing.T) {
 		t.Errorf("restart with tasks before any status: %v", err)
 	}
 
-	must(t, s.PutConnectorStatus(ctx, "c", connectstore.Status{State: "RUNNING", WorkerID: "w"}))
-	must(t, s.PutTaskStatus(ctx, "c", 0, connectstore.Status{State: "RUNNING", WorkerID: "w"}))
-	must(t, s.PutTaskStatus(ctx, "c", 1, connectstore.Status{State: "FAILED", WorkerID: "w"}))
+	must(t, s.PutConnectorStatus(ctx, "c", connectstore.Status{State: "RUNNING", WorkerID: "w"}, nil))
+	must(t, s.PutTaskStatus(ctx, "c", 0, connectstore.Status{State: "RUNNING", WorkerID: "w"}, nil))
+	must(t, s.PutTaskStatus(ctx, "c", 1, connectstore.Status{State: "FAILED", WorkerID: "w"}, nil))
 	plan, err = h.Restart(ctx, "c", true, true)
 	if err != nil || plan.Connector.State != "RUNNING" || plan.Tasks[0].State != "RUNNING" || plan.Tasks[1].State != "RESTARTING" {
 		t.Fatalf("only failed: %+v %v", plan, err)
@@ -129,7 +129,7 @@ func TestTasks(t *testing.T) {
 	if _, err := h.CreateConnector(ctx, "c", sourceConfig("c"), connectstore.TargetStarted); err != nil {
 		t.Fatal(err)
 	}
-	_, err := s.SetTasks(ctx, "c", []map[string]string{{"a": "0"}, {"a": "1"}})
+	_, err := s.SetTasks(ctx, "c", []map[string]string{{"a": "0"}, {"a": "1"}}, nil)
 	must(t, err)
 	tasks, err := h.Tasks(ctx, "c")
 	if err != nil || len(tasks) != 2 || tasks[1].ID != (herder.TaskID{Connector: "c", Task: 1}) || tasks[1].Config["a"] != "1" {

@@ -134,7 +134,7 @@ func TestConnectorCRUD(t *testing.T) {
 	send(t, h, "PATCH", "/connectors/nope/config", `{"file":"/x"}`).expectError(t, 404, "Connector nope not found")
 
 	// Tasks, as a worker wrote them.
-	if _, err := s.SetTasks(context.Background(), "c1", []map[string]string{{"task.class": "x", "n": "0"}}); err != nil {
+	if _, err := s.SetTasks(context.Background(), "c1", []map[string]string{{"task.class": "x", "n": "0"}}, nil); err != nil {
 		t.Fatal(err)
 	}
 	send(t, h, "GET", "/connectors/c1/tasks", "").expect(t, 200, `[{"id":{"connector":"c1","task":0},"config":{"task.class":"x","n":"0"}}]`)
@@ -154,13 +154,13 @@ func TestExpandAndStatus(t *testing.T) {
 	send(t, h, "POST", "/connectors", `{"name":"d","config":{"connector.class":"FakeSource","topic":"t"}}`).expect(t, 201, "")
 	send(t, h, "GET", "/connectors/c/status", "").expectError(t, 404, "No status found for connector c")
 
-	if err := s.PutConnectorStatus(ctx, "c", connectstore.Status{State: "RUNNING", WorkerID: "w:8083"}); err != nil {
+	if err := s.PutConnectorStatus(ctx, "c", connectstore.Status{State: "RUNNING", WorkerID: "w:8083"}, nil); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.PutTaskStatus(ctx, "c", 1, connectstore.Status{State: "FAILED", WorkerID: "w:8083", Trace: "stack"}); err != nil {
+	if err := s.PutTaskStatus(ctx, "c", 1, connectstore.Status{State: "FAILED", WorkerID: "w:8083", Trace: "stack"}, nil); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.PutTaskStatus(ctx, "c", 0, connectstore.Status{State: "RUNNING", WorkerID: "w:8083"}); err != nil {
+	if err := s.PutTaskStatus(ctx, "c", 0, connectstore.Status{State: "RUNNING", WorkerID: "w:8083"}, nil); err != nil {
 		t.Fatal(err)
 	}
 	status := `{"name":"c","connector":{"state":"RUNNING","worker_id":"w:8083","version":"1.2.3"},"tasks":[` +
@@ -199,13 +199,13 @@ func TestStateChangesAndRestarts(t *testing.T) {
 	send(t, h, "POST", "/connectors/c/restart?includeTasks=yes", "").empty(t, 204)
 	send(t, h, "POST", "/connectors/nope/restart", "").expectError(t, 404, "Unknown connector: nope")
 	send(t, h, "POST", "/connectors/c/restart?includeTasks=true", "").expectError(t, 404, "Status for connector c not found")
-	if _, err := s.SetTasks(ctx, "c", []map[string]string{{}}); err != nil {
+	if _, err := s.SetTasks(ctx, "c", []map[string]string{{}}, nil); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.PutConnectorStatus(ctx, "c", connectstore.Status{State: "RUNNING", WorkerID: "w"}); err != nil {
+	if err := s.PutConnectorStatus(ctx, "c", connectstore.Status{State: "RUNNING", WorkerID: "w"}, nil); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.PutTaskStatus(ctx, "c", 0, connectstore.Status{State: "FAILED", WorkerID: "w"}); err != nil {
+	if err := s.PutTaskStatus(ctx, "c", 0, connectstore.Status{State: "FAILED", WorkerID: "w"}, nil); err != nil {
 		t.Fatal(err)
 	}
 	send(t, h, "POST", "/connectors/c/restart?includeTasks=TRUE&onlyFailed=true", "").expect(t, 202,

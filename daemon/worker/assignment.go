@@ -5,6 +5,7 @@ import (
 	"slices"
 
 	"github.com/kcd-project/kcd/daemon/connect"
+	"github.com/kcd-project/kcd/daemon/connectstore"
 )
 
 // Assignment decides which connectors and tasks run on this worker. A
@@ -19,6 +20,10 @@ type Assignment interface {
 	// Changed is signalled whenever the answers may have changed; nil if
 	// they never do.
 	Changed() <-chan struct{}
+	// Fence is the claim under which this worker writes the statuses,
+	// offsets and task configs of connector name (task -1) or of one of
+	// its tasks; the store refuses those writes once the claim is gone.
+	Fence(name string, task int) connectstore.Fence
 }
 
 // All runs every connector and task on this worker.
@@ -32,6 +37,9 @@ func (All) Task(string, int) bool { return true }
 
 // Changed implements Assignment.
 func (All) Changed() <-chan struct{} { return nil }
+
+// Fence implements Assignment: a lone worker writes unfenced.
+func (All) Fence(string, int) connectstore.Fence { return nil }
 
 // SplitPartitions spreads a sink connector's partitions over its tasks:
 // sorted by topic and partition, the i-th goes to task i mod tasks. Every

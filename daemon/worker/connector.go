@@ -97,7 +97,7 @@ func (s *supervisor) reconcileConnector(ctx context.Context) {
 		s.report(ctx, -1, connectstore.StateStopped, "", c.restarts)
 		if len(s.spec.tasks.Tasks) > 0 {
 			// Kafka Connect stops a connector by writing an empty task set.
-			if _, err := s.w.store.SetTasks(ctx, s.name, []map[string]string{}); err != nil {
+			if _, err := s.w.store.SetTasks(ctx, s.name, []map[string]string{}, s.w.cfg.Assignment.Fence(s.name, -1)); err != nil {
 				s.storeFailed("clear the task configs of a stopped connector", err)
 			}
 		}
@@ -213,7 +213,7 @@ func (s *supervisor) writeTaskConfigs(ctx context.Context) error {
 	if same && s.spec.tasksRev > s.spec.cfgRev {
 		return nil
 	}
-	tc, err := s.w.store.SetTasks(ctx, s.name, cfgs)
+	tc, err := s.w.store.SetTasks(ctx, s.name, cfgs, s.w.cfg.Assignment.Fence(s.name, -1))
 	if err != nil {
 		s.storeFailed("store task configs", err)
 		return err

@@ -289,7 +289,7 @@ func (st *sinkRun) commit(ctx context.Context) error {
 		offs = append(offs, connectstore.SinkOffset{Topic: tp.Topic, Partition: tp.Partition, Offset: o})
 		group.Add(kadm.Offset{Topic: tp.Topic, Partition: tp.Partition, At: o, LeaderEpoch: -1})
 	}
-	if err := tr.w.store.PutSinkOffsets(cctx, tr.id.Connector, offs); err != nil {
+	if err := tr.w.store.PutSinkOffsets(cctx, tr.id.Connector, offs, tr.w.cfg.Assignment.Fence(tr.id.Connector, tr.id.Task)); err != nil {
 		tr.log.Warn("store sink offsets; committing later", "err", err)
 		return nil
 	}

@@ -308,7 +308,7 @@ func (st *sourceRun) commit(ctx context.Context) {
 	offs := slices.Collect(maps.Values(d))
 	cctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
-	if err := tr.w.store.PutSourceOffsets(cctx, tr.id.Connector, offs); err != nil {
+	if err := tr.w.store.PutSourceOffsets(cctx, tr.id.Connector, offs, tr.w.cfg.Assignment.Fence(tr.id.Connector, tr.id.Task)); err != nil {
 		st.tracker.giveBack(d)
 		tr.log.Warn("commit source offsets", "err", err)
 	}

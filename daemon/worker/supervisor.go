@@ -301,10 +301,11 @@ func (s *supervisor) report(ctx context.Context, id int, state, trace string, re
 		return
 	}
 	var err error
+	fence := s.w.cfg.Assignment.Fence(s.name, id)
 	if id < 0 {
-		err = s.w.store.PutConnectorStatus(ctx, s.name, st)
+		err = s.w.store.PutConnectorStatus(ctx, s.name, st, fence)
 	} else {
-		err = s.w.store.PutTaskStatus(ctx, s.name, id, st)
+		err = s.w.store.PutTaskStatus(ctx, s.name, id, st, fence)
 	}
 	if err != nil {
 		s.storeFailed("report status", err)
