@@ -129,6 +129,8 @@ func NewHandler(node Node, opts Options) http.Handler {
 		{"PUT", "/connector-plugins/{plugin}/config/validate", a.withConnect(a.validateConfig)},
 	}
 
+	routes = append(routes, a.storeRoutes()...) // the store API (store_api.go)
+
 	mux := http.NewServeMux()
 	// known answers 405 for a path that exists with another method; anything
 	// else that no route takes is a 404. Both in Kafka Connect's error shape.
@@ -182,7 +184,9 @@ func (a *api) wrap(fn func(*http.Request) (int, any, *Error)) http.Handler {
 			maps.Copy(w.Header(), rh.header)
 			body = rh.body
 		}
-		if fw, ok := body.(forwarded); ok && err == nil {
+		if sb, ok := body.(streamBody); ok && err == nil {
+			sb(w, r) // a watch stream writes itself
+		} else if fw, ok := body.(forwarded); ok && err == nil {
 			w.Header().Set("Content-Type", "application/json")
 			w.WriteHeader(fw.status)
 			_, _ = w.Write(fw.body)

@@ -1,0 +1,430 @@
+package restapi
+
+// The store API: every operation of store.Store over HTTP, served by any
+// Raft node from its local store (daemon/store/remotestore is its client).
+// Reads are linearizable as the local store does them; writes go through
+// it too, and it proposes them to the Raft leader itself, so nothing here
+// is forwarded. Keys, prefixes and values are bytes: base64 in JSON.
+//
+//	POST /kcd/v1/store/get       {"key"}                             → {"found","kv"}
+//	POST /kcd/v1/store/put       {"key","value"}                     → {"revision"}
+//	POST /kcd/v1/store/delete    {"key"}                             → {"revision","deleted"}
+//	POST /kcd/v1/store/cas       {"key","expect_mod_revision","value"} → {"revision","ok"}
+//	POST /kcd/v1/store/scan      {"prefix","limit"}                  → {"revision","kvs"}
+//	POST /kcd/v1/store/batch     {"conds":[{"key","mod_revision"}],"ops":[{"type":"put"|"delete","key","value"}]} → {"revision","ok"}
+//	GET  /kcd/v1/store/revision                                      → {"revision"}
+//	POST /kcd/v1/store/compact   {"revision"}                        → {"revision"}
+//	POST /kcd/v1/store/watch     {"prefix","after_revision"}         → a stream of JSON lines
+//
+// Errors are Kafka Connect's {"error_code","message"} with a status that
+// names the store error: 400 store.ErrInvalid (413: body too large, also
+// invalid), 410 store.ErrCompacted, 429 store.ErrWatcherLagging, 503
+// store.ErrClosed or no store. An error answer that carries the header
+// X-Kcd-Store-Unapplied: true is one the server gave before it did
+// anything, so a client may send the request to another node; any other
+// failed write may or may not have been applied.
+//
+// The watch answers 200 with application/x-ndjson: a first line
+// {"start_revision","heartbeat_ms"} (the revision the watch starts after:
+// after_revision, or the current one for 0), then lines {"events":[...]} in
+// revision order, {} as a heartbeat every heartbeat_ms, and a last line
+// {"error":{"error_code","message"}} when the watch ends on the server
+// (503 when the server shuts down: watch again elsewhere from the last
+// revision seen).
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/kcd-project/kcd/daemon/store"
+)
+
+// StoreKV is a key and its value as the store API carries them.
+type StoreKV struct {
+	Key            []byte `json:"key"`
+	Value          []byte `json:"value"`
+	CreateRevision int64  `json:"create_revision"`
+	ModRevision    int64  `json:"mod_revision"`
+}
+
+// StoreRequest is the body of every store API request; each operation
+// reads the fields it needs (see the package comment of store_api.go).
+type StoreRequest struct {
+	Key               []byte      `json:"key,omitempty"`
+	Value             []byte      `json:"value,omitempty"`
+	Prefix            []byte      `json:"prefix,omitempty"`
+	Limit             int         `json:"limit,omitempty"`
+	ExpectModRevision int64       `json:"expect_mod_revision,omitempty"`
+	AfterRevision     int64       `json:"after_revision,omitempty"`
+	Revision          int64       `json:"revision,omitempty"`
+	Conds             []StoreCond `json:"conds,omitempty"`
+	Ops               []StoreOp   `json:"ops,omitempty"`
+}
+
+// StoreCond is a condition of a batch.
+type StoreCond struct {
+	Key         []byte `json:"key"`
+	ModRevision int64  `json:"mod_revision"`
+}
+
+// StoreOp is an op of a batch: Type "put" or "delete".
+type StoreOp struct {
+	Type  string `json:"type"`
+	Key   []byte `json:"key"`
+	Value []byte `json:"value,omitempty"`
+}
+
+// StoreResponse is the body of every successful store API answer.
+type StoreResponse struct {
+	Revision int64     `json:"revision"`
+	Found    *bool     `json:"found,omitempty"`
+	KV       *StoreKV  `json:"kv,omitempty"`
+	KVs      []StoreKV `json:"kvs,omitempty"`
+	OK       *bool     `json:"ok,omitempty"`
+	Deleted  *bool     `json:"deleted,omitempty"`
+}
+
+// StoreEvent is one change in a watch stream: Type "put" or "delete".
+type StoreEvent struct {
+	Type string  `json:"type"`
+	KV   StoreKV `json:"kv"`
+}
+
+// WatchMessage is one line of a watch stream.
+type WatchMessage struct {
+	StartRevision *int64        `json:"start_revision,omitempty"`
+	HeartbeatMS   int64         `json:"heartbeat_ms,omitempty"`
+	Events        []StoreEvent  `json:"events,omitempty"`
+	Error         *ErrorMessage `json:"error,omitempty"`
+}
+
+// Store API constants shared with its client.
+const (
+	// MaxStoreRequest bounds a store API request body: a larger batch
+	// fails with 413 (store.ErrInvalid).
+	MaxStoreRequest = 64 << 20
+	// UnappliedHeader marks an error answer given before the request did
+	// anything.
+	UnappliedHeader = "X-Kcd-Store-Unapplied"
+	// Status codes of store errors.
+	StatusCompacted = http.StatusGone
+	StatusLagging   = http.StatusTooManyRequests
+)
+
+// watchHeartbeat is how often an idle watch stream carries a heartbeat;
+// watchWriteTimeout how long one write to a watch stream may block before
+// the stream is dropped (the client then resumes, or lags).
+var (
+	watchHeartbeat    = 5 * time.Second
+	watchWriteTimeout = 10 * time.Second
+)
+
+// watchLine bounds the events of one watch line (by count, and roughly by
+// bytes: a line ends once it passes watchLineBytes).
+const (
+	watchLineEvents = 256
+	watchLineBytes  = 1 << 20
+)
+
+func (a *api) storeRoutes() []route {
+	return []route{
+		{"POST", "/kcd/v1/store/get", a.storeOp(a.storeGet)},
+		{"POST", "/kcd/v1/store/put", a.storeOp(a.storePut)},
+		{"POST", "/kcd/v1/store/delete", a.storeOp(a.storeDelete)},
+		{"POST", "/kcd/v1/store/cas", a.storeOp(a.storeCAS)},
+		{"POST", "/kcd/v1/store/scan", a.storeOp(a.storeScan)},
+		{"POST", "/kcd/v1/store/batch", a.storeOp(a.storeBatch)},
+		{"GET", "/kcd/v1/store/revision", a.storeOp(a.storeRevision)},
+		{"POST", "/kcd/v1/store/compact", a.storeOp(a.storeCompact)},
+		{"POST", "/kcd/v1/store/watch", a.storeOp(a.storeWatch)},
+	}
+}
+
+// unapplied marks e as given before anything was done.
+func unapplied(e *Error) (int, any, *Error) {
+	return 0, withHeader{header: http.Header{UnappliedHeader: {"true"}}}, e
+}
+
+// storeOp decodes the request body and runs fn with it; fn's store error
+// becomes the API's error.
+func (a *api) storeOp(fn func(*http.Request, StoreRequest) (any, error)) func(*http.Request) (int, any, *Error) {
+	return func(r *http.Request) (int, any, *Error) {
+		if e := a.needStore(); e != nil {
+			return unapplied(e)
+		}
+		var req StoreRequest
+		if r.Method == http.MethodPost {
+			body, err := io.ReadAll(io.LimitReader(r.Body, MaxStoreRequest+1))
+			if err != nil {
+				return unapplied(Errorf(http.StatusBadRequest, "read request body: %v", err))
+			}
+			if len(body) > MaxStoreRequest {
+				return unapplied(Errorf(http.StatusRequestEntityTooLarge, "%v: request body larger than %d bytes", store.ErrInvalid, MaxStoreRequest))
+			}
+			if err := json.Unmarshal(body, &req); err != nil {
+				return unapplied(Errorf(http.StatusBadRequest, "%v: request body is not valid JSON for this request: %v", store.ErrInvalid, err))
+			}
+		}
+		out, err := fn(r, req)
+		if err != nil {
+			e := storeAPIError(err)
+			if e.Status == http.StatusBadRequest || errors.Is(err, store.ErrClosed) {
+				// Refused before anything was proposed: the store checks
+				// both first (raftstore never reports ErrClosed later).
+				return unapplied(e)
+			}
+			return 0, nil, e
+		}
+		return http.StatusOK, out, nil
+	}
+}
+
+// storeAPIError maps a store error to its status.
+func storeAPIError(err error) *Error {
+	switch {
+	case errors.Is(err, store.ErrInvalid):
+		return Errorf(http.StatusBadRequest, "%v", err)
+	case errors.Is(err, store.ErrCompacted):
+		return Errorf(StatusCompacted, "%v", err)
+	case errors.Is(err, store.ErrWatcherLagging):
+		return Errorf(StatusLagging, "%v", err)
+	case errors.Is(err, store.ErrClosed):
+		return Errorf(http.StatusServiceUnavailable, "%v", err)
+	}
+	e := asError(err)
+	if e.Status == http.StatusInternalServerError {
+		// No leader, a proposal that timed out, a node stopping: the node
+		// cannot answer now, another may.
+		e.Status = http.StatusServiceUnavailable
+	}
+	return e
+}
+
+func storeKV(kv store.KV) StoreKV {
+	return StoreKV{Key: []byte(kv.Key), Value: kv.Value, CreateRevision: kv.CreateRevision, ModRevision: kv.ModRevision}
+}
+
+func ptr[T any](v T) *T { return &v }
+
+func (a *api) storeGet(r *http.Request, req StoreRequest) (any, error) {
+	kv, found, err := a.store.Get(r.Context(), string(req.Key))
+	if err != nil {
+		return nil, err
+	}
+	out := StoreResponse{Revision: kv.ModRevision, Found: &found}
+	if found {
+		out.KV = ptr(storeKV(kv))
+	}
+	return out, nil
+}
+
+func (a *api) storePut(r *http.Request, req StoreRequest) (any, error) {
+	rev, err := a.store.Put(r.Context(), string(req.Key), req.Value)
+	return StoreResponse{Revision: rev}, err
+}
+
+func (a *api) storeDelete(r *http.Request, req StoreRequest) (any, error) {
+	rev, deleted, err := a.store.Delete(r.Context(), string(req.Key))
+	return StoreResponse{Revision: rev, Deleted: &deleted}, err
+}
+
+func (a *api) storeCAS(r *http.Request, req StoreRequest) (any, error) {
+	rev, ok, err := a.store.CompareAndSet(r.Context(), string(req.Key), req.ExpectModRevision, req.Value)
+	return StoreResponse{Revision: rev, OK: &ok}, err
+}
+
+func (a *api) storeScan(r *http.Request, req StoreRequest) (any, error) {
+	kvs, rev, err := a.store.Scan(r.Context(), string(req.Prefix), req.Limit)
+	if err != nil {
+		return nil, err
+	}
+	out := StoreResponse{Revision: rev, KVs: make([]StoreKV, 0, len(kvs))}
+	for _, kv := range kvs {
+		out.KVs = append(out.KVs, storeKV(kv))
+	}
+	return out, nil
+}
+
+func (a *api) storeBatch(r *http.Request, req StoreRequest) (any, error) {
+	conds := make([]store.Cond, len(req.Conds))
+	for i, c := range req.Conds {
+		conds[i] = store.Cond{Key: string(c.Key), ModRevision: c.ModRevision}
+	}
+	ops := make([]store.Op, len(req.Ops))
+	for i, op := range req.Ops {
+		switch op.Type {
+		case "put":
+			ops[i] = store.Put(string(op.Key), op.Value)
+		case "delete":
+			ops[i] = store.Delete(string(op.Key))
+		default:
+			return nil, errors.Join(store.ErrInvalid, errors.New("unknown op type "+op.Type))
+		}
+	}
+	rev, ok, err := a.store.Batch(r.Context(), conds, ops)
+	return StoreResponse{Revision: rev, OK: &ok}, err
+}
+
+func (a *api) storeRevision(r *http.Request, _ StoreRequest) (any, error) {
+	rev, err := a.store.Revision(r.Context())
+	return StoreResponse{Revision: rev}, err
+}
+
+// compacter is what the local store offers to drop watch history.
+type compacter interface {
+	Compact(ctx context.Context, rev int64) error
+}
+
+func (a *api) storeCompact(r *http.Request, req StoreRequest) (any, error) {
+	c, ok := a.store.(compacter)
+	if !ok {
+		return nil, Errorf(http.StatusNotImplemented, "this node's store does not compact")
+	}
+	if err := c.Compact(r.Context(), req.Revision); err != nil {
+		return nil, err
+	}
+	return StoreResponse{Revision: req.Revision}, nil
+}
+
+// streamBody is a route's answer that writes itself (a watch stream).
+type streamBody func(http.ResponseWriter, *http.Request)
+
+func (a *api) storeWatch(r *http.Request, req StoreRequest) (any, error) {
+	ctx, cancel := context.WithCancel(r.Context())
+	start := req.AfterRevision
+	if start == 0 {
+		// Watch from the current revision (after a read barrier) rather
+		// than "from now", so the client learns where it starts and can
+		// resume from there on another node. An empty store has no such
+		// revision: the client then knows it cannot resume (start 0).
+		rev, err := a.store.Revision(ctx)
+		if err != nil {
+			cancel()
+			return nil, err
+		}
+		start = rev
+	}
+	w, err := a.store.Watch(ctx, string(req.Prefix), start)
+	if err != nil {
+		cancel()
+		return nil, err
+	}
+	return streamBody(func(rw http.ResponseWriter, r *http.Request) {
+		defer cancel()
+		defer w.Close()
+		a.streamWatch(rw, r, w, start)
+	}), nil
+}
+
+// streamWatch writes the watch stream of w until it ends, the client goes
+// away, a write blocks too long, or the server shuts down.
+func (a *api) streamWatch(rw http.ResponseWriter, r *http.Request, w store.Watcher, start int64) {
+	rc := http.NewResponseController(rw)
+	enc := json.NewEncoder(rw)
+	send := func(m WatchMessage) bool {
+		_ = rc.SetWriteDeadline(time.Now().Add(watchWriteTimeout))
+		if err := enc.Encode(m); err != nil {
+			return false
+		}
+		return rc.Flush() == nil
+	}
+	rw.Header().Set("Content-Type", "application/x-ndjson")
+	rw.Header().Set("Cache-Control", "no-store")
+	rw.WriteHeader(http.StatusOK)
+	if !send(WatchMessage{StartRevision: &start, HeartbeatMS: watchHeartbeat.Milliseconds()}) {
+		return
+	}
+	shutdown := serverShutdown(r)
+	beat := time.NewTicker(watchHeartbeat)
+	defer beat.Stop()
+	events := w.Events()
+	line := make([]StoreEvent, 0, watchLineEvents)
+	for {
+		select {
+		case ev, ok := <-events:
+			if !ok {
+				err := w.Err()
+				if err == nil || r.Context().Err() != nil {
+					return
+				}
+				e := storeAPIError(err)
+				send(WatchMessage{Error: &ErrorMessage{ErrorCode: e.Status, Message: e.Message}})
+				return
+			}
+			// Take what else is ready, into one line.
+			line = append(line[:0], storeEvent(ev))
+			size := len(ev.KV.Key) + len(ev.KV.Value)
+		more:
+			for len(line) < watchLineEvents && size < watchLineBytes {
+				select {
+				case ev, ok := <-events:
+					if !ok {
+						events = nil // the next round reports the end
+						break more
+					}
+					line = append(line, storeEvent(ev))
+					size += len(ev.KV.Key) + len(ev.KV.Value)
+				default:
+					break more
+				}
+			}
+			if events == nil {
+				events = closedEvents
+			}
+			if !send(WatchMessage{Events: line}) {
+				return
+			}
+			beat.Reset(watchHeartbeat)
+		case <-beat.C:
+			if !send(WatchMessage{}) {
+				return
+			}
+		case <-shutdown:
+			send(WatchMessage{Error: &ErrorMessage{ErrorCode: http.StatusServiceUnavailable, Message: "the server is shutting down: watch again on another node"}})
+			return
+		case <-r.Context().Done():
+			return
+		}
+	}
+}
+
+// closedEvents stands for a watcher's channel once it was seen closed.
+var closedEvents = func() chan store.Event {
+	c := make(chan store.Event)
+	close(c)
+	return c
+}()
+
+func storeEvent(ev store.Event) StoreEvent {
+	typ := "put"
+	if ev.Type == store.EventDelete {
+		typ = "delete"
+	}
+	return StoreEvent{Type: typ, KV: storeKV(ev.KV)}
+}
+
+// shutdowns maps each http.Server that serves watch streams to a channel
+// closed when it shuts down: http.Server.Shutdown waits for active
+// requests, which a watch stream never stops being on its own.
+var shutdowns sync.Map // *http.Server → chan struct{}
+
+func serverShutdown(r *http.Request) <-chan struct{} {
+	srv, _ := r.Context().Value(http.ServerContextKey).(*http.Server)
+	if srv == nil {
+		return nil
+	}
+	ch := make(chan struct{})
+	if v, loaded := shutdowns.LoadOrStore(srv, ch); loaded {
+		return v.(chan struct{})
+	}
+	srv.RegisterOnShutdown(func() {
+		shutdowns.Delete(srv)
+		close(ch)
+	})
+	return ch
+}
