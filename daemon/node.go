@@ -21,6 +21,7 @@ import (
 	"github.com/kcd-project/kcd/daemon/connect/converter"
 	_ "github.com/kcd-project/kcd/daemon/connectors/all" // the built-in connectors
 	"github.com/kcd-project/kcd/daemon/connectstore"
+	"github.com/kcd-project/kcd/daemon/coordinator"
 	"github.com/kcd-project/kcd/daemon/devkafka"
 	"github.com/kcd-project/kcd/daemon/herder"
 	"github.com/kcd-project/kcd/daemon/restapi"
@@ -50,6 +51,9 @@ type Node struct {
 	worker       *worker.Worker
 	workerCancel context.CancelFunc
 	workerDone   chan struct{}
+	member       *coordinator.Member
+	memberCancel context.CancelFunc
+	memberDone   chan struct{}
 
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
@@ -104,13 +108,27 @@ func (n *Node) Start(ctx context.Context) (err error) {
 			HeaderConverters: append(converter.Classes(), herder.SimpleHeaderConverter),
 			Logger:           n.log.With("subsys", "herder"),
 		})
-		n.wg.Add(1)
+		coord, err := coordinator.New(coordinator.Config{
+			Store: n.store, Raft: n.raft,
+			SessionTimeout: n.cfg.SessionTimeout, FenceMargin: n.cfg.FenceMargin,
+			RebalanceDelay: n.cfg.RebalanceDelay, LeaderWeightFactor: n.cfg.LeaderWeightFactor,
+			Logger: n.log,
+		})
+		if err != nil {
+			return err
+		}
+		opts.Coordinator = coord
+		n.wg.Add(2)
 		go func() {
 			defer n.wg.Done()
 			n.publishSelf(ctx, n.raft.Self())
 		}()
+		go func() {
+			defer n.wg.Done()
+			coord.Run(ctx)
+		}()
 		if n.cfg.HasRole(config.RoleWorker) {
-			if err := n.startWorker(ctx, seeds); err != nil {
+			if err := n.startWorker(ctx, seeds, n.raftEndpoints); err != nil {
 				return err
 			}
 		}
@@ -161,15 +179,30 @@ func (n *Node) Run(ctx context.Context) error {
 	return err
 }
 
-// startWorker runs the connectors and tasks of the store on this node
-// while it leads the Raft group (see leaderAssignment).
-func (n *Node) startWorker(ctx context.Context, seeds []string) error {
+// startWorker runs the connectors and tasks the coordinator assigns to
+// this node's worker; its member heartbeats the coordinator through
+// endpoints (REST base URLs of Raft nodes, any of which forwards to the
+// leader).
+func (n *Node) startWorker(ctx context.Context, seeds []string, endpoints func() []string) error {
+	id := strings.TrimPrefix(advertise(n.ln.Addr().String()), "http://")
+	member, err := coordinator.NewMember(coordinator.MemberConfig{
+		Worker:            coordinator.WorkerInfo{ID: id, RESTURL: n.RESTURL(), NodeID: n.cfg.NodeID, Weight: n.cfg.WorkerWeight},
+		Store:             n.store,
+		Endpoints:         endpoints,
+		SessionTimeout:    n.cfg.SessionTimeout,
+		HeartbeatInterval: n.cfg.HeartbeatInterval,
+		Client:            &http.Client{Timeout: n.cfg.SessionTimeout},
+		Logger:            n.log,
+	})
+	if err != nil {
+		return fmt.Errorf("worker: %w", err)
+	}
 	w, err := worker.New(worker.Config{
-		WorkerID:   strings.TrimPrefix(advertise(n.ln.Addr().String()), "http://"),
+		WorkerID:   id,
 		Store:      connectstore.New(n.store),
 		Seeds:      seeds,
 		Converters: func(class string) (worker.Converter, error) { return converter.New(class) },
-		Assignment: newLeaderAssignment(ctx, n.raft),
+		Assignment: member,
 
 		OffsetFlushInterval: n.cfg.OffsetFlushInterval,
 		Logger:              n.log,
@@ -177,8 +210,24 @@ func (n *Node) startWorker(ctx context.Context, seeds []string) error {
 	if err != nil {
 		return fmt.Errorf("worker: %w", err)
 	}
+	member.SetRunning(func() []coordinator.Unit {
+		ids := w.Running()
+		out := make([]coordinator.Unit, len(ids))
+		for i, t := range ids {
+			out[i] = coordinator.Unit{Connector: t.Connector, Task: t.Task}
+		}
+		return out
+	})
+	mctx, mcancel := context.WithCancel(ctx)
 	wctx, cancel := context.WithCancel(ctx)
-	n.worker, n.workerCancel, n.workerDone = w, cancel, make(chan struct{})
+	n.worker, n.member, n.workerDone = w, member, make(chan struct{})
+	n.workerCancel = func() { cancel() }
+	n.memberCancel = mcancel
+	n.memberDone = make(chan struct{})
+	go func() {
+		defer close(n.memberDone)
+		member.Run(mctx)
+	}()
 	go func() {
 		defer close(n.workerDone)
 		if err := w.Run(wctx); err != nil {
@@ -186,6 +235,18 @@ func (n *Node) startWorker(ctx context.Context, seeds []string) error {
 		}
 	}()
 	return nil
+}
+
+// raftEndpoints are where the worker of a Raft node heartbeats: its own
+// REST API first, then the other members' (once its own has stopped).
+func (n *Node) raftEndpoints() []string {
+	out := []string{n.RESTURL()}
+	for id, m := range memberRecords(n.raft) {
+		if id != n.cfg.NodeID && m.RESTURL != "" {
+			out = append(out, m.RESTURL)
+		}
+	}
+	return out
 }
 
 // Raft is the node's Raft member (nil on a worker-only node).
@@ -200,9 +261,15 @@ func (n *Node) Close() error {
 		cancel()
 	}
 	if n.worker != nil {
-		// Tasks drain and commit their offsets while the store still works.
+		// Tasks drain and commit their offsets while the store still works;
+		// then the worker leaves, so its units move at once.
 		n.workerCancel()
 		<-n.workerDone
+		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+		n.member.Leave(ctx)
+		cancel()
+		n.memberCancel()
+		<-n.memberDone
 	}
 	if n.cancel != nil {
 		n.cancel()

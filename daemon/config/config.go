@@ -61,6 +61,25 @@ type Config struct {
 	// OffsetFlushInterval is how often tasks commit their offsets, as
 	// Kafka Connect's offset.flush.interval.ms.
 	OffsetFlushInterval time.Duration `yaml:"offset-flush-interval"`
+	// WorkerWeight is this worker's share of the work relative to the
+	// others (0 takes none); operators change it at run time with
+	// kcctl worker weight.
+	WorkerWeight float64 `yaml:"worker-weight"`
+	// SessionTimeout: a worker with no heartbeat answered for this long
+	// stops its tasks; the coordinator moves them once it has heard nothing
+	// for this long plus FenceMargin. The same on every node.
+	SessionTimeout time.Duration `yaml:"session-timeout"`
+	// HeartbeatInterval is how often workers heartbeat the coordinator.
+	HeartbeatInterval time.Duration `yaml:"heartbeat-interval"`
+	// FenceMargin is the time a silent worker has to stop its tasks
+	// before the coordinator hands them to others.
+	FenceMargin time.Duration `yaml:"fence-margin"`
+	// RebalanceDelay keeps a departed worker's tasks waiting this long
+	// before they move (for rolling restarts); 0 moves them at once.
+	RebalanceDelay time.Duration `yaml:"rebalance-delay"`
+	// LeaderWeightFactor scales the weight of the worker on the Raft
+	// leader's node, which also coordinates.
+	LeaderWeightFactor float64 `yaml:"leader-weight-factor"`
 	// LogLevel is one of debug, info, warn, error.
 	LogLevel string `yaml:"log-level"`
 	// LogFormat is text or json.
@@ -79,6 +98,11 @@ func Default() Config {
 		SnapshotEntries:     10000,
 		ElectionTimeout:     500 * time.Millisecond,
 		OffsetFlushInterval: time.Minute,
+		WorkerWeight:        1,
+		SessionTimeout:      3 * time.Second,
+		HeartbeatInterval:   500 * time.Millisecond,
+		FenceMargin:         time.Second,
+		LeaderWeightFactor:  0.5,
 		LogLevel:            "info",
 		LogFormat:           "text",
 	}
@@ -145,6 +169,21 @@ func (c *Config) Validate() error {
 	}
 	if c.OffsetFlushInterval < 10*time.Millisecond {
 		errs = append(errs, fmt.Errorf("offset-flush-interval %v is below 10ms", c.OffsetFlushInterval))
+	}
+	if c.WorkerWeight < 0 || c.WorkerWeight > 1e6 {
+		errs = append(errs, fmt.Errorf("worker-weight %v must be from 0 to 1000000", c.WorkerWeight))
+	}
+	if c.LeaderWeightFactor <= 0 || c.LeaderWeightFactor > 1 {
+		errs = append(errs, fmt.Errorf("leader-weight-factor %v must be above 0 and at most 1", c.LeaderWeightFactor))
+	}
+	if c.HeartbeatInterval < 10*time.Millisecond {
+		errs = append(errs, fmt.Errorf("heartbeat-interval %v is below 10ms", c.HeartbeatInterval))
+	}
+	if c.SessionTimeout < 2*c.HeartbeatInterval {
+		errs = append(errs, fmt.Errorf("session-timeout %v must be at least twice heartbeat-interval %v", c.SessionTimeout, c.HeartbeatInterval))
+	}
+	if c.FenceMargin < 0 || c.RebalanceDelay < 0 {
+		errs = append(errs, errors.New("fence-margin and rebalance-delay must not be negative"))
 	}
 	switch c.LogLevel {
 	case "debug", "info", "warn", "error":
@@ -224,6 +263,27 @@ func fields() []field {
 		{"offset-flush-interval", "How often tasks commit their offsets (Kafka Connect's offset.flush.interval.ms)",
 			func(c *Config, v string) (err error) { c.OffsetFlushInterval, err = time.ParseDuration(v); return err },
 			func(c *Config) string { return c.OffsetFlushInterval.String() }},
+		{"worker-weight", "This worker's share of the work relative to the others (0: none)",
+			func(c *Config, v string) (err error) { c.WorkerWeight, err = strconv.ParseFloat(v, 64); return err },
+			func(c *Config) string { return strconv.FormatFloat(c.WorkerWeight, 'g', -1, 64) }},
+		{"session-timeout", "A worker with no heartbeat answered for this long stops its tasks (same on every node)",
+			func(c *Config, v string) (err error) { c.SessionTimeout, err = time.ParseDuration(v); return err },
+			func(c *Config) string { return c.SessionTimeout.String() }},
+		{"heartbeat-interval", "How often workers heartbeat the coordinator",
+			func(c *Config, v string) (err error) { c.HeartbeatInterval, err = time.ParseDuration(v); return err },
+			func(c *Config) string { return c.HeartbeatInterval.String() }},
+		{"fence-margin", "Extra wait after session-timeout before a silent worker's tasks move",
+			func(c *Config, v string) (err error) { c.FenceMargin, err = time.ParseDuration(v); return err },
+			func(c *Config) string { return c.FenceMargin.String() }},
+		{"rebalance-delay", "How long a departed worker's tasks wait before they move (rolling restarts)",
+			func(c *Config, v string) (err error) { c.RebalanceDelay, err = time.ParseDuration(v); return err },
+			func(c *Config) string { return c.RebalanceDelay.String() }},
+		{"leader-weight-factor", "Weight factor of the worker on the Raft leader's node (it also coordinates)",
+			func(c *Config, v string) (err error) {
+				c.LeaderWeightFactor, err = strconv.ParseFloat(v, 64)
+				return err
+			},
+			func(c *Config) string { return strconv.FormatFloat(c.LeaderWeightFactor, 'g', -1, 64) }},
 		{"log-level", "Log level: debug, info, warn or error",
 			func(c *Config, v string) error { c.LogLevel = v; return nil },
 			func(c *Config) string { return c.LogLevel }},

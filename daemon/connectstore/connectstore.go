@@ -312,3 +312,33 @@ func (c *Store) SetTasks(ctx context.Context, name string, tasks []map[string]st
 		}
 	}
 }
+
+// TaskCounts returns, for every connector, how many task configs it has
+// now (0 before the connector produced any, or when stopped). Two scans,
+// whatever the number of connectors.
+func (c *Store) TaskCounts(ctx context.Context) (map[string]int, error) {
+	names, err := c.Connectors(ctx)
+	if err != nil {
+		return nil, err
+	}
+	out := make(map[string]int, len(names))
+	for _, n := range names {
+		out[n] = 0
+	}
+	kvs, _, err := c.s.Scan(ctx, Prefix+"tasks/", 0)
+	if err != nil {
+		return nil, err
+	}
+	for _, kv := range kvs {
+		name, err := url.PathUnescape(strings.TrimPrefix(kv.Key, Prefix+"tasks/"))
+		if _, exists := out[name]; err != nil || !exists {
+			continue
+		}
+		var tc TaskConfigs
+		if err := json.Unmarshal(kv.Value, &tc); err != nil {
+			return nil, fmt.Errorf("connectstore: task configs of %s: %w", name, err)
+		}
+		out[name] = len(tc.Tasks)
+	}
+	return out, nil
+}

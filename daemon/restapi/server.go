@@ -73,6 +73,9 @@ type Options struct {
 	// Connect serves Kafka Connect's connector endpoints (/connectors,
 	// /connector-plugins); nil answers 503 there.
 	Connect *herder.Herder
+	// Coordinator serves the coordinator's leader-only endpoints (worker
+	// heartbeats, rebalance plans); nil on nodes that are not Raft members.
+	Coordinator Coordinator
 	// LeaderWait is how long a leader-only request waits for a leader to be
 	// elected before it fails (default 5 s).
 	LeaderWait time.Duration
@@ -88,7 +91,7 @@ func NewHandler(node Node, opts Options) http.Handler {
 		opts.LeaderWait = 5 * time.Second
 	}
 	a := &api{
-		node: node, cluster: opts.Cluster, store: opts.Store, connect: opts.Connect, log: opts.Logger, leaderWait: opts.LeaderWait,
+		node: node, cluster: opts.Cluster, store: opts.Store, connect: opts.Connect, coord: opts.Coordinator, log: opts.Logger, leaderWait: opts.LeaderWait,
 		forwardClient: &http.Client{Timeout: 90 * time.Second},
 	}
 	routes := []route{
@@ -129,7 +132,8 @@ func NewHandler(node Node, opts Options) http.Handler {
 		{"PUT", "/connector-plugins/{plugin}/config/validate", a.withConnect(a.validateConfig)},
 	}
 
-	routes = append(routes, a.storeRoutes()...) // the store API (store_api.go)
+	routes = append(routes, a.storeRoutes()...)  // the store API (store_api.go)
+	routes = append(routes, a.workerRoutes()...) // workers, assignments, rebalances, events (workers.go, events.go)
 
 	mux := http.NewServeMux()
 	// known answers 405 for a path that exists with another method; anything
@@ -160,6 +164,7 @@ type api struct {
 	cluster       Cluster
 	store         store.Store
 	connect       *herder.Herder
+	coord         Coordinator
 	log           *slog.Logger
 	leaderWait    time.Duration
 	forwardClient *http.Client

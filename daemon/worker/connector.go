@@ -138,6 +138,7 @@ func (s *supervisor) startConnector() error {
 		return fmt.Errorf("start connector: %w", err)
 	}
 	s.conn.inst, s.conn.cctx, s.conn.cfgRev, s.conn.startedAt = inst, cctx, s.spec.cfgRev, time.Now()
+	s.w.setConnectorRunning(s.name, true)
 	s.log.Info("connector started", "class", s.plugin.Class)
 	return nil
 }
@@ -151,6 +152,7 @@ func (s *supervisor) stopConnector() {
 		s.log.Warn("stop connector", "err", err)
 	}
 	c.inst, c.cctx = nil, nil
+	s.w.setConnectorRunning(s.name, false)
 	s.log.Info("connector stopped")
 }
 

@@ -217,7 +217,7 @@ func (o *ownership) Task(_ string, id int) bool {
 	defer o.mu.Unlock()
 	return o.tasks[id]
 }
-func (o *ownership) Changed() <-chan struct{} { return o.changed }
+func (o *ownership) Changed() <-chan struct{}             { return o.changed }
 func (o *ownership) Fence(string, int) connectstore.Fence { return nil }
 
 func (o *ownership) set(ids ...int) {

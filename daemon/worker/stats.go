@@ -101,6 +101,31 @@ func (st Stats) Task(connector string, task int) (TaskStats, bool) {
 	return TaskStats{}, false
 }
 
+// Running lists the connector instances (Task -1) and tasks running on
+// this worker now: started and not yet completely stopped.
+func (w *Worker) Running() []TaskID {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	out := make([]TaskID, 0, len(w.tasks)+len(w.conns))
+	for name := range w.conns {
+		out = append(out, TaskID{Connector: name, Task: -1})
+	}
+	for id := range w.tasks {
+		out = append(out, id)
+	}
+	return out
+}
+
+func (w *Worker) setConnectorRunning(name string, on bool) {
+	w.mu.Lock()
+	if on {
+		w.conns[name] = true
+	} else {
+		delete(w.conns, name)
+	}
+	w.mu.Unlock()
+}
+
 func (w *Worker) register(t *taskStats) {
 	w.mu.Lock()
 	w.tasks[t.id] = t

@@ -63,6 +63,7 @@ type Worker struct {
 	cancel context.CancelFunc // set by Run
 	sups   map[string]*supervisor
 	tasks  map[TaskID]*taskStats
+	conns  map[string]bool // connector instances running here
 	wg     sync.WaitGroup
 	exited chan *supervisor
 }
@@ -80,6 +81,7 @@ func New(cfg Config) (*Worker, error) {
 		budget: newBudget(cfg.Limits.WorkerInFlightRecords, cfg.Limits.WorkerInFlightBytes, nil),
 		sups:   map[string]*supervisor{},
 		tasks:  map[TaskID]*taskStats{},
+		conns:  map[string]bool{},
 		exited: make(chan *supervisor),
 	}, nil
 }

@@ -1,0 +1,744 @@
+package coordinator
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"slices"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/kcd-project/kcd/daemon/connectstore"
+	"github.com/kcd-project/kcd/daemon/coordinator/assignor"
+	"github.com/kcd-project/kcd/daemon/store"
+)
+
+// ErrNotLeader: the coordinator does not run on this node now.
+var ErrNotLeader = errors.New("coordinator: this node is not the leader")
+
+// Raft is what the coordinator needs of the Raft node it runs on.
+type Raft interface {
+	ID() uint64
+	IsLeader() bool
+	Term() uint64
+	// LinearizableRead returns once this node has confirmed it still leads.
+	LinearizableRead(ctx context.Context) error
+}
+
+// Config configures a Coordinator.
+type Config struct {
+	Store store.Store
+	Raft  Raft
+	// SessionTimeout is the members' session timeout (default 3 s).
+	SessionTimeout time.Duration
+	// FenceMargin is how much longer than SessionTimeout the coordinator
+	// waits before it hands a silent worker's units to others: the time
+	// the worker has to stop them (default 1 s).
+	FenceMargin time.Duration
+	// RebalanceDelay keeps a departed worker's units unassigned for this
+	// long, so that a rolling restart does not move them (default 0).
+	RebalanceDelay time.Duration
+	// LeaderWeightFactor scales the weight of the worker on the leader's
+	// node (default 0.5).
+	LeaderWeightFactor float64
+	// JournalSize is how many rebalances the journal keeps (default 100).
+	JournalSize int
+	Logger      *slog.Logger
+}
+
+// Coordinator assigns units to workers while its node leads.
+type Coordinator struct {
+	cfg  Config
+	log  *slog.Logger
+	cs   *connectstore.Store
+	kick chan struct{}
+
+	mu   sync.Mutex
+	lead *leadState // nil while not leading
+}
+
+// session is a worker's session with this coordinator.
+type session struct {
+	info     WorkerInfo
+	stored   bool // its record is in the store
+	lastSeen time.Time
+	// The last two heartbeats' seen revisions and running units: a
+	// revoked unit has stopped once absent from both, with both having
+	// seen the revoke.
+	beats [2]beat
+}
+
+type beat struct {
+	seenRev int64
+	running map[string]bool
+}
+
+func (s *session) stopped(unit string, revokeRev int64) bool {
+	for _, b := range s.beats {
+		if b.running == nil || b.seenRev < revokeRev || b.running[unit] {
+			return false
+		}
+	}
+	return true
+}
+
+// leadState is the coordinator's state while it leads.
+type leadState struct {
+	term     uint64
+	epoch    Epoch
+	epochRev int64 // ModRevision of EpochKey as this coordinator wrote it
+	sessions map[string]*session
+	departed map[string]time.Time // worker → when its session ended
+	triggers []string
+	dirty    bool
+	journal  []string // keys of the journal, oldest first
+}
+
+// New returns a coordinator; it does nothing until Run.
+func New(cfg Config) (*Coordinator, error) {
+	if cfg.Store == nil || cfg.Raft == nil {
+		return nil, errors.New("coordinator: needs a store and a raft node")
+	}
+	if cfg.SessionTimeout <= 0 {
+		cfg.SessionTimeout = DefaultSessionTimeout
+	}
+	if cfg.FenceMargin <= 0 {
+		cfg.FenceMargin = time.Second
+	}
+	if cfg.LeaderWeightFactor <= 0 {
+		cfg.LeaderWeightFactor = assignor.DefaultLeaderWeightFactor
+	}
+	if cfg.JournalSize <= 0 {
+		cfg.JournalSize = 100
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	return &Coordinator{
+		cfg:  cfg,
+		log:  cfg.Logger.With("subsys", "coordinator"),
+		cs:   connectstore.New(cfg.Store),
+		kick: make(chan struct{}, 1),
+	}, nil
+}
+
+func (c *Coordinator) poke() {
+	select {
+	case c.kick <- struct{}{}:
+	default:
+	}
+}
+
+// Run coordinates whenever this node leads, until ctx ends.
+func (c *Coordinator) Run(ctx context.Context) {
+	t := time.NewTicker(50 * time.Millisecond)
+	defer t.Stop()
+	for {
+		if c.cfg.Raft.IsLeader() {
+			lctx, cancel := context.WithCancel(ctx)
+			done := make(chan struct{})
+			go func() {
+				defer close(done)
+				c.leadLoop(lctx)
+			}()
+			for c.cfg.Raft.IsLeader() && ctx.Err() == nil {
+				select {
+				case <-ctx.Done():
+				case <-t.C:
+				}
+			}
+			cancel()
+			<-done
+			c.mu.Lock()
+			c.lead = nil
+			c.mu.Unlock()
+			c.log.Info("coordinator stopped: no longer the leader")
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}
+
+// leadLoop takes over from the stored assignment and keeps it up to date
+// until ctx ends.
+func (c *Coordinator) leadLoop(ctx context.Context) {
+	var st *leadState
+	for st == nil {
+		var err error
+		if st, err = c.takeOver(ctx); err != nil {
+			if ctx.Err() != nil {
+				return
+			}
+			c.log.Warn("take over as coordinator; retrying", "err", err)
+			select {
+			case <-ctx.Done():
+				return
+			case <-time.After(200 * time.Millisecond):
+			}
+		}
+	}
+	c.mu.Lock()
+	c.lead = st
+	c.mu.Unlock()
+	c.log.Info("coordinator started", "epoch", st.epoch, "workers", len(st.sessions))
+	go c.watchInputs(ctx)
+
+	tick := time.NewTicker(100 * time.Millisecond)
+	defer tick.Stop()
+	lastRun := time.Time{}
+	failures := 0
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-c.kick:
+		case <-tick.C:
+		}
+		c.mu.Lock()
+		c.expire(st, time.Now())
+		due := st.dirty || time.Since(lastRun) > 2*time.Second
+		c.mu.Unlock()
+		if !due {
+			continue
+		}
+		if err := c.rebalance(ctx, st); err != nil {
+			if ctx.Err() != nil {
+				return
+			}
+			failures++
+			if failures == 1 || failures%20 == 0 {
+				c.log.Warn("rebalance failed; retrying", "err", err, "failures", failures)
+			}
+			continue
+		}
+		failures = 0
+		lastRun = time.Now()
+	}
+}
+
+// takeOver writes a new epoch for this term and starts a session for every
+// worker the store knows of, as if it had just heartbeated: a worker cut
+// off from the old leader has stopped its units by the time that session
+// expires.
+func (c *Coordinator) takeOver(ctx context.Context) (*leadState, error) {
+	term := c.cfg.Raft.Term()
+	kv, found, err := c.cfg.Store.Get(ctx, EpochKey)
+	if err != nil {
+		return nil, fmt.Errorf("read the epoch: %w", err)
+	}
+	var prev Epoch
+	if found {
+		if err := json.Unmarshal(kv.Value, &prev); err != nil {
+			return nil, fmt.Errorf("read the epoch: %w", err)
+		}
+	}
+	epoch := Epoch{Term: term, Generation: prev.Generation}
+	b, _ := json.Marshal(epoch)
+	rev, ok, err := c.cfg.Store.CompareAndSet(ctx, EpochKey, kv.ModRevision, b)
+	if err != nil {
+		return nil, fmt.Errorf("write the epoch: %w", err)
+	}
+	if !ok {
+		return nil, errors.New("the epoch changed while taking over")
+	}
+	st := &leadState{term: term, epoch: epoch, epochRev: rev, sessions: map[string]*session{}, departed: map[string]time.Time{},
+		triggers: []string{"leader changed"}, dirty: true}
+	kvs, _, err := c.cfg.Store.Scan(ctx, WorkerPrefix, 0)
+	if err != nil {
+		return nil, fmt.Errorf("read the workers: %w", err)
+	}
+	now := time.Now()
+	for _, kv := range kvs {
+		var w WorkerInfo
+		if json.Unmarshal(kv.Value, &w) == nil && w.ID != "" {
+			st.sessions[w.ID] = &session{info: w, stored: true, lastSeen: now}
+		}
+	}
+	jkvs, _, err := c.cfg.Store.Scan(ctx, RebalancePrefix, 0)
+	if err != nil {
+		return nil, fmt.Errorf("read the journal: %w", err)
+	}
+	for _, kv := range jkvs {
+		st.journal = append(st.journal, kv.Key)
+	}
+	return st, nil
+}
+
+// watchInputs pokes the coordinator when connectors, their tasks or the
+// workers' settings change.
+func (c *Coordinator) watchInputs(ctx context.Context) {
+	prefixes := []string{connectstore.Prefix + "config/", connectstore.Prefix + "tasks/", SettingsPrefix}
+	var wg sync.WaitGroup
+	for _, p := range prefixes {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for ctx.Err() == nil {
+				w, err := c.cfg.Store.Watch(ctx, p, 0)
+				if err != nil {
+					select {
+					case <-ctx.Done():
+					case <-time.After(time.Second):
+					}
+					continue
+				}
+				for ev := range w.Events() {
+					c.mu.Lock()
+					if st := c.lead; st != nil {
+						st.dirty = true
+						st.triggers = appendTrigger(st.triggers, triggerOf(ev))
+					}
+					c.mu.Unlock()
+					c.poke()
+				}
+				w.Close()
+			}
+		}()
+	}
+	wg.Wait()
+}
+
+func triggerOf(ev store.Event) string {
+	key := ev.KV.Key
+	switch {
+	case strings.HasPrefix(key, SettingsPrefix):
+		return "worker settings changed: " + strings.TrimPrefix(key, SettingsPrefix)
+	case strings.HasPrefix(key, connectstore.Prefix+"config/"):
+		name := strings.TrimPrefix(key, connectstore.Prefix+"config/")
+		if ev.Type == store.EventDelete {
+			return "connector deleted: " + name
+		}
+		if ev.KV.CreateRevision == ev.KV.ModRevision {
+			return "connector created: " + name
+		}
+		return "connector updated: " + name
+	default:
+		return "tasks changed: " + strings.TrimPrefix(key, connectstore.Prefix+"tasks/")
+	}
+}
+
+func appendTrigger(ts []string, t string) []string {
+	if slices.Contains(ts, t) || len(ts) >= 50 {
+		return ts
+	}
+	return append(ts, t)
+}
+
+// expire ends the sessions silent for longer than the session timeout
+// plus the fence margin. c.mu is held.
+func (c *Coordinator) expire(st *leadState, now time.Time) {
+	limit := c.cfg.SessionTimeout + c.cfg.FenceMargin
+	for id, s := range st.sessions {
+		if now.Sub(s.lastSeen) > limit {
+			delete(st.sessions, id)
+			st.departed[id] = now
+			st.dirty = true
+			st.triggers = appendTrigger(st.triggers, "worker left (session expired): "+id)
+			c.log.Info("worker session expired", "worker", id, "silent_for", now.Sub(s.lastSeen).Round(time.Millisecond))
+		}
+	}
+	for id, at := range st.departed {
+		if now.Sub(at) > c.cfg.RebalanceDelay+time.Minute {
+			delete(st.departed, id)
+		}
+	}
+}
+
+// Heartbeat records a worker's heartbeat, after confirming that this node
+// still leads (so a deposed leader never keeps a worker's session alive).
+func (c *Coordinator) Heartbeat(ctx context.Context, hb Heartbeat) (HeartbeatReply, error) {
+	if hb.Worker.ID == "" {
+		return HeartbeatReply{}, fmt.Errorf("%w: heartbeat without a worker id", store.ErrInvalid)
+	}
+	if hb.Worker.Weight < 0 {
+		return HeartbeatReply{}, fmt.Errorf("%w: worker weight %v is negative", store.ErrInvalid, hb.Worker.Weight)
+	}
+	received := time.Now()
+	c.mu.Lock()
+	leading := c.lead != nil
+	c.mu.Unlock()
+	if !leading {
+		return HeartbeatReply{}, ErrNotLeader
+	}
+	if err := c.cfg.Raft.LinearizableRead(ctx); err != nil {
+		return HeartbeatReply{}, fmt.Errorf("confirm leadership: %w", err)
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	st := c.lead
+	if st == nil || st.term != c.cfg.Raft.Term() {
+		return HeartbeatReply{}, ErrNotLeader
+	}
+	s := st.sessions[hb.Worker.ID]
+	if s == nil {
+		s = &session{info: hb.Worker}
+		s.info.Since = received
+		st.sessions[hb.Worker.ID] = s
+		delete(st.departed, hb.Worker.ID)
+		st.dirty = true
+		st.triggers = appendTrigger(st.triggers, "worker joined: "+hb.Worker.ID)
+		c.log.Info("worker joined", "worker", hb.Worker.ID, "rest_url", hb.Worker.RESTURL, "weight", hb.Worker.Weight)
+		c.poke()
+	} else if s.info.Weight != hb.Worker.Weight || s.info.RESTURL != hb.Worker.RESTURL || s.info.NodeID != hb.Worker.NodeID {
+		since := s.info.Since
+		s.info, s.stored = hb.Worker, false
+		s.info.Since = since
+		st.dirty = true
+		st.triggers = appendTrigger(st.triggers, "worker changed: "+hb.Worker.ID)
+		c.poke()
+	}
+	if received.After(s.lastSeen) {
+		s.lastSeen = received
+	}
+	running := make(map[string]bool, len(hb.Running))
+	for _, u := range hb.Running {
+		running[u] = true
+	}
+	s.beats[0], s.beats[1] = s.beats[1], beat{seenRev: hb.SeenRevision, running: running}
+	return HeartbeatReply{Epoch: st.epoch, Leader: c.cfg.Raft.ID(), SessionTimeoutMS: c.cfg.SessionTimeout.Milliseconds()}, nil
+}
+
+// Leave ends a worker's session at once.
+func (c *Coordinator) Leave(_ context.Context, id string) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	st := c.lead
+	if st == nil {
+		return ErrNotLeader
+	}
+	if _, ok := st.sessions[id]; ok {
+		delete(st.sessions, id)
+		st.departed[id] = time.Now().Add(-c.cfg.RebalanceDelay) // a clean leave moves at once
+		st.dirty = true
+		st.triggers = appendTrigger(st.triggers, "worker left: "+id)
+		c.log.Info("worker left", "worker", id)
+		c.poke()
+	}
+	return nil
+}
+
+// snapshot is what one rebalance works from.
+type snapshot struct {
+	workers  []assignor.Worker
+	infos    map[string]*session
+	leader   string
+	units    []Unit
+	owners   map[Unit]store.KV
+	owner    map[Unit]Owner
+	revokes  map[Unit]store.KV
+	revoke   map[Unit]Revoke
+	settings map[string]Settings
+	held     map[string]bool // departed workers whose units wait for RebalanceDelay
+}
+
+func (c *Coordinator) read(ctx context.Context, st *leadState) (*snapshot, error) {
+	counts, err := c.cs.TaskCounts(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("read the connectors: %w", err)
+	}
+	kvs, _, err := c.cfg.Store.Scan(ctx, AssignPrefix, 0)
+	if err != nil {
+		return nil, fmt.Errorf("read the assignment: %w", err)
+	}
+	skvs, _, err := c.cfg.Store.Scan(ctx, SettingsPrefix, 0)
+	if err != nil {
+		return nil, fmt.Errorf("read the worker settings: %w", err)
+	}
+	sn := &snapshot{infos: map[string]*session{}, owners: map[Unit]store.KV{}, owner: map[Unit]Owner{},
+		revokes: map[Unit]store.KV{}, revoke: map[Unit]Revoke{}, settings: map[string]Settings{}, held: map[string]bool{}}
+	for name, n := range counts {
+		sn.units = append(sn.units, Unit{Connector: name, Task: -1})
+		for i := range n {
+			sn.units = append(sn.units, Unit{Connector: name, Task: i})
+		}
+	}
+	for _, kv := range kvs {
+		u, isRevoke, ok := ParseUnitKey(kv.Key)
+		if !ok {
+			continue
+		}
+		if isRevoke {
+			var r Revoke
+			if json.Unmarshal(kv.Value, &r) == nil {
+				sn.revokes[u], sn.revoke[u] = kv, r
+			}
+			continue
+		}
+		var o Owner
+		if json.Unmarshal(kv.Value, &o) == nil {
+			sn.owners[u], sn.owner[u] = kv, o
+		}
+	}
+	for _, kv := range skvs {
+		var s Settings
+		if json.Unmarshal(kv.Value, &s) == nil {
+			sn.settings[strings.TrimPrefix(kv.Key, SettingsPrefix)] = s
+		}
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	now := time.Now()
+	for id, s := range st.sessions {
+		cp := *s
+		sn.infos[id] = &cp
+		w := assignor.Worker{ID: id, Weight: s.info.Weight}
+		if set, ok := sn.settings[id]; ok {
+			if set.Weight != nil {
+				w.Weight = *set.Weight
+			}
+			w.Draining = set.Draining
+		}
+		sn.workers = append(sn.workers, w)
+		if s.info.NodeID == c.cfg.Raft.ID() {
+			sn.leader = id
+		}
+	}
+	for id, at := range st.departed {
+		if now.Sub(at) < c.cfg.RebalanceDelay {
+			sn.held[id] = true
+		}
+	}
+	sort.Slice(sn.workers, func(i, j int) bool { return sn.workers[i].ID < sn.workers[j].ID })
+	return sn, nil
+}
+
+// plan computes the assignment from a snapshot: what the assignor wants,
+// with units of held workers left where they are.
+func (c *Coordinator) plan(sn *snapshot, draining string) assignor.Result {
+	workers := slices.Clone(sn.workers)
+	for i := range workers {
+		if workers[i].ID == draining {
+			workers[i].Draining = true
+		}
+	}
+	in := assignor.Input{Workers: workers, Leader: sn.leader, LeaderWeightFactor: c.cfg.LeaderWeightFactor, Current: map[Unit]string{}}
+	for _, u := range sn.units {
+		o, owned := sn.owner[u]
+		if owned && sn.held[o.Worker] {
+			continue // waits for RebalanceDelay
+		}
+		in.Units = append(in.Units, u)
+		if !owned {
+			continue
+		}
+		if r, ok := sn.revoke[u]; ok && r.From == o.Worker {
+			if s := sn.infos[o.Worker]; s == nil || s.stopped(u.String(), sn.revokes[u].ModRevision) {
+				continue // released: free to place
+			}
+		}
+		in.Current[u] = o.Worker
+	}
+	return assignor.Assign(in)
+}
+
+// rebalance brings the stored assignment to what the assignor wants.
+func (c *Coordinator) rebalance(ctx context.Context, st *leadState) error {
+	start := time.Now()
+	c.mu.Lock()
+	triggers := st.triggers
+	st.triggers, st.dirty = nil, false
+	c.mu.Unlock()
+	fail := func(err error) error {
+		c.mu.Lock()
+		st.dirty = true
+		for _, t := range triggers {
+			st.triggers = appendTrigger(st.triggers, t)
+		}
+		c.mu.Unlock()
+		return err
+	}
+
+	sn, err := c.read(ctx, st)
+	if err != nil {
+		return fail(err)
+	}
+	res := c.plan(sn, "")
+	next := Epoch{Term: st.term, Generation: st.epoch.Generation + 1}
+
+	var ops []store.Op
+	moves := []Move{}
+	live := func(w string) bool { return sn.infos[w] != nil }
+	for _, u := range sn.units {
+		to, planned := res.Assignment[u]
+		if !planned {
+			continue // held
+		}
+		o, owned := sn.owner[u]
+		r, revoking := sn.revoke[u]
+		switch {
+		case owned && o.Worker == to:
+			if revoking {
+				ops = append(ops, store.Delete(revokeKey(u))) // stays after all
+			}
+		case to == "":
+			// No eligible worker: leave it where it is; an owner that is
+			// gone runs nothing anyway.
+		case !owned || !live(o.Worker) || (revoking && r.From == o.Worker && sn.infos[o.Worker].stopped(u.String(), sn.revokes[u].ModRevision)):
+			b, _ := json.Marshal(Owner{Worker: to, Epoch: next})
+			ops = append(ops, store.Put(OwnerKey(u), b))
+			if revoking {
+				ops = append(ops, store.Delete(revokeKey(u)))
+			}
+			from := ""
+			if owned {
+				from = o.Worker
+			}
+			moves = append(moves, Move{Unit: u.String(), From: from, To: to})
+		case revoking && r.To == to:
+			// Waiting for the owner to stop it.
+		default:
+			b, _ := json.Marshal(Revoke{From: o.Worker, To: to, Epoch: next})
+			ops = append(ops, store.Put(revokeKey(u), b))
+			moves = append(moves, Move{Unit: u.String(), From: o.Worker, To: to, Revoke: true})
+		}
+	}
+	// Units that no longer exist.
+	want := make(map[Unit]bool, len(sn.units))
+	for _, u := range sn.units {
+		want[u] = true
+	}
+	for u := range sn.owners {
+		if !want[u] {
+			ops = append(ops, store.Delete(OwnerKey(u)))
+		}
+	}
+	for u := range sn.revokes {
+		if !want[u] {
+			ops = append(ops, store.Delete(revokeKey(u)))
+		}
+	}
+	// Worker records follow the sessions.
+	stored := map[string]bool{}
+	for id, s := range sn.infos {
+		if !s.stored {
+			b, _ := json.Marshal(s.info)
+			ops = append(ops, store.Put(WorkerPrefix+id, b))
+			stored[id] = true
+		}
+	}
+	wkvs, _, err := c.cfg.Store.Scan(ctx, WorkerPrefix, 0)
+	if err != nil {
+		return fail(fmt.Errorf("read the workers: %w", err))
+	}
+	for _, kv := range wkvs {
+		if id := strings.TrimPrefix(kv.Key, WorkerPrefix); sn.infos[id] == nil {
+			ops = append(ops, store.Delete(kv.Key))
+		}
+	}
+
+	if len(ops) == 0 && len(triggers) == 0 {
+		return nil
+	}
+	sort.Slice(moves, func(i, j int) bool { return moves[i].Unit < moves[j].Unit })
+	entry := Rebalance{Epoch: next, Leader: c.cfg.Raft.ID(), At: start, Triggers: triggers, Moves: moves,
+		Units: len(sn.units), Workers: len(sn.workers)}
+	if len(moves) > 0 || len(triggers) > 0 {
+		entry.DurationMS = float64(time.Since(start).Microseconds()) / 1000
+		b, _ := json.Marshal(entry)
+		ops = append(ops, store.Put(rebalanceKey(next.Generation), b))
+	}
+	eb, _ := json.Marshal(next)
+	ops = append(ops, store.Put(EpochKey, eb))
+	journalKey := rebalanceKey(next.Generation)
+	c.mu.Lock()
+	journal := st.journal
+	c.mu.Unlock()
+	var trimmed []string
+	if len(moves) > 0 || len(triggers) > 0 {
+		journal = append(slices.Clone(journal), journalKey)
+		for len(journal) > c.cfg.JournalSize {
+			trimmed = append(trimmed, journal[0])
+			ops = append(ops, store.Delete(journal[0]))
+			journal = journal[1:]
+		}
+	}
+
+	// Everything under the epoch this coordinator wrote: a coordinator
+	// that was replaced cannot change the assignment any more.
+	rev := st.epochRev
+	for len(ops) > 0 {
+		n := min(len(ops), store.MaxBatchOps-1)
+		chunk := ops[:n]
+		if n < len(ops) {
+			// Every chunk moves the epoch key, which the next one is
+			// conditioned on.
+			chunk = append(slices.Clone(chunk), store.Put(EpochKey, eb))
+		}
+		newRev, ok, err := c.cfg.Store.Batch(ctx, []store.Cond{{Key: EpochKey, ModRevision: rev}}, chunk)
+		if err != nil {
+			return fail(fmt.Errorf("write the assignment: %w", err))
+		}
+		if !ok {
+			return fail(errors.New("write the assignment: the epoch moved on: another coordinator took over"))
+		}
+		rev = newRev
+		ops = ops[n:]
+	}
+	c.mu.Lock()
+	st.epoch, st.epochRev, st.journal = next, rev, journal
+	for id := range stored {
+		if s := st.sessions[id]; s != nil && s.info == sn.infos[id].info {
+			s.stored = true
+		}
+	}
+	c.mu.Unlock()
+	if len(moves) > 0 {
+		c.log.Info("rebalanced", "epoch", next, "moves", len(moves), "units", len(sn.units), "workers", len(sn.workers),
+			"triggers", triggers, "took", time.Since(start).Round(time.Microsecond))
+	}
+	return nil
+}
+
+// Plan returns the moves the assignor would make now, or with worker
+// drain drained, without making them.
+func (c *Coordinator) Plan(ctx context.Context, drain string) (PlanResult, error) {
+	c.mu.Lock()
+	st := c.lead
+	c.mu.Unlock()
+	if st == nil {
+		return PlanResult{}, ErrNotLeader
+	}
+	sn, err := c.read(ctx, st)
+	if err != nil {
+		return PlanResult{}, err
+	}
+	if drain != "" && sn.infos[drain] == nil {
+		return PlanResult{}, fmt.Errorf("%w: no worker %q has a session", ErrUnknownWorker, drain)
+	}
+	res := c.plan(sn, drain)
+	out := PlanResult{Epoch: st.epoch, Drain: drain, Moves: []Move{}}
+	for _, m := range res.Moves {
+		out.Moves = append(out.Moves, Move{Unit: m.Unit.String(), From: m.From, To: m.To})
+	}
+	for _, s := range res.Shares {
+		out.Shares = append(out.Shares, PlanShare{Worker: s.Worker, Weight: s.Weight, Quota: s.Quota, Before: s.Before, After: s.After})
+	}
+	return out, nil
+}
+
+// ErrUnknownWorker: no worker of that id has a session.
+var ErrUnknownWorker = errors.New("coordinator: unknown worker")
+
+// PlanResult is what Plan returns.
+type PlanResult struct {
+	Epoch  Epoch       `json:"epoch"`
+	Drain  string      `json:"drain,omitempty"`
+	Moves  []Move      `json:"moves"`
+	Shares []PlanShare `json:"shares"`
+}
+
+// PlanShare is one worker's share in a plan.
+type PlanShare struct {
+	Worker string  `json:"worker"`
+	Weight float64 `json:"weight"`
+	Quota  int     `json:"quota"`
+	Before int     `json:"before"`
+	After  int     `json:"after"`
+}

@@ -1,0 +1,454 @@
+package coordinator
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"math"
+	"net/http"
+	"net/url"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/kcd-project/kcd/daemon/connectstore"
+	"github.com/kcd-project/kcd/daemon/store"
+)
+
+// Defaults of the session settings.
+const (
+	DefaultSessionTimeout    = 3 * time.Second
+	DefaultHeartbeatInterval = 500 * time.Millisecond
+)
+
+// MemberConfig configures a Member.
+type MemberConfig struct {
+	// Worker describes this worker; ID must be unique in the cluster.
+	Worker WorkerInfo
+	// Store is the cluster's metadata store, where the assignment is.
+	Store store.Store
+	// Endpoints returns the REST base URLs to send heartbeats to, best
+	// first; any node forwards them to the leader.
+	Endpoints func() []string
+	// SessionTimeout: with no heartbeat answered for this long, the worker
+	// stops everything it runs (default 3 s). It must be the same on every
+	// node.
+	SessionTimeout time.Duration
+	// HeartbeatInterval is how often the member heartbeats (default 500 ms).
+	HeartbeatInterval time.Duration
+	Client            *http.Client
+	Logger            *slog.Logger
+}
+
+type ownerEntry struct {
+	worker string
+	rev    int64 // ModRevision of the owner key
+}
+
+// Member is a worker's side of the coordination: it keeps the worker's
+// session with the coordinator and follows the stored assignment. It
+// implements worker.Assignment.
+type Member struct {
+	cfg     MemberConfig
+	log     *slog.Logger
+	changed chan struct{}
+
+	mu      sync.Mutex
+	owners  map[Unit]ownerEntry
+	revokes map[Unit]string // unit → the worker it is revoked from
+	seenRev int64
+	synced  bool      // the assignment was read at least once
+	lastAck time.Time // when the last answered heartbeat was sent
+	fenced  bool      // no heartbeat answered for SessionTimeout
+	epoch   Epoch
+	leader  uint64
+	running func() []Unit
+}
+
+// NewMember returns a member; it does nothing until Run.
+func NewMember(cfg MemberConfig) (*Member, error) {
+	if cfg.Worker.ID == "" {
+		return nil, errors.New("coordinator: member needs a worker id")
+	}
+	if cfg.Store == nil || cfg.Endpoints == nil {
+		return nil, errors.New("coordinator: member needs a store and endpoints")
+	}
+	if cfg.SessionTimeout <= 0 {
+		cfg.SessionTimeout = DefaultSessionTimeout
+	}
+	if cfg.HeartbeatInterval <= 0 {
+		cfg.HeartbeatInterval = DefaultHeartbeatInterval
+	}
+	if cfg.Worker.Weight < 0 {
+		return nil, fmt.Errorf("coordinator: worker weight %v must not be negative", cfg.Worker.Weight)
+	}
+	if cfg.Client == nil {
+		cfg.Client = &http.Client{}
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	return &Member{
+		cfg:     cfg,
+		log:     cfg.Logger.With("subsys", "member", "worker_id", cfg.Worker.ID),
+		changed: make(chan struct{}, 1),
+		owners:  map[Unit]ownerEntry{},
+		revokes: map[Unit]string{},
+		fenced:  true, // nothing runs before the coordinator answered
+		running: func() []Unit { return nil },
+	}, nil
+}
+
+// SetRunning tells the member how to list what the worker runs now; it is
+// reported in heartbeats so the coordinator knows when a revoked unit has
+// stopped. Call it before Run.
+func (m *Member) SetRunning(f func() []Unit) {
+	m.mu.Lock()
+	m.running = f
+	m.mu.Unlock()
+}
+
+// Connector implements worker.Assignment.
+func (m *Member) Connector(name string) bool { return m.owns(Unit{Connector: name, Task: -1}) }
+
+// Task implements worker.Assignment.
+func (m *Member) Task(name string, id int) bool { return m.owns(Unit{Connector: name, Task: id}) }
+
+func (m *Member) owns(u Unit) bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.fenced || !m.synced {
+		return false
+	}
+	_, revoked := m.revokes[u]
+	return !revoked && m.owners[u].worker == m.cfg.Worker.ID
+}
+
+// Changed implements worker.Assignment.
+func (m *Member) Changed() <-chan struct{} { return m.changed }
+
+// Fence implements worker.Assignment: the owner key at the revision that
+// gave this worker the unit; a fence that never holds when it is not ours.
+func (m *Member) Fence(name string, task int) connectstore.Fence {
+	u := Unit{Connector: name, Task: task}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	rev := int64(math.MaxInt64)
+	if e := m.owners[u]; e.worker == m.cfg.Worker.ID {
+		rev = e.rev
+	}
+	return connectstore.Fence{{Key: OwnerKey(u), ModRevision: rev}}
+}
+
+// Alive tells whether the worker's session is held: a heartbeat was
+// answered within the session timeout.
+func (m *Member) Alive() bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return !m.fenced
+}
+
+// Owned lists the units this worker owns now (whether or not it runs them).
+func (m *Member) Owned() []Unit {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	var out []Unit
+	for u, e := range m.owners {
+		if e.worker == m.cfg.Worker.ID {
+			out = append(out, u)
+		}
+	}
+	return out
+}
+
+func (m *Member) signal() {
+	select {
+	case m.changed <- struct{}{}:
+	default:
+	}
+}
+
+// Run heartbeats and follows the assignment until ctx ends.
+func (m *Member) Run(ctx context.Context) {
+	var wg sync.WaitGroup
+	wg.Add(3)
+	go func() { defer wg.Done(); m.follow(ctx) }()
+	go func() { defer wg.Done(); m.heartbeats(ctx) }()
+	go func() { defer wg.Done(); m.watchdog(ctx) }()
+	wg.Wait()
+}
+
+// watchdog fences the worker once no heartbeat was answered for the
+// session timeout, whatever the heartbeat loop is waiting for.
+func (m *Member) watchdog(ctx context.Context) {
+	t := time.NewTicker(m.cfg.SessionTimeout / 30)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		m.mu.Lock()
+		expired := !m.fenced && time.Since(m.lastAck) >= m.cfg.SessionTimeout
+		if expired {
+			m.fenced = true
+		}
+		m.mu.Unlock()
+		if expired {
+			m.log.Warn("no heartbeat answered within the session timeout; stopping every connector and task here until the coordinator answers again", "session_timeout", m.cfg.SessionTimeout)
+			m.signal()
+		}
+	}
+}
+
+func (m *Member) heartbeats(ctx context.Context) {
+	t := time.NewTicker(m.cfg.HeartbeatInterval)
+	defer t.Stop()
+	failures := 0
+	for {
+		sent := time.Now()
+		reply, err := m.beat(ctx)
+		if ctx.Err() != nil {
+			return
+		}
+		if err == nil {
+			failures = 0
+			m.mu.Lock()
+			m.lastAck = sent
+			was := m.fenced
+			// A reply sent later than the session timeout is no good.
+			m.fenced = time.Since(sent) >= m.cfg.SessionTimeout
+			changed := was != m.fenced || m.epoch.Term != reply.Epoch.Term
+			m.epoch, m.leader = reply.Epoch, reply.Leader
+			m.mu.Unlock()
+			if changed {
+				if was && !m.fenced {
+					m.log.Info("session with the coordinator held", "leader", reply.Leader, "epoch", reply.Epoch)
+				}
+				m.signal()
+			}
+		} else {
+			failures++
+			if failures == 1 || failures%20 == 0 {
+				m.log.Warn("heartbeat failed", "err", err, "failures", failures)
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}
+
+// beat sends one heartbeat to the first endpoint that answers.
+func (m *Member) beat(ctx context.Context) (HeartbeatReply, error) {
+	m.mu.Lock()
+	hb := Heartbeat{Worker: m.cfg.Worker, SeenRevision: m.seenRev}
+	running := m.running
+	m.mu.Unlock()
+	// Running is read after SeenRevision: a unit revoked at or before
+	// SeenRevision and absent here has stopped (or never started).
+	for _, u := range running() {
+		hb.Running = append(hb.Running, u.String())
+	}
+	body, err := json.Marshal(hb)
+	if err != nil {
+		return HeartbeatReply{}, err
+	}
+	var errs []error
+	for _, base := range m.cfg.Endpoints() {
+		reply, err := m.post(ctx, base, body)
+		if err == nil {
+			return reply, nil
+		}
+		errs = append(errs, err)
+	}
+	if len(errs) == 0 {
+		return HeartbeatReply{}, errors.New("no node to send heartbeats to")
+	}
+	return HeartbeatReply{}, errors.Join(errs...)
+}
+
+func (m *Member) post(ctx context.Context, base string, body []byte) (HeartbeatReply, error) {
+	rctx, cancel := context.WithTimeout(ctx, m.cfg.SessionTimeout/2)
+	defer cancel()
+	u := strings.TrimRight(base, "/") + "/kcd/v1/workers/" + url.PathEscape(m.cfg.Worker.ID) + "/heartbeat"
+	req, err := http.NewRequestWithContext(rctx, http.MethodPost, u, bytes.NewReader(body))
+	if err != nil {
+		return HeartbeatReply{}, err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	res, err := m.cfg.Client.Do(req)
+	if err != nil {
+		return HeartbeatReply{}, err
+	}
+	defer res.Body.Close()
+	out, err := io.ReadAll(io.LimitReader(res.Body, 1<<20))
+	if err != nil {
+		return HeartbeatReply{}, err
+	}
+	if res.StatusCode != http.StatusOK {
+		return HeartbeatReply{}, fmt.Errorf("heartbeat to %s: %s: %s", base, res.Status, bytes.TrimSpace(out))
+	}
+	var reply HeartbeatReply
+	if err := json.Unmarshal(out, &reply); err != nil {
+		return HeartbeatReply{}, fmt.Errorf("heartbeat to %s: %w", base, err)
+	}
+	return reply, nil
+}
+
+// Leave ends the session at once (a clean shutdown, after the worker
+// stopped), so the coordinator moves the units without waiting.
+func (m *Member) Leave(ctx context.Context) {
+	for _, base := range m.cfg.Endpoints() {
+		u := strings.TrimRight(base, "/") + "/kcd/v1/workers/" + url.PathEscape(m.cfg.Worker.ID) + "/session"
+		req, err := http.NewRequestWithContext(ctx, http.MethodDelete, u, nil)
+		if err != nil {
+			continue
+		}
+		res, err := m.cfg.Client.Do(req)
+		if err != nil {
+			continue
+		}
+		res.Body.Close()
+		if res.StatusCode < 300 || res.StatusCode == http.StatusNotFound {
+			m.log.Info("left the cluster's worker group")
+			return
+		}
+	}
+	m.log.Warn("could not end the worker session; the coordinator will expire it")
+}
+
+// follow reads the assignment and then watches it.
+func (m *Member) follow(ctx context.Context) {
+	var rev int64
+	resync := true
+	failures := 0
+	for ctx.Err() == nil {
+		var err error
+		if resync {
+			if rev, err = m.load(ctx); err == nil {
+				resync = false
+			}
+		}
+		var w store.Watcher
+		if err == nil {
+			w, err = m.cfg.Store.Watch(ctx, AssignPrefix, rev)
+		}
+		if err == nil {
+			rev, err = m.apply(ctx, w, rev)
+			w.Close()
+		}
+		switch {
+		case ctx.Err() != nil:
+			return
+		case errors.Is(err, store.ErrWatcherLagging):
+			failures = 0
+			continue
+		case errors.Is(err, store.ErrCompacted):
+			resync, failures = true, 0
+			continue
+		}
+		failures++
+		if failures == 1 || failures%20 == 0 {
+			m.log.Warn("follow the assignment; retrying", "err", err, "failures", failures)
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(min(time.Duration(failures)*100*time.Millisecond, 2*time.Second)):
+		}
+	}
+}
+
+// load reads the whole assignment.
+func (m *Member) load(ctx context.Context) (int64, error) {
+	kvs, rev, err := m.cfg.Store.Scan(ctx, AssignPrefix, 0)
+	if err != nil {
+		return 0, fmt.Errorf("read the assignment: %w", err)
+	}
+	owners := map[Unit]ownerEntry{}
+	revokes := map[Unit]string{}
+	for _, kv := range kvs {
+		m.decode(kv, owners, revokes)
+	}
+	m.mu.Lock()
+	m.owners, m.revokes, m.seenRev, m.synced = owners, revokes, rev, true
+	m.mu.Unlock()
+	m.signal()
+	return rev, nil
+}
+
+func (m *Member) decode(kv store.KV, owners map[Unit]ownerEntry, revokes map[Unit]string) {
+	u, isRevoke, ok := ParseUnitKey(kv.Key)
+	if !ok {
+		return
+	}
+	if isRevoke {
+		var r Revoke
+		if json.Unmarshal(kv.Value, &r) == nil {
+			revokes[u] = r.From
+		}
+		return
+	}
+	var o Owner
+	if json.Unmarshal(kv.Value, &o) == nil {
+		owners[u] = ownerEntry{worker: o.Worker, rev: kv.ModRevision}
+	}
+}
+
+// apply follows one watch until it ends.
+func (m *Member) apply(ctx context.Context, w store.Watcher, rev int64) (int64, error) {
+	self := m.cfg.Worker.ID
+	for {
+		select {
+		case <-ctx.Done():
+			return rev, ctx.Err()
+		case ev, ok := <-w.Events():
+			if !ok {
+				if err := w.Err(); err != nil {
+					return rev, err
+				}
+				return rev, errors.New("assignment watch ended")
+			}
+			rev = ev.KV.ModRevision
+			u, isRevoke, ok := ParseUnitKey(ev.KV.Key)
+			m.mu.Lock()
+			mine := false
+			if ok {
+				if isRevoke {
+					mine = m.revokes[u] == self
+					delete(m.revokes, u)
+					if ev.Type == store.EventPut {
+						var r Revoke
+						if json.Unmarshal(ev.KV.Value, &r) == nil {
+							m.revokes[u] = r.From
+							mine = mine || r.From == self
+						}
+					}
+				} else {
+					mine = m.owners[u].worker == self
+					delete(m.owners, u)
+					if ev.Type == store.EventPut {
+						var o Owner
+						if json.Unmarshal(ev.KV.Value, &o) == nil {
+							m.owners[u] = ownerEntry{worker: o.Worker, rev: ev.KV.ModRevision}
+							mine = mine || o.Worker == self
+						}
+					}
+				}
+			}
+			m.seenRev = rev
+			m.mu.Unlock()
+			if mine {
+				m.signal()
+			}
+		}
+	}
+}
