@@ -22,10 +22,9 @@
 //  4. Place. Shed units, units of departed, draining or ineligible owners,
 //     and new units go, connector by connector, to workers under quota: to
 //     the one whose load of that connector, (count+1)/weight, is lowest,
-//     then the one least filled, (held+1)/quota, then the next one after a
-//     round-robin cursor. From scratch with equal weights this deals the
-//     units cyclically, so each connector's units differ by at most one
-//     between workers.
+//     then the one least filled, (held+1)/quota, then by ID. From scratch
+//     with equal weights this deals the units round-robin, so each
+//     connector's units differ by at most one between workers.
 //
 // So a rebalance moves only what the new quotas force: nothing leaves a
 // worker that is eligible and within its quota.
@@ -118,7 +117,6 @@ type worker struct {
 	quota  int
 	before int
 	held   int
-	cursor int // position in the round-robin order
 }
 
 // Assign computes the assignment for in. See the package comment.
@@ -220,7 +218,6 @@ func workers(in Input) []worker {
 	nothers := 0
 	for i, w := range sorted {
 		ws[i].id = w.ID
-		ws[i].cursor = i
 		if !w.Draining && w.Weight > 0 && !math.IsInf(w.Weight, 1) {
 			ws[i].weight = w.Weight
 		}
@@ -391,7 +388,6 @@ func place(ws []worker, units []Unit, owner []int32) {
 		return
 	}
 	count := make([]int, len(ws)) // units of the current connector
-	cursor := 0
 	for lo := 0; lo < len(units) && len(open) > 0; {
 		hi := lo + 1
 		free := owner[lo] < 0
@@ -412,19 +408,15 @@ func place(ws []worker, units []Unit, owner []int32) {
 			if owner[u] >= 0 {
 				continue
 			}
+			// open is in ID order: the first of equals wins.
 			best := -1
 			var bestLoad, bestFill float64
-			var bestDist int
 			for k, i := range open {
 				w := &ws[i]
 				load := float64(count[i]+1) / w.weight
 				fill := float64(w.held+1) / float64(w.quota)
-				dist := w.cursor - cursor
-				if dist < 0 {
-					dist += len(ws)
-				}
-				if best < 0 || load < bestLoad || load == bestLoad && (fill < bestFill || fill == bestFill && dist < bestDist) {
-					best, bestLoad, bestFill, bestDist = k, load, fill, dist
+				if best < 0 || load < bestLoad || load == bestLoad && fill < bestFill {
+					best, bestLoad, bestFill = k, load, fill
 				}
 			}
 			i := open[best]
@@ -432,7 +424,6 @@ func place(ws []worker, units []Unit, owner []int32) {
 			owner[u] = int32(i)
 			count[i]++
 			w.held++
-			cursor = (w.cursor + 1) % len(ws)
 			if w.held == w.quota {
 				open = slices.Delete(open, best, best+1)
 			}

@@ -191,6 +191,60 @@ func TestSpreadFromScratch(t *testing.T) {
 	}
 }
 
+func TestNewTasksGoWhereTheirConnectorIsFewest(t *testing.T) {
+	// a and b hold two units each, of different connectors. The new x/1
+	// goes to b, which has no x, and y/1 to a: not both to the first.
+	res := Assign(Input{
+		Workers: []Worker{{ID: "a", Weight: 1}, {ID: "b", Weight: 1}},
+		Units:   append(tasks(2, "x"), tasks(2, "y")...),
+		Current: map[Unit]string{{"x", -1}: "a", {"x", 0}: "a", {"y", -1}: "b", {"y", 0}: "b"},
+	})
+	want := []Move{{Unit{"x", 1}, "", "b"}, {Unit{"y", 1}, "", "a"}}
+	if !slices.Equal(res.Moves, want) {
+		t.Fatalf("moves %v, want %v", res.Moves, want)
+	}
+}
+
+func TestShedsTheConnectorItHoldsMost(t *testing.T) {
+	// a holds 3 of x and 1 of y; when b joins, a sheds two units of x
+	// (its highest tasks), not y.
+	res := Assign(Input{
+		Workers: []Worker{{ID: "a", Weight: 1}, {ID: "b", Weight: 1}},
+		Units:   append(tasks(2, "x"), Unit{"y", -1}),
+		Current: map[Unit]string{{"x", -1}: "a", {"x", 0}: "a", {"x", 1}: "a", {"y", -1}: "a"},
+	})
+	want := []Move{{Unit{"x", 0}, "a", "b"}, {Unit{"x", 1}, "a", "b"}}
+	if !slices.Equal(res.Moves, want) {
+		t.Fatalf("moves %v, want %v", res.Moves, want)
+	}
+}
+
+func TestRemainderTiesGoToTheHolder(t *testing.T) {
+	// 4 units over 3 equal workers: shares 1.33 each, one extra unit. The
+	// remainders tie; c, which already holds a unit, gets the extra.
+	res := Assign(Input{
+		Workers: []Worker{{ID: "a", Weight: 1}, {ID: "b", Weight: 1}, {ID: "c", Weight: 1}},
+		Units:   tasks(3, "x"),
+		Current: map[Unit]string{{"x", 2}: "c"},
+	})
+	if got, want := counts(res.Assignment), map[string]int{"a": 1, "b": 1, "c": 2}; !maps.Equal(got, want) {
+		t.Fatalf("counts %v, want %v", got, want)
+	}
+}
+
+func TestLeaderWeightFactor(t *testing.T) {
+	ws := []Worker{{ID: "a", Weight: 1}, {ID: "b", Weight: 1}, {ID: "lead", Weight: 1}}
+	for _, c := range []struct {
+		factor float64
+		lead   int
+	}{{0, 2}, {0.5, 2}, {1, 3}, {2, 5}, {0.25, 1}} {
+		res := Assign(Input{Workers: ws, Leader: "lead", LeaderWeightFactor: c.factor, Units: tasks(9, "x")})
+		if got := counts(res.Assignment)["lead"]; got != c.lead {
+			t.Errorf("factor %v: leader has %d of 10 units, want %d", c.factor, got, c.lead)
+		}
+	}
+}
+
 func ExampleAssign() {
 	in := Input{
 		Workers: []Worker{{ID: "w1", Weight: 1}, {ID: "w2", Weight: 1}},
