@@ -339,47 +339,44 @@ func (a *api) streamWatch(rw http.ResponseWriter, r *http.Request, w store.Watch
 	if !send(WatchMessage{StartRevision: &start, HeartbeatMS: watchHeartbeat.Milliseconds()}) {
 		return
 	}
+	// The watcher is drained into a queue of the stream's own at once, so
+	// that encoding and writing do not make it lag; that queue is bounded
+	// too, and a client that does not keep up is dropped with 429.
+	q := &watchQueue{wake: make(chan struct{}, 1)}
+	drained := make(chan struct{})
+	go func() {
+		defer close(drained)
+		q.drain(w)
+	}()
+	defer func() {
+		w.Close()
+		<-drained
+	}()
 	shutdown := serverShutdown(r)
 	beat := time.NewTicker(watchHeartbeat)
 	defer beat.Stop()
-	events := w.Events()
 	line := make([]StoreEvent, 0, watchLineEvents)
 	for {
 		select {
-		case ev, ok := <-events:
-			if !ok {
-				err := w.Err()
-				if err == nil || r.Context().Err() != nil {
+		case <-q.wake:
+			for {
+				evs, ended, err := q.take(line[:0])
+				if len(evs) > 0 {
+					if !send(WatchMessage{Events: evs}) {
+						return
+					}
+					beat.Reset(watchHeartbeat)
+					continue
+				}
+				if ended {
+					if err != nil && r.Context().Err() == nil {
+						e := storeAPIError(err)
+						send(WatchMessage{Error: &ErrorMessage{ErrorCode: e.Status, Message: e.Message}})
+					}
 					return
 				}
-				e := storeAPIError(err)
-				send(WatchMessage{Error: &ErrorMessage{ErrorCode: e.Status, Message: e.Message}})
-				return
+				break
 			}
-			// Take what else is ready, into one line.
-			line = append(line[:0], storeEvent(ev))
-			size := len(ev.KV.Key) + len(ev.KV.Value)
-		more:
-			for len(line) < watchLineEvents && size < watchLineBytes {
-				select {
-				case ev, ok := <-events:
-					if !ok {
-						events = nil // the next round reports the end
-						break more
-					}
-					line = append(line, storeEvent(ev))
-					size += len(ev.KV.Key) + len(ev.KV.Value)
-				default:
-					break more
-				}
-			}
-			if events == nil {
-				events = closedEvents
-			}
-			if !send(WatchMessage{Events: line}) {
-				return
-			}
-			beat.Reset(watchHeartbeat)
 		case <-beat.C:
 			if !send(WatchMessage{}) {
 				return
@@ -393,12 +390,75 @@ func (a *api) streamWatch(rw http.ResponseWriter, r *http.Request, w store.Watch
 	}
 }
 
-// closedEvents stands for a watcher's channel once it was seen closed.
-var closedEvents = func() chan store.Event {
-	c := make(chan store.Event)
-	close(c)
-	return c
-}()
+// Bounds of a watch stream's own queue.
+const (
+	watchQueueEvents = 8192
+	watchQueueBytes  = 32 << 20
+)
+
+// watchQueue holds the events of a watch stream not written yet.
+type watchQueue struct {
+	mu    sync.Mutex
+	evs   []store.Event
+	bytes int
+	ended bool
+	err   error
+	wake  chan struct{}
+}
+
+func (q *watchQueue) signal() {
+	select {
+	case q.wake <- struct{}{}:
+	default:
+	}
+}
+
+// drain moves w's events into the queue until w ends or the queue
+// overflows.
+func (q *watchQueue) drain(w store.Watcher) {
+	for ev := range w.Events() {
+		size := len(ev.KV.Key) + len(ev.KV.Value)
+		q.mu.Lock()
+		if len(q.evs) >= watchQueueEvents || q.bytes+size > watchQueueBytes {
+			q.evs, q.bytes, q.ended, q.err = nil, 0, true, store.ErrWatcherLagging
+			q.mu.Unlock()
+			q.signal()
+			return
+		}
+		q.evs = append(q.evs, ev)
+		q.bytes += size
+		q.mu.Unlock()
+		q.signal()
+	}
+	q.mu.Lock()
+	q.ended, q.err = true, w.Err()
+	q.mu.Unlock()
+	q.signal()
+}
+
+// take appends to line the next events for one line or, once the queue is
+// empty, says whether the watch ended and why.
+func (q *watchQueue) take(line []StoreEvent) ([]StoreEvent, bool, error) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	size, n := 0, 0
+	for n < len(q.evs) && len(line) < watchLineEvents && size < watchLineBytes {
+		ev := q.evs[n]
+		line = append(line, storeEvent(ev))
+		size += len(ev.KV.Key) + len(ev.KV.Value)
+		q.evs[n] = store.Event{}
+		n++
+	}
+	q.evs = q.evs[n:]
+	q.bytes -= size
+	if len(q.evs) == 0 {
+		q.evs = nil // let the array go
+	}
+	if len(line) > 0 {
+		return line, false, nil
+	}
+	return nil, q.ended, q.err
+}
 
 func storeEvent(ev store.Event) StoreEvent {
 	typ := "put"

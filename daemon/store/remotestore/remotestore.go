@@ -1,0 +1,570 @@
+// Package remotestore is a store.Store that talks to a kcd cluster over
+// its REST API (the store API of daemon/restapi, served by every Raft
+// node). Worker-only nodes use it: they hold no replica of the store.
+//
+// # Nodes and failover
+//
+// The store knows the URLs it was given and the REST URLs of the Raft
+// members it learns from GET /kcd/v1/cluster (on New, every
+// RefreshInterval, and whenever a node fails). A request goes to the node
+// that answered last; when that node is unreachable or cannot serve (503),
+// the store tries the next one, and keeps going round, with a backoff,
+// until the request's context ends or RetryTimeout has passed.
+//
+// What is retried on another node:
+//
+//   - reads (Get, Scan, Revision) and opening a watch: always, since
+//     they change nothing;
+//   - writes (Put, Delete, CompareAndSet, Batch, Compact): only when the
+//     request surely did not take effect: the connection could not be made
+//     (nothing was sent), or the server answered with the
+//     X-Kcd-Store-Unapplied header (it refused before proposing anything:
+//     no store, store closed, invalid request). A write whose connection
+//     broke after it was sent, that timed out, or that failed on the server
+//     after it was proposed is NOT retried: the store cannot tell whether it
+//     was applied (Raft may have committed it), and a retried Put would
+//     make a second revision, a retried CompareAndSet or conditional Batch
+//     would report failure for a write that succeeded. Such a write fails
+//     with an error wrapping ErrUnknownOutcome; the caller reads the state
+//     again and decides, as it does after any failed write.
+//
+// Writes are not made idempotent by a request id: the Raft log
+// deduplicates proposals by an id the proposing node picks, and a client
+// id would have to reach the state machine, which the store API does not
+// carry today.
+//
+// # Watch
+//
+// A watch is one streaming request to one node. When its connection drops
+// or that node stops, the watcher opens the watch again on another node
+// from the last revision it delivered (revisions are the same on every
+// node: the state machine is replicated), and skips the events of that
+// revision it already delivered, so the reader sees no gap and no repeat.
+// It ends only by Close, its context, the store's Close (store.ErrClosed),
+// store.ErrWatcherLagging (its reader fell more than WatchBuffer events or
+// WatchBufferBytes bytes behind, or the server dropped it for lagging) or
+// store.ErrCompacted (the history it needs is gone on every node it tried;
+// also when it must resume but has no revision to resume from: a watch
+// that started on an empty store and has seen nothing, or one that has
+// seen part of revision 1).
+package remotestore
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/kcd-project/kcd/daemon/restapi"
+	"github.com/kcd-project/kcd/daemon/store"
+	"github.com/kcd-project/kcd/raft/fsm"
+)
+
+// ErrUnknownOutcome is wrapped by the error of a write that was sent but
+// whose answer was lost: it may or may not have been applied.
+var ErrUnknownOutcome = errors.New("remotestore: the write may or may not have been applied")
+
+// Options tune a Store; zero values take the defaults.
+type Options struct {
+	// HTTPClient sends the requests. Nil: a client with DialTimeout and
+	// response-header timeouts; its Timeout must be zero, since watch
+	// streams last (unary requests are bounded by RequestTimeout).
+	HTTPClient *http.Client
+	// DialTimeout bounds connecting to a node (default 3 s).
+	DialTimeout time.Duration
+	// RequestTimeout bounds one attempt of a unary request on one node
+	// (default 30 s: a write waits up to 10 s for a Raft leader).
+	RequestTimeout time.Duration
+	// RetryTimeout bounds how long a request keeps trying nodes (default
+	// 30 s); the caller's context may end it sooner.
+	RetryTimeout time.Duration
+	// RefreshInterval is how often the members are learned again (default
+	// 30 s).
+	RefreshInterval time.Duration
+	// WatchBuffer and WatchBufferBytes bound the events a watcher holds
+	// that its reader has not taken yet (defaults 1024 and 16 MiB); a
+	// watcher that would hold more ends with store.ErrWatcherLagging.
+	WatchBuffer      int
+	WatchBufferBytes int
+	Logger           *slog.Logger
+}
+
+func (o *Options) defaults() {
+	if o.DialTimeout <= 0 {
+		o.DialTimeout = 3 * time.Second
+	}
+	if o.RequestTimeout <= 0 {
+		o.RequestTimeout = 30 * time.Second
+	}
+	if o.RetryTimeout <= 0 {
+		o.RetryTimeout = 30 * time.Second
+	}
+	if o.RefreshInterval <= 0 {
+		o.RefreshInterval = 30 * time.Second
+	}
+	if o.WatchBuffer <= 0 {
+		o.WatchBuffer = 1024
+	}
+	if o.WatchBufferBytes <= 0 {
+		o.WatchBufferBytes = 16 << 20
+	}
+	if o.Logger == nil {
+		o.Logger = slog.Default()
+	}
+	if o.HTTPClient == nil {
+		d := &net.Dialer{Timeout: o.DialTimeout, KeepAlive: 15 * time.Second}
+		o.HTTPClient = &http.Client{Transport: &http.Transport{
+			DialContext:           d.DialContext,
+			MaxIdleConnsPerHost:   16,
+			IdleConnTimeout:       90 * time.Second,
+			ResponseHeaderTimeout: o.RequestTimeout,
+		}}
+	}
+}
+
+// Bounds of what the store reads from a node.
+const (
+	maxResponse = 256 << 20 // one unary answer (a large Scan)
+	maxLine     = 8 << 20   // one line of a watch stream
+)
+
+// Store is a store.Store over the REST API of a kcd cluster.
+type Store struct {
+	opts  Options
+	hc    *http.Client
+	log   *slog.Logger
+	seeds []string
+
+	mu        sync.Mutex
+	endpoints []string // seeds and learned members, deduplicated
+	current   int      // index of the endpoint that answered last
+
+	refresh chan struct{} // a token: learn the members now
+
+	life  context.Context // ends with Close
+	close context.CancelFunc
+	wg    sync.WaitGroup
+}
+
+var _ store.Store = (*Store)(nil)
+
+// New returns a store that talks to the nodes at urls (REST base URLs,
+// e.g. http://10.0.0.1:8083) and to the members it learns from them. It
+// does not wait for a node to answer: requests do.
+func New(urls []string, opts Options) (*Store, error) {
+	opts.defaults()
+	var seeds []string
+	for _, u := range urls {
+		u = strings.TrimRight(strings.TrimSpace(u), "/")
+		if u == "" {
+			continue
+		}
+		if !strings.HasPrefix(u, "http://") && !strings.HasPrefix(u, "https://") {
+			return nil, fmt.Errorf("remotestore: node URL %q: want http:// or https://", u)
+		}
+		if !slices.Contains(seeds, u) {
+			seeds = append(seeds, u)
+		}
+	}
+	if len(seeds) == 0 {
+		return nil, errors.New("remotestore: no node URL")
+	}
+	life, cancel := context.WithCancel(context.Background())
+	s := &Store{
+		opts: opts, hc: opts.HTTPClient, log: opts.Logger, seeds: seeds,
+		endpoints: slices.Clone(seeds),
+		refresh:   make(chan struct{}, 1),
+		life:      life, close: cancel,
+	}
+	s.wg.Add(1)
+	go s.refreshLoop()
+	s.refreshNow()
+	return s, nil
+}
+
+// Endpoints returns the node URLs the store knows now, the one it uses
+// first.
+func (s *Store) Endpoints() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := make([]string, 0, len(s.endpoints))
+	for i := range s.endpoints {
+		out = append(out, s.endpoints[(s.current+i)%len(s.endpoints)])
+	}
+	return out
+}
+
+func (s *Store) refreshNow() {
+	select {
+	case s.refresh <- struct{}{}:
+	default:
+	}
+}
+
+func (s *Store) refreshLoop() {
+	defer s.wg.Done()
+	tick := time.NewTicker(s.opts.RefreshInterval)
+	defer tick.Stop()
+	for {
+		select {
+		case <-s.life.Done():
+			return
+		case <-tick.C:
+		case <-s.refresh:
+		}
+		s.learnMembers()
+	}
+}
+
+// learnMembers asks the known nodes, in turn, for the cluster's members and
+// adds their REST URLs. Seeds are always kept; members that left are
+// dropped.
+func (s *Store) learnMembers() {
+	for _, ep := range s.Endpoints() {
+		ctx, cancel := context.WithTimeout(s.life, s.opts.DialTimeout+2*time.Second)
+		var info restapi.ClusterInfo
+		err := s.getJSON(ctx, ep, "/kcd/v1/cluster", &info)
+		cancel()
+		if err != nil {
+			continue
+		}
+		urls := slices.Clone(s.seeds)
+		for _, m := range info.Members {
+			u := strings.TrimRight(m.RESTURL, "/")
+			if u == "" || (len(m.Roles) > 0 && !slices.Contains(m.Roles, "raft")) || slices.Contains(urls, u) {
+				continue
+			}
+			urls = append(urls, u)
+		}
+		s.mu.Lock()
+		cur := s.endpoints[s.current]
+		s.endpoints = urls
+		s.current = max(slices.Index(urls, cur), 0)
+		s.mu.Unlock()
+		return
+	}
+}
+
+func (s *Store) getJSON(ctx context.Context, base, path string, out any) error {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, base+path, nil)
+	if err != nil {
+		return err
+	}
+	res, err := s.hc.Do(req)
+	if err != nil {
+		return err
+	}
+	defer res.Body.Close()
+	if res.StatusCode != http.StatusOK {
+		return fmt.Errorf("GET %s%s: HTTP %d", base, path, res.StatusCode)
+	}
+	return json.NewDecoder(io.LimitReader(res.Body, maxResponse)).Decode(out)
+}
+
+// succeeded makes ep the endpoint tried first.
+func (s *Store) succeeded(ep string) {
+	s.mu.Lock()
+	if i := slices.Index(s.endpoints, ep); i >= 0 {
+		s.current = i
+	}
+	s.mu.Unlock()
+}
+
+// check refuses calls after Close or with an ended context.
+func (s *Store) check(ctx context.Context) error {
+	if s.life.Err() != nil {
+		return store.ErrClosed
+	}
+	return ctx.Err()
+}
+
+// remoteError is an error answer of a node.
+type remoteError struct {
+	url       string
+	status    int
+	message   string
+	unapplied bool
+}
+
+func (e *remoteError) Error() string {
+	return fmt.Sprintf("%s: HTTP %d: %s", e.url, e.status, e.message)
+}
+
+// storeErr maps an error answer to the store error it stands for.
+func (e *remoteError) storeErr() error {
+	switch e.status {
+	case http.StatusBadRequest, http.StatusRequestEntityTooLarge:
+		return fmt.Errorf("remotestore: %w (%s)", store.ErrInvalid, e.message)
+	case restapi.StatusCompacted:
+		return fmt.Errorf("remotestore: %w (%s)", store.ErrCompacted, e.message)
+	case restapi.StatusLagging:
+		return fmt.Errorf("remotestore: %w (%s)", store.ErrWatcherLagging, e.message)
+	}
+	return nil
+}
+
+// failover tells whether an error answer is one another node may not give.
+func (e *remoteError) failover() bool {
+	return e.status >= 500 || e.status == http.StatusNotFound || e.status == http.StatusMethodNotAllowed
+}
+
+func readRemoteError(url string, res *http.Response) *remoteError {
+	body, _ := io.ReadAll(io.LimitReader(res.Body, 64<<10))
+	var em restapi.ErrorMessage
+	if json.Unmarshal(body, &em) != nil || em.Message == "" {
+		em.Message = strings.TrimSpace(string(body))
+	}
+	return &remoteError{url: url, status: res.StatusCode, message: em.Message, unapplied: res.Header.Get(restapi.UnappliedHeader) == "true"}
+}
+
+// notSent tells whether a transport error surely happened before the
+// request left this process: dialling failed.
+func notSent(err error) bool {
+	var op *net.OpError
+	return errors.As(err, &op) && op.Op == "dial"
+}
+
+// call sends one unary request, trying nodes in turn as the rules of the
+// package comment allow; write says whether it changes the store.
+func (s *Store) call(ctx context.Context, method, path string, in *restapi.StoreRequest, write bool) (restapi.StoreResponse, error) {
+	var out restapi.StoreResponse
+	if err := s.check(ctx); err != nil {
+		return out, err
+	}
+	var body []byte
+	if in != nil {
+		var err error
+		if body, err = json.Marshal(in); err != nil {
+			return out, fmt.Errorf("remotestore: encode %s: %w", path, err)
+		}
+		if len(body) > restapi.MaxStoreRequest {
+			return out, fmt.Errorf("remotestore: %w: request of %d bytes exceeds %d", store.ErrInvalid, len(body), restapi.MaxStoreRequest)
+		}
+	}
+	rctx, cancel := context.WithTimeout(ctx, s.opts.RetryTimeout)
+	defer cancel()
+	stop := context.AfterFunc(s.life, cancel)
+	defer stop()
+	var lastErr error
+	for round, backoff := 0, 50*time.Millisecond; ; round++ {
+		for _, ep := range s.Endpoints() {
+			err := s.attempt(rctx, ep, method, path, body, &out)
+			if err == nil {
+				s.succeeded(ep)
+				return out, nil
+			}
+			if e := s.check(ctx); e != nil {
+				if errors.Is(e, store.ErrClosed) {
+					return out, e
+				}
+				return out, fmt.Errorf("remotestore: %s: %w", path, e)
+			}
+			var re *remoteError
+			switch {
+			case errors.As(err, &re):
+				if se := re.storeErr(); se != nil {
+					return out, se
+				}
+				if !re.failover() || (write && !re.unapplied) {
+					if write && re.status >= 500 {
+						return out, fmt.Errorf("%w: %v", ErrUnknownOutcome, err)
+					}
+					return out, fmt.Errorf("remotestore: %w", err)
+				}
+			case write && !notSent(err):
+				return out, fmt.Errorf("%w: %s%s: %v", ErrUnknownOutcome, ep, path, err)
+			}
+			lastErr = err
+			s.log.Debug("store request failed on a node; trying another", "node", ep, "path", path, "err", err)
+			s.refreshNow()
+			if rctx.Err() != nil {
+				break
+			}
+		}
+		select {
+		case <-rctx.Done():
+			if e := s.check(ctx); e != nil {
+				if errors.Is(e, store.ErrClosed) {
+					return out, e
+				}
+				return out, fmt.Errorf("remotestore: %s: %w", path, e)
+			}
+			return out, fmt.Errorf("remotestore: %s: no node answered within %v: %w", path, s.opts.RetryTimeout, lastErr)
+		case <-time.After(backoff):
+		}
+		backoff = min(backoff*2, time.Second)
+	}
+}
+
+// attempt sends the request to one node.
+func (s *Store) attempt(ctx context.Context, ep, method, path string, body []byte, out *restapi.StoreResponse) error {
+	ctx, cancel := context.WithTimeout(ctx, s.opts.RequestTimeout)
+	defer cancel()
+	var rd io.Reader
+	if body != nil {
+		rd = bytes.NewReader(body)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, ep+path, rd)
+	if err != nil {
+		return err
+	}
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	res, err := s.hc.Do(req)
+	if err != nil {
+		return err
+	}
+	defer res.Body.Close()
+	if res.StatusCode != http.StatusOK {
+		return readRemoteError(ep, res)
+	}
+	*out = restapi.StoreResponse{}
+	if err := json.NewDecoder(io.LimitReader(res.Body, maxResponse)).Decode(out); err != nil {
+		return fmt.Errorf("decode the answer of %s%s: %w", ep, path, err)
+	}
+	return nil
+}
+
+func validate(c fsm.Command) error {
+	if err := c.Validate(); err != nil {
+		return fmt.Errorf("remotestore: %w", err)
+	}
+	return nil
+}
+
+func kvOf(kv restapi.StoreKV) store.KV {
+	return store.KV{Key: string(kv.Key), Value: kv.Value, CreateRevision: kv.CreateRevision, ModRevision: kv.ModRevision}
+}
+
+func deref(b *bool) bool { return b != nil && *b }
+
+// Get implements store.Store.
+func (s *Store) Get(ctx context.Context, key string) (store.KV, bool, error) {
+	if err := s.check(ctx); err != nil {
+		return store.KV{}, false, err
+	}
+	if err := validate(fsm.Command{Kind: fsm.KindDelete, Key: key}); err != nil {
+		return store.KV{}, false, err
+	}
+	out, err := s.call(ctx, http.MethodPost, "/kcd/v1/store/get", &restapi.StoreRequest{Key: []byte(key)}, false)
+	if err != nil || !deref(out.Found) || out.KV == nil {
+		return store.KV{}, false, err
+	}
+	return kvOf(*out.KV), true, nil
+}
+
+// Put implements store.Store.
+func (s *Store) Put(ctx context.Context, key string, value []byte) (int64, error) {
+	if err := s.check(ctx); err != nil {
+		return 0, err
+	}
+	if err := validate(fsm.Command{Kind: fsm.KindPut, Key: key, Value: value}); err != nil {
+		return 0, err
+	}
+	out, err := s.call(ctx, http.MethodPost, "/kcd/v1/store/put", &restapi.StoreRequest{Key: []byte(key), Value: value}, true)
+	return out.Revision, err
+}
+
+// Delete implements store.Store.
+func (s *Store) Delete(ctx context.Context, key string) (int64, bool, error) {
+	if err := s.check(ctx); err != nil {
+		return 0, false, err
+	}
+	if err := validate(fsm.Command{Kind: fsm.KindDelete, Key: key}); err != nil {
+		return 0, false, err
+	}
+	out, err := s.call(ctx, http.MethodPost, "/kcd/v1/store/delete", &restapi.StoreRequest{Key: []byte(key)}, true)
+	return out.Revision, deref(out.Deleted), err
+}
+
+// CompareAndSet implements store.Store.
+func (s *Store) CompareAndSet(ctx context.Context, key string, expectModRev int64, value []byte) (int64, bool, error) {
+	if err := s.check(ctx); err != nil {
+		return 0, false, err
+	}
+	if err := validate(fsm.Command{Kind: fsm.KindCompareAndSet, Key: key, ExpectModRev: expectModRev, Value: value}); err != nil {
+		return 0, false, err
+	}
+	out, err := s.call(ctx, http.MethodPost, "/kcd/v1/store/cas",
+		&restapi.StoreRequest{Key: []byte(key), ExpectModRevision: expectModRev, Value: value}, true)
+	return out.Revision, deref(out.OK), err
+}
+
+// Scan implements store.Store.
+func (s *Store) Scan(ctx context.Context, prefix string, limit int) ([]store.KV, int64, error) {
+	if err := s.check(ctx); err != nil {
+		return nil, 0, err
+	}
+	if limit < 0 {
+		return nil, 0, fmt.Errorf("remotestore: %w: negative limit %d", store.ErrInvalid, limit)
+	}
+	out, err := s.call(ctx, http.MethodPost, "/kcd/v1/store/scan", &restapi.StoreRequest{Prefix: []byte(prefix), Limit: limit}, false)
+	if err != nil {
+		return nil, 0, err
+	}
+	kvs := make([]store.KV, len(out.KVs))
+	for i, kv := range out.KVs {
+		kvs[i] = kvOf(kv)
+	}
+	return kvs, out.Revision, nil
+}
+
+// Batch implements store.Store.
+func (s *Store) Batch(ctx context.Context, conds []store.Cond, ops []store.Op) (int64, bool, error) {
+	if err := s.check(ctx); err != nil {
+		return 0, false, err
+	}
+	if err := validate(fsm.Command{Kind: fsm.KindBatch, Conds: conds, Ops: ops}); err != nil {
+		return 0, false, err
+	}
+	req := &restapi.StoreRequest{Conds: make([]restapi.StoreCond, len(conds)), Ops: make([]restapi.StoreOp, len(ops))}
+	for i, c := range conds {
+		req.Conds[i] = restapi.StoreCond{Key: []byte(c.Key), ModRevision: c.ModRevision}
+	}
+	for i, op := range ops {
+		typ := "put"
+		if op.Type == store.OpDelete {
+			typ = "delete"
+		}
+		req.Ops[i] = restapi.StoreOp{Type: typ, Key: []byte(op.Key), Value: op.Value}
+	}
+	out, err := s.call(ctx, http.MethodPost, "/kcd/v1/store/batch", req, true)
+	return out.Revision, deref(out.OK), err
+}
+
+// Revision implements store.Store.
+func (s *Store) Revision(ctx context.Context) (int64, error) {
+	out, err := s.call(ctx, http.MethodGet, "/kcd/v1/store/revision", nil, false)
+	return out.Revision, err
+}
+
+// Compact drops the cluster's watch history up to revision rev (see
+// raftstore.Store.Compact).
+func (s *Store) Compact(ctx context.Context, rev int64) error {
+	if err := s.check(ctx); err != nil {
+		return err
+	}
+	if err := validate(fsm.Command{Kind: fsm.KindCompact, Rev: rev}); err != nil {
+		return err
+	}
+	_, err := s.call(ctx, http.MethodPost, "/kcd/v1/store/compact", &restapi.StoreRequest{Revision: rev}, true)
+	return err
+}
+
+// Close implements store.Store: later calls fail with store.ErrClosed and
+// watchers end with it.
+func (s *Store) Close() error {
+	s.close()
+	s.wg.Wait()
+	return nil
+}
