@@ -131,6 +131,7 @@ func (n *Node) Start(ctx context.Context) (err error) {
 			if err := n.startWorker(ctx, seeds, n.raftEndpoints); err != nil {
 				return err
 			}
+			opts.Worker = n
 		}
 	} else {
 		opts.Cluster = seedCluster{seeds: n.cfg.Seeds}
@@ -184,7 +185,7 @@ func (n *Node) Run(ctx context.Context) error {
 // endpoints (REST base URLs of Raft nodes, any of which forwards to the
 // leader).
 func (n *Node) startWorker(ctx context.Context, seeds []string, endpoints func() []string) error {
-	id := strings.TrimPrefix(advertise(n.ln.Addr().String()), "http://")
+	id := n.workerID()
 	member, err := coordinator.NewMember(coordinator.MemberConfig{
 		Worker:            coordinator.WorkerInfo{ID: id, RESTURL: n.RESTURL(), NodeID: n.cfg.NodeID, Weight: n.cfg.WorkerWeight},
 		Store:             n.store,
@@ -236,6 +237,9 @@ func (n *Node) startWorker(ctx context.Context, seeds []string, endpoints func()
 	}()
 	return nil
 }
+
+// workerID names this node's worker: its advertised REST host:port.
+func (n *Node) workerID() string { return strings.TrimPrefix(advertise(n.ln.Addr().String()), "http://") }
 
 // raftEndpoints are where the worker of a Raft node heartbeats: its own
 // REST API first, then the other members' (once its own has stopped).

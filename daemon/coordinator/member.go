@@ -121,7 +121,9 @@ func (m *Member) Task(name string, id int) bool { return m.owns(Unit{Connector: 
 func (m *Member) owns(u Unit) bool {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if m.fenced || !m.synced {
+	// The clock, not only the watchdog: a process frozen (SIGSTOP, a long
+	// pause) and resumed must see its session lapsed before anything runs.
+	if m.fenced || !m.synced || time.Since(m.lastAck) >= m.cfg.SessionTimeout {
 		return false
 	}
 	_, revoked := m.revokes[u]

@@ -76,6 +76,8 @@ type Options struct {
 	// Coordinator serves the coordinator's leader-only endpoints (worker
 	// heartbeats, rebalance plans); nil on nodes that are not Raft members.
 	Coordinator Coordinator
+	// Worker serves GET /kcd/v1/worker; nil on nodes without a worker.
+	Worker LocalWorker
 	// LeaderWait is how long a leader-only request waits for a leader to be
 	// elected before it fails (default 5 s).
 	LeaderWait time.Duration
@@ -91,7 +93,7 @@ func NewHandler(node Node, opts Options) http.Handler {
 		opts.LeaderWait = 5 * time.Second
 	}
 	a := &api{
-		node: node, cluster: opts.Cluster, store: opts.Store, connect: opts.Connect, coord: opts.Coordinator, log: opts.Logger, leaderWait: opts.LeaderWait,
+		node: node, cluster: opts.Cluster, store: opts.Store, connect: opts.Connect, coord: opts.Coordinator, worker: opts.Worker, log: opts.Logger, leaderWait: opts.LeaderWait,
 		forwardClient: &http.Client{Timeout: 90 * time.Second},
 	}
 	routes := []route{
@@ -165,6 +167,7 @@ type api struct {
 	store         store.Store
 	connect       *herder.Herder
 	coord         Coordinator
+	worker        LocalWorker
 	log           *slog.Logger
 	leaderWait    time.Duration
 	forwardClient *http.Client

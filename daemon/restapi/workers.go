@@ -58,6 +58,7 @@ func (a *api) workerRoutes() []route {
 		{"POST", "/kcd/v1/workers/{id}/heartbeat", a.withCoordinator(a.leaderOnly(a.heartbeat))},
 		{"DELETE", "/kcd/v1/workers/{id}/session", a.withCoordinator(a.leaderOnly(a.leaveSession))},
 		{"GET", "/kcd/v1/workers", a.withStore(a.listWorkers)},
+		{"GET", "/kcd/v1/worker", a.localWorker},
 		{"PUT", "/kcd/v1/workers/{id}/weight", a.withStore(a.setWeight)},
 		{"PUT", "/kcd/v1/workers/{id}/drain", a.withStore(a.drain(true))},
 		{"PUT", "/kcd/v1/workers/{id}/undrain", a.withStore(a.drain(false))},
@@ -339,4 +340,43 @@ func (a *api) listRebalances(r *http.Request) (int, any, *Error) {
 		}
 	}
 	return http.StatusOK, out, nil
+}
+
+// LocalWorker is this node's worker, for GET /kcd/v1/worker.
+type LocalWorker interface {
+	LocalWorker() LocalWorkerView
+}
+
+// LocalWorkerView is the body of GET /kcd/v1/worker: what this node's
+// worker runs now and how often it started each unit.
+type LocalWorkerView struct {
+	ID string `json:"id"`
+	// SessionHeld: the coordinator answered a heartbeat within the
+	// session timeout; when false the worker runs nothing.
+	SessionHeld bool        `json:"session_held"`
+	Units       []LocalUnit `json:"units"`
+}
+
+// LocalUnit is a connector instance (task null) or a task this worker has
+// run since its process started.
+type LocalUnit struct {
+	Connector string `json:"connector"`
+	Task      *int   `json:"task"`
+	Running   bool   `json:"running"`
+	Starts    int    `json:"starts"`
+	Records   int64  `json:"records"`
+}
+
+func (a *api) localWorker(*http.Request) (int, any, *Error) {
+	if a.worker == nil {
+		return 0, nil, Errorf(http.StatusNotFound, "this node runs no worker")
+	}
+	v := a.worker.LocalWorker()
+	sort.Slice(v.Units, func(i, j int) bool {
+		if v.Units[i].Connector != v.Units[j].Connector {
+			return v.Units[i].Connector < v.Units[j].Connector
+		}
+		return taskOrder(v.Units[i].Task) < taskOrder(v.Units[j].Task)
+	})
+	return http.StatusOK, v, nil
 }

@@ -216,6 +216,9 @@ func (st *sinkRun) process(fetches kgo.Fetches) error {
 // false when the task must stop before the batch was taken.
 func (st *sinkRun) put(batch []*connect.SinkRecord) (done bool, err error) {
 	tr := st.tr
+	if !tr.waitOwned() {
+		return false, nil
+	}
 	for attempt := 1; ; attempt++ {
 		err := safe("Put", func() error { return st.task.Put(batch) })
 		if err == nil {

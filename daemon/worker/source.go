@@ -134,6 +134,12 @@ func (st *sourceRun) loop() error {
 			return fmt.Errorf("poll: %w", err)
 		}
 		retries = 0
+		// A worker cut off from the coordinator (or frozen, then resumed)
+		// must not produce what it polled: the task may run elsewhere now.
+		// The records' offsets are not committed; the owner polls them again.
+		if !tr.waitOwned() {
+			return nil
+		}
 		// One allocation for the batch's kgo.Records and one for their
 		// headers; the batch stays in memory until its last record is
 		// acknowledged.

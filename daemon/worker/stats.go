@@ -120,15 +120,29 @@ func (w *Worker) setConnectorRunning(name string, on bool) {
 	w.mu.Lock()
 	if on {
 		w.conns[name] = true
+		w.starts[TaskID{Connector: name, Task: -1}]++
 	} else {
 		delete(w.conns, name)
 	}
 	w.mu.Unlock()
 }
 
+// Starts counts, per connector instance (Task -1) and task, how many times
+// this worker started it since the process began.
+func (w *Worker) Starts() map[TaskID]int {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	out := make(map[TaskID]int, len(w.starts))
+	for id, n := range w.starts {
+		out[id] = n
+	}
+	return out
+}
+
 func (w *Worker) register(t *taskStats) {
 	w.mu.Lock()
 	w.tasks[t.id] = t
+	w.starts[t.id]++
 	w.mu.Unlock()
 }
 

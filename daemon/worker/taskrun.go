@@ -169,6 +169,18 @@ func (tr *taskRun) waitWhilePaused() bool {
 	return true
 }
 
+// waitOwned returns true at once while this worker owns the task; while it
+// does not (its session lapsed, or the task was revoked and is about to be
+// stopped) it waits, and returns false when the task must stop.
+func (tr *taskRun) waitOwned() bool {
+	for !tr.w.cfg.Assignment.Task(tr.id.Connector, tr.id.Task) {
+		if !tr.sleep(20 * time.Millisecond) {
+			return false
+		}
+	}
+	return true
+}
+
 // sleep waits d or until the task must stop; false in the latter case.
 func (tr *taskRun) sleep(d time.Duration) bool {
 	t := time.NewTimer(d)

@@ -64,6 +64,7 @@ type Worker struct {
 	sups   map[string]*supervisor
 	tasks  map[TaskID]*taskStats
 	conns  map[string]bool // connector instances running here
+	starts map[TaskID]int  // starts per connector instance and task
 	wg     sync.WaitGroup
 	exited chan *supervisor
 }
@@ -82,6 +83,7 @@ func New(cfg Config) (*Worker, error) {
 		sups:   map[string]*supervisor{},
 		tasks:  map[TaskID]*taskStats{},
 		conns:  map[string]bool{},
+		starts: map[TaskID]int{},
 		exited: make(chan *supervisor),
 	}, nil
 }
