@@ -133,8 +133,8 @@ func (n *Node) Start(ctx context.Context) (err error) {
 			}
 			opts.Worker = n
 		}
-	} else {
-		opts.Cluster = seedCluster{seeds: n.cfg.Seeds}
+	} else if err := n.startRemote(ctx, &opts, seeds); err != nil { // remote.go
+		return err
 	}
 	n.rest = &http.Server{
 		Handler:           restapi.NewHandler(n, opts),

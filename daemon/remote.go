@@ -1,0 +1,41 @@
+package daemon
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/kcd-project/kcd/daemon/config"
+	"github.com/kcd-project/kcd/daemon/connect/converter"
+	"github.com/kcd-project/kcd/daemon/connectstore"
+	"github.com/kcd-project/kcd/daemon/herder"
+	"github.com/kcd-project/kcd/daemon/restapi"
+	"github.com/kcd-project/kcd/daemon/store/remotestore"
+)
+
+// startRemote wires a worker-only node: it holds no replica of the store,
+// so its store is a remotestore over the REST API of the Raft nodes (its
+// --seeds, and the members it learns from them). On it the node runs the
+// herder (Kafka Connect's connector API, answered here, its writes going
+// through the store) and the worker, whose member heartbeats the
+// coordinator through the same nodes. kafkaSeeds are the data plane's
+// brokers.
+func (n *Node) startRemote(ctx context.Context, opts *restapi.Options, kafkaSeeds []string) error {
+	opts.Cluster = seedCluster{seeds: n.cfg.Seeds}
+	rs, err := remotestore.New(n.cfg.Seeds, remotestore.Options{Logger: n.log.With("subsys", "remotestore")})
+	if err != nil {
+		return fmt.Errorf("store of a worker-only node: %w", err)
+	}
+	n.store = rs
+	opts.Connect = herder.New(connectstore.New(n.store), herder.Options{
+		Converters:       converter.Classes(),
+		HeaderConverters: append(converter.Classes(), herder.SimpleHeaderConverter),
+		Logger:           n.log.With("subsys", "herder"),
+	})
+	if n.cfg.HasRole(config.RoleWorker) {
+		if err := n.startWorker(ctx, kafkaSeeds, rs.Endpoints); err != nil {
+			return err
+		}
+		opts.Worker = n
+	}
+	return nil
+}
