@@ -408,15 +408,16 @@ func place(ws []worker, units []Unit, owner []int32) {
 			if owner[u] >= 0 {
 				continue
 			}
-			// open is in ID order: the first of equals wins.
-			best := -1
-			var bestLoad, bestFill float64
-			for k, i := range open {
-				w := &ws[i]
-				load := float64(count[i]+1) / w.weight
-				fill := float64(w.held+1) / float64(w.quota)
-				if best < 0 || load < bestLoad || load == bestLoad && fill < bestFill {
-					best, bestLoad, bestFill = k, load, fill
+			// Lowest (count+1)/weight, then lowest (held+1)/quota, compared
+			// by cross-multiplying; open is in ID order, so the first of
+			// equals wins.
+			best := 0
+			for k := 1; k < len(open); k++ {
+				w, b := &ws[open[k]], &ws[open[best]]
+				wl := float64(count[open[k]]+1) * b.weight
+				bl := float64(count[open[best]]+1) * w.weight
+				if wl < bl || wl == bl && (w.held+1)*b.quota < (b.held+1)*w.quota {
+					best = k
 				}
 			}
 			i := open[best]
