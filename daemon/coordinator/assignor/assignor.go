@@ -27,7 +27,16 @@
 //     connector's units differ by at most one between workers.
 //
 // So a rebalance moves only what the new quotas force: nothing leaves a
-// worker that is eligible and within its quota.
+// worker that is eligible and within its quota, and the quotas make that
+// shedding the least possible. When workers join, leave, drain or change
+// weight, every other worker's exact share scales by the same factor, and a
+// unit moves between two such unaffected workers only when rounding forces
+// it: after a join or a weight increase, from a worker that holds more than
+// its new ceiling to one at its floor; after a leave, a drain or a weight
+// decrease, from a worker at its ceiling when more workers hold their
+// ceiling than there are units above the floors. Everything else moves from
+// or to the worker that changed (and the leader, when its capped weight
+// follows the change).
 package assignor
 
 import (
@@ -67,7 +76,7 @@ func (u Unit) compare(v Unit) int {
 // Worker is a worker with a live session.
 type Worker struct {
 	ID       string
-	Weight   float64 // > 0 takes work in proportion; 0 (or less) takes none
+	Weight   float64 // > 0 (finite) takes work in proportion; 0 (or less) takes none
 	Draining bool    // takes none and sheds what it holds
 }
 
@@ -104,7 +113,8 @@ type Result struct {
 	Assignment map[Unit]string
 	// Moves lists the units whose owner changes, sorted by unit.
 	Moves []Move
-	// Shares has one entry per worker of Input.Workers, sorted by ID.
+	// Shares has one entry per distinct worker ID of Input.Workers, sorted
+	// by ID: the numbers behind a rebalance plan.
 	Shares []Share
 }
 
