@@ -482,9 +482,12 @@ func serverShutdown(r *http.Request) <-chan struct{} {
 	if v, loaded := shutdowns.LoadOrStore(srv, ch); loaded {
 		return v.(chan struct{})
 	}
+	var once sync.Once // Shutdown runs the function again when called again
 	srv.RegisterOnShutdown(func() {
-		shutdowns.Delete(srv)
-		close(ch)
+		once.Do(func() {
+			shutdowns.Delete(srv)
+			close(ch)
+		})
 	})
 	return ch
 }
