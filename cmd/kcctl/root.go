@@ -6,6 +6,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/kcd-project/kcd/cmd/kcctl/internal/coordclient"
 	"github.com/kcd-project/kcd/daemon/client"
 	"github.com/kcd-project/kcd/tui/printer"
 )
@@ -19,6 +20,10 @@ type globals struct {
 }
 
 func (g *globals) client() *client.Client { return client.New(g.server) }
+
+// coord is a client of the coordinator endpoints (workers, assignments,
+// rebalances).
+func (g *globals) coord() *coordclient.Client { return coordclient.New(g.server) }
 
 func newRootCmd(stdout, stderr io.Writer) *cobra.Command {
 	g := &globals{}
@@ -40,8 +45,30 @@ API. The server is taken from --server, else KCCTL_SERVER, else ` + defaultServe
 	}
 	cmd.PersistentFlags().StringVar(&g.server, "server", server, "URL of a kcd node's REST API (env KCCTL_SERVER)")
 
-	cmd.AddCommand(newVersionCmd(g), newClusterCmd(g))
+	cmd.AddCommand(newVersionCmd(g), newClusterCmd(g), newWorkerCmd(g), newRebalanceCmd(g), newAssignmentsCmd(g))
+	usageArgs(cmd)
 	return cmd
+}
+
+// usageArgs makes the argument checks of cmd and its subcommands report
+// usage errors (exit 2), as flag errors do. A group of commands (kcctl
+// worker) prints its help, and refuses an unknown subcommand.
+func usageArgs(cmd *cobra.Command) {
+	if cmd.HasParent() && !cmd.Runnable() && cmd.HasSubCommands() {
+		cmd.Args = cobra.NoArgs
+		cmd.RunE = func(c *cobra.Command, _ []string) error { return c.Help() }
+	}
+	if check := cmd.Args; check != nil {
+		cmd.Args = func(c *cobra.Command, args []string) error {
+			if err := check(c, args); err != nil {
+				return &usageError{err}
+			}
+			return nil
+		}
+	}
+	for _, sub := range cmd.Commands() {
+		usageArgs(sub)
+	}
 }
 
 // addOutputFlag adds -o/--output to cmd and checks its value before the

@@ -1,0 +1,60 @@
+package main
+
+import (
+	"fmt"
+
+	"github.com/spf13/cobra"
+
+	"github.com/kcd-project/kcd/daemon/coordinator"
+	"github.com/kcd-project/kcd/daemon/restapi"
+	"github.com/kcd-project/kcd/tui/printer"
+)
+
+func newAssignmentsCmd(g *globals) *cobra.Command {
+	var output, connector string
+	cmd := &cobra.Command{
+		Use:   "assignments",
+		Short: "Show which worker runs each connector and task, and the moves under way",
+		Example: `  kcctl assignments
+  kcctl assignments --connector orders-source -o json`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			all, err := g.coord().Assignments(cmd.Context())
+			if err != nil {
+				return err
+			}
+			as := []restapi.AssignmentView{}
+			for _, a := range all {
+				if connector == "" || a.Connector == connector {
+					as = append(as, a)
+				}
+			}
+			if len(as) == 0 && isTable(output) {
+				msg := "no assignments"
+				if connector != "" {
+					msg += " of connector " + connector
+				}
+				_, err := fmt.Fprintln(cmd.OutOrStdout(), msg)
+				return err
+			}
+			return printer.Print(cmd.OutOrStdout(), output, assignmentsPrintable(as))
+		},
+	}
+	cmd.Flags().StringVar(&connector, "connector", "", "Only the units of this connector")
+	addOutputFlag(cmd, &output)
+	return cmd
+}
+
+func assignmentsPrintable(as []restapi.AssignmentView) printer.Printable {
+	t := printer.Table{Header: []string{"UNIT", "WORKER", "EPOCH", "REVOKING-TO"}}
+	var names []string
+	for _, a := range as {
+		u := coordinator.Unit{Connector: a.Connector, Task: -1}
+		if a.Task != nil {
+			u.Task = *a.Task
+		}
+		t.Rows = append(t.Rows, []string{u.String(), a.Worker, a.Epoch.String(), orNone(a.RevokingTo)})
+		names = append(names, "unit/"+u.String())
+	}
+	return printer.Printable{Data: as, Table: t, Names: names}
+}
