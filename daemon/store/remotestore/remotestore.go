@@ -82,7 +82,8 @@ type Options struct {
 	// DialTimeout bounds connecting to a node (default 3 s).
 	DialTimeout time.Duration
 	// RequestTimeout bounds one attempt of a unary request on one node
-	// (default 30 s: a write waits up to 10 s for a Raft leader).
+	// (default 12 s: a write waits up to 10 s on the server for a Raft
+	// leader).
 	RequestTimeout time.Duration
 	// RetryTimeout bounds how long a request keeps trying nodes (default
 	// 30 s); the caller's context may end it sooner.
@@ -103,7 +104,7 @@ func (o *Options) defaults() {
 		o.DialTimeout = 3 * time.Second
 	}
 	if o.RequestTimeout <= 0 {
-		o.RequestTimeout = 30 * time.Second
+		o.RequestTimeout = 12 * time.Second
 	}
 	if o.RetryTimeout <= 0 {
 		o.RetryTimeout = 30 * time.Second
