@@ -113,11 +113,13 @@ func (b *budget) wait(ctx context.Context, try func() *budget) error {
 	}
 }
 
-// give returns records of n bytes to b alone and wakes its waiters.
+// give returns records of n bytes to b alone and wakes its waiters once
+// b is down to three quarters of its limits: a full budget then lets its
+// waiters go in one wake-up per quarter, not one per record released.
 func (b *budget) give(records int, n int64) {
-	b.records.Add(-int64(records))
-	b.bytes.Add(-n)
-	if b.waiters.Load() > 0 {
+	r := b.records.Add(-int64(records))
+	by := b.bytes.Add(-n)
+	if b.waiters.Load() > 0 && (r == 0 || (r <= b.maxRecords-b.maxRecords/4 && by <= b.maxBytes-b.maxBytes/4)) {
 		b.mu.Lock()
 		if b.freed != nil {
 			close(b.freed)

@@ -13,10 +13,13 @@ import (
 // it and every record the task produced before it were acknowledged, so
 // that a restart from committed offsets never skips a record that Kafka
 // does not have. Its ring holds at most the task's in-flight limit of
-// records: the budget is released when records leave the ring.
+// records: the budget is released when records leave the ring. The ring
+// starts small and doubles up to that limit as records pile up, so that
+// an idle or slow task does not hold a ring sized for the limit.
 type offsetTracker struct {
 	mu    sync.Mutex
 	ring  []pending
+	limit int   // the most records ever in flight
 	head  uint64 // sequence number of the oldest pending record
 	next  uint64 // sequence number the next record gets
 	empty chan struct{}
@@ -40,8 +43,24 @@ type pending struct {
 	acked, lost, used bool
 }
 
+// initialRing is the ring's size before it grows.
+const initialRing = 1024
+
 func newOffsetTracker(capacity int) *offsetTracker {
-	return &offsetTracker{ring: make([]pending, capacity), dirty: map[string]connectstore.SourceOffset{}}
+	return &offsetTracker{ring: make([]pending, min(capacity, initialRing)), limit: capacity, dirty: map[string]connectstore.SourceOffset{}}
+}
+
+// grow doubles the ring (up to the limit) when it is full; t.mu is held.
+func (t *offsetTracker) grow() {
+	n := len(t.ring)
+	if int(t.next-t.head) < n || n >= t.limit {
+		return
+	}
+	ring := make([]pending, min(2*n, t.limit))
+	for seq := t.head; seq < t.next; seq++ {
+		ring[seq%uint64(len(ring))] = t.ring[seq%uint64(n)]
+	}
+	t.ring = ring
 }
 
 // add registers a produced record and returns its sequence number. The
@@ -49,6 +68,7 @@ func newOffsetTracker(capacity int) *offsetTracker {
 func (t *offsetTracker) add(partition, offset map[string]any, size int64) uint64 {
 	t.mu.Lock()
 	defer t.mu.Unlock()
+	t.grow()
 	seq := t.next
 	slot := &t.ring[seq%uint64(len(t.ring))]
 	if slot.used {

@@ -100,6 +100,46 @@ func TestOffsetTrackerCommitsInOrderOnly(t *testing.T) {
 	}
 }
 
+// The ring grows past its initial size up to the limit, keeping every
+// pending record in its place in the order.
+func TestOffsetTrackerGrows(t *testing.T) {
+	n := 3*initialRing + 5
+	tr := newOffsetTracker(n)
+	part := map[string]any{"p": 0}
+	seqs := make([]uint64, n)
+	// Acknowledge the first half out of order while adding, so that the
+	// ring wraps before it grows.
+	for i := range n {
+		seqs[i] = tr.add(part, map[string]any{"n": i}, 1)
+		if i == initialRing/2 {
+			for j := initialRing / 2; j >= 1; j-- {
+				tr.ack(seqs[j], true)
+			}
+		}
+	}
+	if len(tr.ring) != n {
+		t.Fatalf("ring of %d, want the limit %d", len(tr.ring), n)
+	}
+	if tr.inFlight() != n {
+		t.Fatalf("in flight %d, want %d", tr.inFlight(), n)
+	}
+	if got, _ := tr.ack(seqs[0], true); got != initialRing/2+1 {
+		t.Fatalf("ack 0 released %d, want %d", got, initialRing/2+1)
+	}
+	for i := n - 1; i > initialRing/2; i-- {
+		tr.ack(seqs[i], true)
+	}
+	d := tr.take()
+	if len(d) != 1 || tr.inFlight() != 0 {
+		t.Fatalf("after all acks: %v, %d in flight", d, tr.inFlight())
+	}
+	for _, so := range d {
+		if so.Offset["n"] != n-1 {
+			t.Fatalf("committable %v, want n=%d", so.Offset, n-1)
+		}
+	}
+}
+
 func TestOffsetTrackerGiveBack(t *testing.T) {
 	tr := newOffsetTracker(4)
 	part := map[string]any{"f": "x"}

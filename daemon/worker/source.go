@@ -215,6 +215,13 @@ func (st *sourceRun) send(r *connect.SourceRecord, rec *kgo.Record, headers []kg
 	if r.Partition != nil {
 		rec.Partition, rec.Context = *r.Partition, st.explicit
 	}
+	if st.committer == nil {
+		// Not keeping r lets the task's record (its Connect data, and the
+		// batch it came in) go as soon as it is converted: only the
+		// kgo.Record stays in flight.
+		st.client.Produce(rec.Context, rec, func(kr *kgo.Record, err error) { st.acked(seq, nil, kr, err) })
+		return nil
+	}
 	st.client.Produce(rec.Context, rec, func(kr *kgo.Record, err error) { st.acked(seq, r, kr, err) })
 	return nil
 }
