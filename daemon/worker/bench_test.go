@@ -77,6 +77,7 @@ func (be *benchEnv) worker(mod func(*Config)) *running {
 		Logger:              slog.New(slog.NewTextHandler(io.Discard, nil)),
 		OffsetFlushInterval: time.Second,
 	}
+	benchLimits(&cfg)
 	if mod != nil {
 		mod(&cfg)
 	}
@@ -148,7 +149,9 @@ func rawProduce(b *testing.B, seeds []string, topic string, tasks, perTask int) 
 					if err != nil {
 						failed.Store(err)
 					}
-					first.CompareAndSwap(0, time.Now().UnixNano())
+					if first.Load() == 0 { // time.Now for every record would slow the raw producer
+						first.CompareAndSwap(0, time.Now().UnixNano())
+					}
 				})
 			}
 			done <- struct{}{}
@@ -179,9 +182,6 @@ func BenchmarkDatagenToKafka(b *testing.B) {
 			be := newBenchEnv(b)
 			w := be.worker(func(cfg *Config) {
 				cfg.ProducerPerTask = c.perTask
-				if v, _ := strconv.Atoi(os.Getenv("KCD_BENCH_TASK_INFLIGHT")); v > 0 {
-					cfg.Limits.TaskInFlightRecords = v
-				}
 			})
 			perTask := benchRecords / c.tasks
 			// Worker and raw runs alternate, and which goes first too: the
@@ -244,18 +244,41 @@ func BenchmarkKafkaToFileSink(b *testing.B) {
 			topic := be.topic(4)
 			rawProduce(b, be.seeds, topic, 4, benchRecords/4)
 			w := be.worker(nil)
-			var runs, raws []float64
+			var runs, raws, ratios []float64
+			i := 0
 			for b.Loop() {
-				name := be.name("sink")
-				out := filepath.Join(b.TempDir(), "out.txt")
-				be.createConnector(name, map[string]string{"connector.class": "FileStreamSink", "topics": topic, "file": out,
-					"tasks.max": strconv.Itoa(tasks), "value.converter": ByteArrayConverter, "key.converter": ByteArrayConverter})
-				runs = append(runs, be.waitRecords(w, name, benchRecords).Seconds())
-				raws = append(raws, rawConsume(b, be.seeds, topic, benchRecords).Seconds())
+				runWorker := func() {
+					name := be.name("sink")
+					out := filepath.Join(b.TempDir(), "out.txt")
+					be.createConnector(name, map[string]string{"connector.class": "FileStreamSink", "topics": topic, "file": out,
+						"tasks.max": strconv.Itoa(tasks), "value.converter": ByteArrayConverter, "key.converter": ByteArrayConverter})
+					runs = append(runs, be.waitRecords(w, name, benchRecords).Seconds())
+					os.Remove(out)
+				}
+				runRaw := func() { raws = append(raws, rawConsume(b, be.seeds, topic, benchRecords).Seconds()) }
+				// Alternating, as for the source.
+				if i%2 == 0 {
+					runWorker()
+					runRaw()
+				} else {
+					runRaw()
+					runWorker()
+				}
+				ratios = append(ratios, raws[i]/runs[i])
+				if os.Getenv("KCD_BENCH_VERBOSE") != "" {
+					b.Logf("worker %.3fs raw %.3fs: %.0f %%", runs[i], raws[i], 100*ratios[i])
+				}
+				i++
 			}
 			b.ReportMetric(benchRecords/median(runs), "records/s")
 			b.ReportMetric(benchRecords*benchSize/median(runs)/1e6, "MB/s")
 			b.ReportMetric(benchRecords/median(raws), "raw-records/s")
+			b.ReportMetric(100*median(ratios), "%-of-raw")
+			var peak int64
+			for _, ts := range w.Stats().Tasks {
+				peak = max(peak, ts.PeakBufferedFetchBytes)
+			}
+			b.ReportMetric(float64(peak)/(1<<20), "peak-fetch-buffer-MB")
 		})
 	}
 }
@@ -281,4 +304,34 @@ func rawConsume(b *testing.B, seeds []string, topic string, n int) time.Duration
 		got += fs.NumRecords()
 	}
 	return time.Since(start)
+}
+
+// benchLimits sets the limits named by KCD_BENCH_* variables, to compare
+// settings without editing code.
+func benchLimits(cfg *Config) {
+	envInt := func(k string) int64 { v, _ := strconv.ParseInt(os.Getenv(k), 10, 64); return v }
+	if v := envInt("KCD_BENCH_TASK_INFLIGHT"); v > 0 {
+		cfg.Limits.TaskInFlightRecords = int(v)
+	}
+	if v := envInt("KCD_BENCH_TASK_INFLIGHT_KB"); v > 0 {
+		cfg.Limits.TaskInFlightBytes = v << 10
+	}
+	if v := envInt("KCD_BENCH_WORKER_INFLIGHT"); v > 0 {
+		cfg.Limits.WorkerInFlightRecords = int(v)
+	}
+	if v := envInt("KCD_BENCH_WORKER_INFLIGHT_KB"); v > 0 {
+		cfg.Limits.WorkerInFlightBytes = v << 10
+	}
+	if v := envInt("KCD_BENCH_SINK_FETCH_KB"); v > 0 {
+		cfg.Limits.SinkFetchMaxBytes = int32(v << 10)
+	}
+	if v := envInt("KCD_BENCH_SINK_PARTITION_KB"); v > 0 {
+		cfg.Limits.SinkFetchMaxPartitionBytes = int32(v << 10)
+	}
+	if v := envInt("KCD_BENCH_SINK_FETCHES"); v > 0 {
+		cfg.Limits.SinkMaxConcurrentFetches = int(v)
+	}
+	if v, err := time.ParseDuration(os.Getenv("KCD_BENCH_LINGER")); err == nil {
+		producerLinger = v
+	}
 }

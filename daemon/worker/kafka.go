@@ -27,12 +27,15 @@ func (w *Worker) producerOpts(maxRecords int, clientID string) []kgo.Opt {
 		kgo.ClientID(clientID),
 		kgo.RequiredAcks(kgo.AllISRAcks()),
 		kgo.MaxBufferedRecords(2*maxRecords + 1),
+		kgo.ProducerLinger(producerLinger),
 		kgo.RecordPartitioner(connectPartitioner{kgo.UniformBytesPartitioner(64<<10, true, true, nil)}),
 		// The worker creates topics before producing; metadata may lag a
 		// moment behind on a larger cluster.
 		kgo.UnknownTopicRetries(10),
 	}
 }
+
+var producerLinger = 10 * time.Millisecond
 
 // explicitPartition marks a record whose partition the connector chose.
 type explicitPartition struct{}
