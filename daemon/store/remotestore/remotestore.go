@@ -302,15 +302,23 @@ func (e *remoteError) Error() string {
 
 // storeErr maps an error answer to the store error it stands for.
 func (e *remoteError) storeErr() error {
+	var sentinel error
 	switch e.status {
 	case http.StatusBadRequest, http.StatusRequestEntityTooLarge:
-		return fmt.Errorf("remotestore: %w (%s)", store.ErrInvalid, e.message)
+		sentinel = store.ErrInvalid
 	case restapi.StatusCompacted:
-		return fmt.Errorf("remotestore: %w (%s)", store.ErrCompacted, e.message)
+		sentinel = store.ErrCompacted
 	case restapi.StatusLagging:
-		return fmt.Errorf("remotestore: %w (%s)", store.ErrWatcherLagging, e.message)
+		sentinel = store.ErrWatcherLagging
+	default:
+		return nil
 	}
-	return nil
+	if msg := strings.TrimPrefix(strings.TrimPrefix(e.message, sentinel.Error()), ": "); msg != "" && msg != e.message {
+		return fmt.Errorf("remotestore: %s: %w: %s", e.url, sentinel, msg)
+	} else if msg == "" {
+		return fmt.Errorf("remotestore: %s: %w", e.url, sentinel)
+	}
+	return fmt.Errorf("remotestore: %s: %w (%s)", e.url, sentinel, e.message)
 }
 
 // failover tells whether an error answer is one another node may not give.

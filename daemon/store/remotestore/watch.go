@@ -68,9 +68,13 @@ type stream struct {
 	skipped int
 }
 
-// partialResumes counts resumes that continued inside a revision, for
-// tests.
-var partialResumes atomic.Int64
+// For tests: partialResumes counts resumes that continued inside a
+// revision; breakStream, when set, is asked after each line whether to
+// drop the connection there.
+var (
+	partialResumes atomic.Int64
+	breakStream    func() bool
+)
 
 type watcher struct {
 	s        *Store
@@ -298,6 +302,9 @@ func (w *watcher) read(st *stream) error {
 		}
 		if len(evs) > 0 && !w.queue(evs) {
 			return nil
+		}
+		if breakStream != nil && breakStream() {
+			return errors.New("stream broken by the test")
 		}
 	}
 }
