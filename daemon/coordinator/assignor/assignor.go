@@ -388,16 +388,22 @@ func shed(ws []worker, units []Unit, owner []int32) {
 // place gives every unit without an owner to a worker under quota, see the
 // package comment.
 func place(ws []worker, units []Unit, owner []int32) {
-	var open []int // workers under quota
+	// open holds the workers under quota, in ID order; pos[i] is worker i's
+	// index in open, or -1.
+	type cand struct {
+		i, count    int32 // count: units of the current connector
+		held, quota int
+		weight      float64
+	}
+	var open []cand
+	pos := make([]int32, len(ws))
 	for i := range ws {
+		pos[i] = -1
 		if ws[i].held < ws[i].quota {
-			open = append(open, i)
+			pos[i] = int32(len(open))
+			open = append(open, cand{i: int32(i), held: ws[i].held, quota: ws[i].quota, weight: ws[i].weight})
 		}
 	}
-	if len(open) == 0 {
-		return
-	}
-	count := make([]int, len(ws)) // units of the current connector
 	for lo := 0; lo < len(units) && len(open) > 0; {
 		hi := lo + 1
 		free := owner[lo] < 0
@@ -409,9 +415,12 @@ func place(ws []worker, units []Unit, owner []int32) {
 			lo = hi
 			continue
 		}
+		for k := range open {
+			open[k].count = 0
+		}
 		for u := lo; u < hi; u++ {
-			if o := owner[u]; o >= 0 {
-				count[o]++
+			if o := owner[u]; o >= 0 && pos[o] >= 0 {
+				open[pos[o]].count++
 			}
 		}
 		for u := lo; u < hi && len(open) > 0; u++ {
@@ -419,29 +428,27 @@ func place(ws []worker, units []Unit, owner []int32) {
 				continue
 			}
 			// Lowest (count+1)/weight, then lowest (held+1)/quota, compared
-			// by cross-multiplying; open is in ID order, so the first of
-			// equals wins.
+			// by cross-multiplying; the first (by ID) of equals wins.
 			best := 0
+			b := open[0]
 			for k := 1; k < len(open); k++ {
-				w, b := &ws[open[k]], &ws[open[best]]
-				wl := float64(count[open[k]]+1) * b.weight
-				bl := float64(count[open[best]]+1) * w.weight
-				if wl < bl || wl == bl && (w.held+1)*b.quota < (b.held+1)*w.quota {
-					best = k
+				c := &open[k]
+				cl, bl := float64(c.count+1)*b.weight, float64(b.count+1)*c.weight
+				if cl < bl || cl == bl && (c.held+1)*b.quota < (b.held+1)*c.quota {
+					best, b = k, *c
 				}
 			}
-			i := open[best]
-			w := &ws[i]
-			owner[u] = int32(i)
-			count[i]++
-			w.held++
-			if w.held == w.quota {
+			c := &open[best]
+			owner[u] = c.i
+			c.count++
+			c.held++
+			ws[c.i].held++
+			if c.held == c.quota {
+				pos[c.i] = -1
 				open = slices.Delete(open, best, best+1)
-			}
-		}
-		for u := lo; u < hi; u++ {
-			if o := owner[u]; o >= 0 {
-				count[o] = 0
+				for k := best; k < len(open); k++ {
+					pos[open[k].i] = int32(k)
+				}
 			}
 		}
 		lo = hi
