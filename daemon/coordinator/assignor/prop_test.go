@@ -1,15 +1,31 @@
 package assignor
 
 import (
+	"flag"
 	"fmt"
 	"maps"
 	"math"
+	"os"
 	"reflect"
 	"slices"
 	"testing"
 
 	"pgregory.net/rapid"
 )
+
+// TestMain runs 1000 cases per property (rapid's default is 100) unless
+// -rapid.checks says otherwise.
+func TestMain(m *testing.M) {
+	flag.Parse()
+	set := false
+	flag.Visit(func(f *flag.Flag) { set = set || f.Name == "rapid.checks" })
+	if !set {
+		if err := flag.Set("rapid.checks", "1000"); err != nil {
+			panic(err)
+		}
+	}
+	os.Exit(m.Run())
+}
 
 var weightSet = []float64{0.5, 1, 2, 3}
 
