@@ -325,6 +325,7 @@ func (a *api) storeWatch(r *http.Request, req StoreRequest) (any, error) {
 // away, a write blocks too long, or the server shuts down.
 func (a *api) streamWatch(rw http.ResponseWriter, r *http.Request, w store.Watcher, start int64) {
 	rc := http.NewResponseController(rw)
+	defer func() { _ = rc.SetWriteDeadline(time.Time{}) }() // the connection may serve more requests
 	enc := json.NewEncoder(rw)
 	send := func(m WatchMessage) bool {
 		_ = rc.SetWriteDeadline(time.Now().Add(watchWriteTimeout))

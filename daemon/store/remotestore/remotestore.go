@@ -59,6 +59,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/url"
 	"slices"
 	"strings"
 	"sync"
@@ -169,8 +170,14 @@ func New(urls []string, opts Options) (*Store, error) {
 		if u == "" {
 			continue
 		}
-		if !strings.HasPrefix(u, "http://") && !strings.HasPrefix(u, "https://") {
-			return nil, fmt.Errorf("remotestore: node URL %q: want http:// or https://", u)
+		pu, err := url.Parse(u)
+		if err != nil || (pu.Scheme != "http" && pu.Scheme != "https") || pu.Host == "" {
+			return nil, fmt.Errorf("remotestore: node URL %q: want http(s)://host:port", u)
+		}
+		if pu.User != nil {
+			// Node URLs appear in logs and errors; kcd's REST API takes no
+			// credentials anyway.
+			return nil, fmt.Errorf("remotestore: node URL %s: credentials in node URLs are not supported", pu.Redacted())
 		}
 		if !slices.Contains(seeds, u) {
 			seeds = append(seeds, u)
@@ -242,6 +249,9 @@ func (s *Store) learnMembers() {
 		for _, m := range info.Members {
 			u := strings.TrimRight(m.RESTURL, "/")
 			if u == "" || (len(m.Roles) > 0 && !slices.Contains(m.Roles, "raft")) || slices.Contains(urls, u) {
+				continue
+			}
+			if pu, err := url.Parse(u); err != nil || pu.User != nil || pu.Host == "" {
 				continue
 			}
 			urls = append(urls, u)

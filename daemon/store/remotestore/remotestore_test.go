@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/http"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -331,5 +332,26 @@ func TestWriteFailsOverOnlyWhenUnsent(t *testing.T) {
 	}
 	if !slices.Contains(lone.Endpoints(), dead) {
 		t.Fatalf("endpoints %v lost the seed", lone.Endpoints())
+	}
+}
+
+func TestNewChecksURLs(t *testing.T) {
+	for _, urls := range [][]string{nil, {""}, {"10.0.0.1:8083"}, {"ftp://h:1"}, {"http://"}} {
+		if s, err := New(urls, Options{}); err == nil {
+			s.Close()
+			t.Errorf("New(%q) accepted", urls)
+		}
+	}
+	_, err := New([]string{"http://admin:secret@h:8083"}, Options{})
+	if err == nil || strings.Contains(err.Error(), "secret") {
+		t.Errorf("New with credentials in a URL: %v", err)
+	}
+	s, err := New([]string{"http://h:1/", "http://h:1", " http://g:2 "}, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if got := s.Endpoints(); !slices.Equal(got, []string{"http://h:1", "http://g:2"}) {
+		t.Errorf("endpoints %q", got)
 	}
 }
