@@ -26,6 +26,13 @@
 // which; entries at or below it are skipped, so replaying the log after a
 // restart is harmless.
 //
+// With Options.NoSync (what the Raft node uses) the commit is not synced:
+// the same holds after a crash of the process, since the page cache keeps
+// every commit, but not after a crash of the machine. Open therefore records
+// the boot id beside the file before the first such commit and refuses the
+// file in a later boot (ErrUnsynced) unless a clean Close synced it; the
+// node then rebuilds the state from its durable snapshot and log.
+//
 // The state is a function of the log alone: whatever the node's timing or
 // how the entries were split into Apply calls, the same entries give the same
 // keys, values, revisions and history on every node. Two things keep it so:

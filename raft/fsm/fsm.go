@@ -35,6 +35,21 @@ type Options struct {
 	// Batch cannot make a watcher unusable.
 	WatchBuffer      int
 	WatchBufferBytes int
+
+	// NoSync commits Apply's transactions without fsync: they are visible
+	// to reads at once and survive the process (the page cache holds
+	// them), but not a crash of the machine. That is for a state whose
+	// log and snapshots are durable elsewhere (the Raft node's WAL): before
+	// the first such commit Open records the machine's boot id beside the
+	// file, and an Open in a later boot, before the file was synced by a
+	// clean Close, fails with ErrUnsynced, for the state to be rebuilt.
+	// Where the boot cannot be identified (not Linux), NoSync is ignored.
+	// Restore and Close always sync.
+	NoSync bool
+	// BootID identifies the current boot of the machine for NoSync
+	// (default: Linux's /proc/sys/kernel/random/boot_id). Tests set it to
+	// simulate a restart of the machine.
+	BootID func() string
 }
 
 func (o *Options) validate() error {
@@ -49,6 +64,9 @@ func (o *Options) validate() error {
 	}
 	if o.WatchBufferBytes == 0 {
 		o.WatchBufferBytes = DefaultWatchBufferBytes
+	}
+	if o.BootID == nil {
+		o.BootID = currentBootID
 	}
 	return nil
 }
@@ -83,6 +101,8 @@ type Result struct {
 type FSM struct {
 	path string
 	opts Options
+	// noSync: commits are not synced (Options.NoSync, with a boot id).
+	noSync bool
 
 	// restoreMu makes Restores take turns: they share a temporary file.
 	restoreMu sync.Mutex
@@ -155,8 +175,12 @@ func Open(path string, opts Options) (*FSM, error) {
 	if err := os.Remove(restorePath(path)); err != nil && !errors.Is(err, os.ErrNotExist) {
 		return nil, fmt.Errorf("fsm: open %s: %w", path, err)
 	}
-	f := &FSM{path: path, opts: opts, watchers: make(map[*watcher]struct{})}
-	db, err := openDB(path)
+	boot := opts.BootID()
+	if err := checkUnsynced(path, boot); err != nil {
+		return nil, err
+	}
+	f := &FSM{path: path, opts: opts, noSync: opts.NoSync && boot != "", watchers: make(map[*watcher]struct{})}
+	db, err := f.openDB()
 	if err != nil {
 		return nil, err
 	}
@@ -164,8 +188,24 @@ func Open(path string, opts Options) (*FSM, error) {
 		db.Close()
 		return nil, err
 	}
+	if f.noSync {
+		if err := markUnsynced(path, boot); err != nil {
+			db.Close()
+			return nil, err
+		}
+	}
 	f.db = db
 	return f, nil
+}
+
+// openDB opens the file, commits from then on synced or not as f says.
+func (f *FSM) openDB() (*bolt.DB, error) {
+	db, err := openDB(f.path)
+	if err != nil {
+		return nil, err
+	}
+	db.NoSync = f.noSync
+	return db, nil
 }
 
 func openDB(path string) (*bolt.DB, error) {
@@ -270,12 +310,40 @@ func (f *FSM) Close() error {
 
 	f.dbMu.Lock()
 	defer f.dbMu.Unlock()
-	err := f.db.Close()
+	var err error
+	if f.noSync {
+		// Synced, the file no longer depends on this boot's page cache.
+		if err = f.db.Sync(); err == nil {
+			err = clearUnsynced(f.path)
+		}
+	}
+	if cerr := f.db.Close(); err == nil {
+		err = cerr
+	}
 	f.db = nil
 	if err != nil {
 		return fmt.Errorf("fsm: close %s: %w", f.path, err)
 	}
 	return nil
+}
+
+// Abandon closes the file as a crash of the process would leave it: without
+// syncing it, and with its unsynced marker in place. For tests.
+func (f *FSM) Abandon() {
+	f.applyMu.Lock()
+	defer f.applyMu.Unlock()
+	f.wmu.Lock()
+	if f.closed {
+		f.wmu.Unlock()
+		return
+	}
+	f.closed = true
+	f.stopWatchersLocked(store.ErrClosed)
+	f.wmu.Unlock()
+	f.dbMu.Lock()
+	defer f.dbMu.Unlock()
+	_ = f.db.Close()
+	f.db = nil
 }
 
 // view runs fn in a read transaction.

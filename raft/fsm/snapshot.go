@@ -111,7 +111,7 @@ func (f *FSM) Restore(r io.Reader) error {
 	}
 	// Whether the rename happened or not, the file at f.path is a complete
 	// state: reopen it.
-	db, err := openDB(f.path)
+	db, err := f.openDB()
 	if err == nil {
 		if err = f.load(db); err != nil {
 			db.Close()
