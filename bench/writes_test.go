@@ -3,6 +3,7 @@ package bench
 import (
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"log/slog"
 	"net"
@@ -18,6 +19,10 @@ import (
 	"github.com/kcd-project/kcd/raft"
 	"github.com/kcd-project/kcd/raft/transport"
 )
+
+// syncApply runs the nodes with raft.Config.SyncApply: bbolt fsynced on
+// every apply, as before 2026-12-02's change, for comparisons.
+var syncApply = flag.Bool("bench.sync-apply", false, "BenchmarkWrites: fsync the state machine (bbolt) on every apply (raft.Config.SyncApply)")
 
 // cluster is a Raft cluster in this process: each node has its own data
 // dir (logstore WAL and bbolt, fsync on) and its own peer listener on
@@ -49,6 +54,7 @@ func startCluster(b *testing.B, size int) *cluster {
 			Dir:            filepath.Join(dir, fmt.Sprint(members[i].ID)),
 			Self:           members[i],
 			InitialCluster: members,
+			SyncApply:      *syncApply,
 			Logger:         log,
 		})
 		if err != nil {

@@ -1,6 +1,7 @@
 package raft
 
 import (
+	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/binary"
@@ -71,7 +72,12 @@ type Node struct {
 	snapNow bool
 	// campaignNow asks for an election once the first entries are applied.
 	campaignNow bool
+	// leading says this node was leader as of the last Ready's SoftState
+	// (touched by the Ready loop only).
+	leading bool
+	early   []*pb.Message // sendEarly's scratch
 
+	halted   atomic.Bool // Halt: close the state machine as a crash would
 	stopOnce sync.Once
 	stopc    chan struct{}
 	donec    chan struct{}
@@ -112,7 +118,7 @@ func Start(cfg Config) (*Node, error) {
 	if n.logs, err = logstore.Open(filepath.Join(cfg.Dir, "wal"), logstore.Options{Logger: n.log}); err != nil {
 		return nil, fmt.Errorf("raft: open log: %w", err)
 	}
-	if n.sm, err = fsm.Open(filepath.Join(cfg.Dir, "state.db"), cfg.FSM); err != nil {
+	if n.sm, err = n.openStateMachine(); err != nil {
 		return nil, fmt.Errorf("raft: open state machine: %w", err)
 	}
 	if n.logs.IsEmpty() && n.sm.AppliedIndex() > 0 {
@@ -203,6 +209,45 @@ func Start(cfg Config) (*Node, error) {
 	go n.reads.run()
 	n.log.Info("raft node started", "cluster_id", n.clusterID, "applied", n.applied.Load(), "peer_url", cfg.Self.PeerURL)
 	return n, nil
+}
+
+// openStateMachine opens the state machine. Unless Config.SyncApply is set
+// it commits without fsync: the WAL holds every applied entry durably, and
+// the log is compacted only behind snapshots, which are durable with their
+// data. So when the machine crashed with unsynced commits (fsm.ErrUnsynced),
+// the state is rebuilt from the newest snapshot, and raft hands the entries
+// after it out again from the log.
+func (n *Node) openStateMachine() (*fsm.FSM, error) {
+	path := filepath.Join(n.cfg.Dir, "state.db")
+	opts := n.cfg.FSM
+	opts.NoSync = !n.cfg.SyncApply
+	sm, err := fsm.Open(path, opts)
+	if !errors.Is(err, fsm.ErrUnsynced) {
+		return sm, err
+	}
+	n.log.Warn("the state machine took unsynced commits before the machine restarted: rebuilding it from the newest snapshot and the log", "reason", err)
+	if err := fsm.Discard(path); err != nil {
+		return nil, err
+	}
+	if sm, err = fsm.Open(path, opts); err != nil {
+		return nil, err
+	}
+	snap, err := n.logs.Snapshot()
+	if err == nil && snap.GetMetadata().GetIndex() > 0 {
+		var state []byte
+		if _, state, err = decodeSnapshot(snap.GetData()); err == nil {
+			err = sm.Restore(bytes.NewReader(state))
+		}
+		if err != nil {
+			err = fmt.Errorf("rebuild from snapshot %d: %w", snap.GetMetadata().GetIndex(), err)
+		}
+	}
+	if err != nil {
+		sm.Close()
+		return nil, err
+	}
+	n.log.Info("state machine rebuilt from the snapshot; the log replays the rest", "snapshot_index", snap.GetMetadata().GetIndex())
+	return sm, nil
 }
 
 // checkIdentity makes sure the data dir belongs to this node and cluster,
@@ -436,6 +481,7 @@ func (n *Node) Stop() error {
 // Halt stops the node at once, as a crash would: no leadership transfer,
 // nothing more sent or written. For tests; Stop is the clean way.
 func (n *Node) Halt() {
+	n.halted.Store(true)
 	n.stop(nil)
 	<-n.donec
 }
@@ -476,6 +522,7 @@ func (n *Node) run() {
 
 func (n *Node) handleReady(rd etcdraft.Ready) error {
 	if rd.SoftState != nil {
+		n.leading = rd.SoftState.RaftState == etcdraft.StateLeader
 		if prev := n.leader.Swap(rd.SoftState.Lead); prev != rd.SoftState.Lead {
 			n.log.Info("leader changed", "leader", rd.SoftState.Lead, "previous", prev, "state", rd.SoftState.RaftState.String())
 		}
@@ -483,6 +530,28 @@ func (n *Node) handleReady(rd etcdraft.Ready) error {
 	if !etcdraft.IsEmptyHardState(rd.HardState) {
 		n.term.Store(rd.HardState.GetTerm())
 		n.commit.Store(rd.HardState.GetCommit())
+	}
+	// A leader replicates to its followers while it writes its own log
+	// (Raft thesis 10.2.1, as etcd's server does): its appends and
+	// heartbeats promise nothing about its own disk, and raft counts the
+	// leader's own copy of an entry only once Advance reports it durable,
+	// after Save. Everything else, above all the responses that promise
+	// durability (MsgAppResp, votes), goes out after Save.
+	later, committed := rd.Messages, rd.CommittedEntries
+	if n.leading {
+		later = n.sendEarly(rd.Messages)
+		// The leader also applies, before its write, the committed entries
+		// its log already holds durably: their proposers are answered, and
+		// propose again, while the disk works, so the next Ready carries
+		// their next writes. (A follower saves first: its answer to the
+		// leader is what commits entries.)
+		if etcdraft.IsEmptySnap(rd.Snapshot) {
+			k := n.stableCommitted(committed, rd.Entries)
+			if err := n.applyEntries(committed[:k]); err != nil {
+				return err
+			}
+			committed = committed[k:]
+		}
 	}
 	if err := n.logs.Save(rd.HardState, rd.Entries, rd.Snapshot); err != nil {
 		return fmt.Errorf("raft: save to log: %w", err)
@@ -492,8 +561,8 @@ func (n *Node) handleReady(rd etcdraft.Ready) error {
 			return err
 		}
 	}
-	n.tr.Send(rd.Messages)
-	if err := n.applyEntries(rd.CommittedEntries); err != nil {
+	n.tr.Send(later)
+	if err := n.applyEntries(committed); err != nil {
 		return err
 	}
 	for _, rs := range rd.ReadStates {
@@ -504,6 +573,48 @@ func (n *Node) handleReady(rd etcdraft.Ready) error {
 		go func() { _ = n.rn.Campaign(context.Background()) }()
 	}
 	return n.maybeSnapshot()
+}
+
+// stableCommitted returns how many of the committed entries, from the
+// first, are normal entries that the log held durably before this Ready:
+// raft (without AsyncStorageWrites) may hand out committed entries that are
+// still among the Ready's own, unsaved, Entries.
+func (n *Node) stableCommitted(committed, unsaved []*pb.Entry) int {
+	if len(committed) == 0 {
+		return 0
+	}
+	stable, err := n.logs.LastIndex()
+	if err != nil {
+		return 0
+	}
+	if len(unsaved) > 0 {
+		stable = min(stable, unsaved[0].GetIndex()-1)
+	}
+	k := 0
+	for k < len(committed) && committed[k].GetIndex() <= stable && committed[k].GetType() == pb.EntryType_EntryNormal {
+		k++
+	}
+	return k
+}
+
+// sendEarly sends a leader's appends and heartbeats and returns the other
+// messages, to be sent once the Ready is saved. The returned slice reuses
+// msgs' storage.
+func (n *Node) sendEarly(msgs []*pb.Message) []*pb.Message {
+	early := n.early[:0]
+	later := msgs[:0]
+	for _, m := range msgs {
+		switch m.GetType() {
+		case pb.MessageType_MsgApp, pb.MessageType_MsgHeartbeat:
+			early = append(early, m)
+		default:
+			later = append(later, m)
+		}
+	}
+	n.tr.Send(early)
+	clear(early)
+	n.early = early[:0]
+	return later
 }
 
 // applyEntries applies committed entries in order: runs of normal entries
@@ -557,7 +668,9 @@ func (n *Node) closeResources() {
 			n.log.Warn("close transport", "err", err)
 		}
 	}
-	if n.sm != nil {
+	if n.sm != nil && n.halted.Load() {
+		n.sm.Abandon() // as a crash leaves it: unsynced
+	} else if n.sm != nil {
 		if err := n.sm.Close(); err != nil {
 			n.log.Warn("close state machine", "err", err)
 		}

@@ -12,8 +12,10 @@ import (
 )
 
 // CreateSnapshot durably records a snapshot of the state machine at index,
-// which must be applied (and durable in the state machine) and above the
-// current snapshot. cs is the ConfState as of index; data is stored unless
+// which must be applied and above the current snapshot. The snapshot, with
+// its data, is what a state machine that does not sync its own commits is
+// rebuilt from after a crash of the machine, so the log behind it may then
+// be compacted. cs is the ConfState as of index; data is stored unless
 // Options.DiscardSnapshotData is set. The log itself is untouched: follow up
 // with Compact.
 func (s *Store) CreateSnapshot(index uint64, cs *raftpb.ConfState, data []byte) (*raftpb.Snapshot, error) {
