@@ -239,7 +239,9 @@ func (n *Node) startWorker(ctx context.Context, seeds []string, endpoints func()
 }
 
 // workerID names this node's worker: its advertised REST host:port.
-func (n *Node) workerID() string { return strings.TrimPrefix(advertise(n.ln.Addr().String()), "http://") }
+func (n *Node) workerID() string {
+	return strings.TrimPrefix(advertise(n.ln.Addr().String()), "http://")
+}
 
 // raftEndpoints are where the worker of a Raft node heartbeats: its own
 // REST API first, then the other members' (once its own has stopped).

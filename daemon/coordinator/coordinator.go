@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"slices"
 	"sort"
 	"strings"
@@ -69,7 +70,8 @@ type session struct {
 	// The last two heartbeats' seen revisions and running units: a
 	// revoked unit has stopped once absent from both, with both having
 	// seen the revoke.
-	beats [2]beat
+	beats   [2]beat
+	recheck int // beats after a change of the running units that trigger a rebalance
 }
 
 type beat struct {
@@ -401,7 +403,15 @@ func (c *Coordinator) Heartbeat(ctx context.Context, hb Heartbeat) (HeartbeatRep
 	for _, u := range hb.Running {
 		running[u] = true
 	}
+	if !maps.Equal(running, s.beats[1].running) {
+		s.recheck = 2 // a revoked unit may have stopped: look now and after the next beat
+	}
 	s.beats[0], s.beats[1] = s.beats[1], beat{seenRev: hb.SeenRevision, running: running}
+	if s.recheck > 0 {
+		s.recheck--
+		st.dirty = true
+		c.poke()
+	}
 	return HeartbeatReply{Epoch: st.epoch, Leader: c.cfg.Raft.ID(), SessionTimeoutMS: c.cfg.SessionTimeout.Milliseconds()}, nil
 }
 
@@ -692,6 +702,11 @@ func (c *Coordinator) rebalance(ctx context.Context, st *leadState) error {
 	if len(moves) > 0 {
 		c.log.Info("rebalanced", "epoch", next, "moves", len(moves), "units", len(sn.units), "workers", len(sn.workers),
 			"triggers", triggers, "took", time.Since(start).Round(time.Microsecond))
+		if c.log.Enabled(ctx, slog.LevelDebug) {
+			for _, m := range moves {
+				c.log.Debug("move", "epoch", next, "unit", m.Unit, "from", m.From, "to", m.To, "revoke", m.Revoke)
+			}
+		}
 	}
 	return nil
 }
@@ -715,6 +730,9 @@ func (c *Coordinator) Plan(ctx context.Context, drain string) (PlanResult, error
 	res := c.plan(sn, drain)
 	out := PlanResult{Epoch: st.epoch, Drain: drain, Moves: []Move{}}
 	for _, m := range res.Moves {
+		if m.To == "" && m.From != "" {
+			continue // as rebalance does: no worker can take it, so it stays
+		}
 		out.Moves = append(out.Moves, Move{Unit: m.Unit.String(), From: m.From, To: m.To})
 	}
 	for _, s := range res.Shares {

@@ -83,7 +83,10 @@ func (s *supervisor) reconcileConnector(ctx context.Context) {
 		c.needTasks = c.needTasks || reconf
 	}
 	if !owned {
+		// Another worker reports it now: forget what was reported here, so
+		// that it is reported again if it comes back.
 		c.state = ""
+		delete(s.reported, -1)
 		return
 	}
 	switch s.spec.target {

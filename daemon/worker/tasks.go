@@ -76,6 +76,7 @@ func (s *supervisor) reconcileTasks(ctx context.Context) {
 		}
 		if !ok && sl.run == nil {
 			delete(s.slots, id)
+			delete(s.reported, id) // reported elsewhere now; report afresh if it comes back
 		}
 	}
 	s.stopRuns(stopping)
