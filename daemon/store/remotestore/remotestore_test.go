@@ -355,3 +355,54 @@ func TestNewChecksURLs(t *testing.T) {
 		t.Errorf("endpoints %q", got)
 	}
 }
+
+// A write that reached a node whose connection then broke is not sent to
+// another node: it may have been applied (here, the node had proposed it
+// while cut off from the others, and would propose it again once back).
+func TestWriteWithLostAnswerIsNotRetried(t *testing.T) {
+	c := newCluster(t, 3)
+	id := follower(c).ID()
+	var others []string
+	for oid, u := range c.url {
+		if oid != id {
+			others = append(others, u)
+		}
+	}
+	// The cut-off node first; the others are known too.
+	s, err := New(append([]string{c.url[id]}, others...), Options{Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if _, err := s.Put(t.Context(), "before", nil); err != nil {
+		t.Fatal(err)
+	}
+	c.rc.Net().Isolate(id)
+	done := make(chan error, 1)
+	go func() {
+		_, err := s.Put(t.Context(), "lost", []byte("v"))
+		done <- err
+	}()
+	time.Sleep(300 * time.Millisecond) // the Put waits on the cut-off node for a leader
+	c.mu.Lock()
+	srv := c.srv[id]
+	c.mu.Unlock()
+	srv.Close() // its connections break under the request
+	select {
+	case err := <-done:
+		if !errors.Is(err, ErrUnknownOutcome) {
+			t.Fatalf("Put whose answer was lost: %v, want ErrUnknownOutcome", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("Put did not return")
+	}
+	// Not retried elsewhere: the others never saw it.
+	kv, found, err := s.Get(t.Context(), "lost")
+	if err != nil || found {
+		t.Fatalf("Get(lost) = %q, %v, %v; want not found", kv.Value, found, err)
+	}
+	// Reads and writes carry on through the other nodes.
+	if _, err := s.Put(t.Context(), "after", nil); err != nil {
+		t.Fatalf("Put on the other nodes: %v", err)
+	}
+}
