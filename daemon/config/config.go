@@ -101,7 +101,7 @@ func Default() Config {
 		WorkerWeight:        1,
 		SessionTimeout:      3 * time.Second,
 		HeartbeatInterval:   500 * time.Millisecond,
-		FenceMargin:         time.Second,
+		FenceMargin:         500 * time.Millisecond,
 		LeaderWeightFactor:  0.5,
 		LogLevel:            "info",
 		LogFormat:           "text",

@@ -38,7 +38,7 @@ type Config struct {
 	SessionTimeout time.Duration
 	// FenceMargin is how much longer than SessionTimeout the coordinator
 	// waits before it hands a silent worker's units to others: the time
-	// the worker has to stop them (default 1 s).
+	// the worker has to stop them (default 500 ms).
 	FenceMargin time.Duration
 	// RebalanceDelay keeps a departed worker's units unassigned for this
 	// long, so that a rolling restart does not move them (default 0).
@@ -64,9 +64,13 @@ type Coordinator struct {
 
 // session is a worker's session with this coordinator.
 type session struct {
-	info     WorkerInfo
-	stored   bool // its record is in the store
-	lastSeen time.Time
+	info   WorkerInfo
+	stored bool // its record is in the store
+	// confirmed: it has heartbeated this coordinator. A session carried
+	// over from the previous leader is not, until it does: its units stay
+	// where they are, and it gets no new ones (it may be dead).
+	confirmed bool
+	lastSeen  time.Time
 	// The last two heartbeats' seen revisions and running units: a
 	// revoked unit has stopped once absent from both, with both having
 	// seen the revoke.
@@ -109,7 +113,7 @@ func New(cfg Config) (*Coordinator, error) {
 		cfg.SessionTimeout = DefaultSessionTimeout
 	}
 	if cfg.FenceMargin <= 0 {
-		cfg.FenceMargin = time.Second
+		cfg.FenceMargin = 500 * time.Millisecond
 	}
 	if cfg.LeaderWeightFactor <= 0 {
 		cfg.LeaderWeightFactor = assignor.DefaultLeaderWeightFactor
@@ -399,6 +403,11 @@ func (c *Coordinator) Heartbeat(ctx context.Context, hb Heartbeat) (HeartbeatRep
 	if received.After(s.lastSeen) {
 		s.lastSeen = received
 	}
+	if !s.confirmed {
+		s.confirmed = true
+		st.dirty = true
+		c.poke()
+	}
 	running := make(map[string]bool, len(hb.Running))
 	for _, u := range hb.Running {
 		running[u] = true
@@ -498,6 +507,10 @@ func (c *Coordinator) read(ctx context.Context, st *leadState) (*snapshot, error
 	for id, s := range st.sessions {
 		cp := *s
 		sn.infos[id] = &cp
+		if !s.confirmed {
+			sn.held[id] = true
+			continue
+		}
 		w := assignor.Worker{ID: id, Weight: s.info.Weight}
 		if set, ok := sn.settings[id]; ok {
 			if set.Weight != nil {
