@@ -7,6 +7,9 @@
 #             (skipped when perf cannot count syscalls here)
 #   failover  BenchmarkFailover: kill -9 of the leader process -> first acknowledged PUT through a
 #             survivor, $BENCH_FAILOVER_TRIALS trials (default 30)
+#   taskfailover BenchmarkTaskFailover: kill -9 of a worker -> all its tasks RUNNING elsewhere,
+#             $BENCH_TASK_FAILOVER_TRIALS trials (default 20); tasks restarted on unaffected workers
+#   assign    BenchmarkAssign: the assignor, 10,000 tasks over 100 workers
 #   memory    BenchmarkIdleRSS: VmRSS of idle kcd processes, and of the test environment's Kafka
 #             Connect worker when it runs
 #
@@ -17,6 +20,7 @@ cd "$(dirname "$0")/.."
 
 OUT=${BENCH_OUT:-.data/bench}
 TRIALS=${BENCH_FAILOVER_TRIALS:-30}
+TASK_TRIALS=${BENCH_TASK_FAILOVER_TRIALS:-20}
 WRITES_TIME=${BENCH_WRITES_TIME:-5s}
 mkdir -p "$OUT"
 OUT=$(cd "$OUT" && pwd)
@@ -53,9 +57,11 @@ fi
 
 run failover -test.bench '^BenchmarkFailover$' -test.benchtime "${TRIALS}x"
 run memory -test.bench '^BenchmarkIdleRSS$' -test.benchtime 1x
+run taskfailover -test.bench '^BenchmarkTaskFailover$' -test.benchtime "${TASK_TRIALS}x"
+(cd daemon/coordinator/assignor && go test -run '^$' -bench '^BenchmarkAssign' -benchmem) 2>&1 | tee "$OUT/assign.txt"
 
 echo
 echo "== summary (raw output in $OUT)"
-grep -h '^Benchmark' "$OUT/writes.txt" "$OUT/failover.txt" "$OUT/memory.txt"
+grep -h '^Benchmark' "$OUT/writes.txt" "$OUT/failover.txt" "$OUT/memory.txt" "$OUT/taskfailover.txt" "$OUT/assign.txt"
 [ -n "$fsyncs" ] && echo "fsyncs: $fsyncs"
 grep -h 'VmRSS\|Kafka Connect worker' "$OUT/memory.txt" | sed 's/^bench: //'

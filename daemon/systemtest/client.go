@@ -157,3 +157,9 @@ func (n *Node) RemoveMember(ctx context.Context, id uint64) error {
 func (n *Node) Post(ctx context.Context, path string, body []byte) (int, error) {
 	return n.do(ctx, http.MethodPost, path, body, nil)
 }
+
+// GetJSON GETs path and decodes the answer into out.
+func (n *Node) GetJSON(ctx context.Context, path string, out any) error {
+	_, err := n.do(ctx, "GET", path, nil, out)
+	return err
+}

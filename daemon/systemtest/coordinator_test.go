@@ -119,13 +119,7 @@ func TestIntegrationProcessCoordinator(t *testing.T) {
 	if _, err := WaitLeader(ctx, c.Nodes()...); err != nil {
 		t.Fatal(err)
 	}
-	var seeds []string
-	for _, n := range c.Nodes() {
-		seeds = append(seeds, n.URL())
-	}
-	w4 := c.newNode(4)
-	w4.Args = append(w4.Args, "--roles", "worker", "--seeds", strings.Join(seeds, ","), "--bootstrap-servers", brokers,
-		"--offset-flush-interval", "300ms")
+	w4 := c.NewWorker(4)
 	if err := w4.Start(); err != nil {
 		t.Fatal(err)
 	}

@@ -412,6 +412,27 @@ func (c *Cluster) kafkaArgs(id uint64) []string {
 	}
 }
 
+// NewWorker prepares a worker-only node id that finds the cluster through
+// the founding nodes' REST URLs and uses the cluster's Kafka; start it with
+// Start.
+func (c *Cluster) NewWorker(id uint64) *Node {
+	c.tb.Helper()
+	var seeds []string
+	for _, m := range c.Nodes() {
+		seeds = append(seeds, m.URL())
+	}
+	n := c.newNode(id)
+	n.Args = append(n.Args, "--roles", "worker", "--seeds", strings.Join(seeds, ","))
+	if c.opts.Bootstrap != "" {
+		n.Args = append(n.Args, "--bootstrap-servers", c.opts.Bootstrap)
+	} else if c.kafka != "" {
+		n.Args = append(n.Args, "--bootstrap-servers", c.kafka)
+	} else {
+		n.Args = append(n.Args, "--dev-kafka", "--dev-kafka-port", "0")
+	}
+	return n
+}
+
 // Initial is the --initial-cluster value the founding nodes started with.
 func (c *Cluster) Initial() string { return c.initial }
 
