@@ -63,6 +63,8 @@ type Node struct {
 	appliedCh chan struct{} // closed and replaced whenever applied moves
 
 	reads *readBatcher
+	// propq feeds runProposer.
+	propq chan []byte
 
 	confState *pb.ConfState // touched by the Ready loop only
 	snapIndex uint64        // touched by the Ready loop only
@@ -204,9 +206,11 @@ func Start(cfg Config) (*Node, error) {
 	}
 
 	n.reads = newReadBatcher(n)
+	n.propq = make(chan []byte, maxProposalBatch)
 	ok = true
 	go n.run()
 	go n.reads.run()
+	go n.runProposer()
 	n.log.Info("raft node started", "cluster_id", n.clusterID, "applied", n.applied.Load(), "peer_url", cfg.Self.PeerURL)
 	return n, nil
 }
@@ -351,13 +355,14 @@ func (n *Node) Propose(ctx context.Context, cmd fsm.Command) (fsm.Result, error)
 	defer cancel()
 	retryEvery := n.cfg.electionTimeout()
 	propose := func() error {
-		c, cancel := context.WithTimeout(pctx, retryEvery)
-		defer cancel()
-		err := n.rn.Propose(c, data)
-		if err != nil && c.Err() != nil && pctx.Err() == nil {
-			return nil // no leader to take it yet: the next retry tries again
+		select {
+		case n.propq <- data:
+			return nil
+		case <-pctx.Done():
+			return pctx.Err()
+		case <-n.donec:
+			return ErrStopped
 		}
-		return err
 	}
 	if err := propose(); err != nil && !errors.Is(err, etcdraft.ErrProposalDropped) {
 		return fsm.Result{}, n.proposeErr(pctx, ctx, err)
@@ -383,6 +388,48 @@ func (n *Node) Propose(ctx context.Context, cmd fsm.Command) (fsm.Result, error)
 	}
 }
 
+// runProposer hands the proposals queued by Propose to raft, as many as are
+// queued at once in one MsgProp: raft then appends them together and sends
+// followers one MsgApp for them all rather than one each. A proposal raft
+// drops (no leader, a leadership transfer) is lost, as a single one would
+// be; its Propose proposes it again.
+func (n *Node) runProposer() {
+	for {
+		var data []byte
+		select {
+		case data = <-n.propq:
+		case <-n.stopc:
+			return
+		}
+		ents := []*pb.Entry{{Data: data}}
+		size := len(data)
+	drain:
+		for len(ents) < maxProposalBatch && size < maxProposalBytes {
+			select {
+			case data = <-n.propq:
+				ents = append(ents, &pb.Entry{Data: data})
+				size += len(data)
+			default:
+				break drain
+			}
+		}
+		// Without a leader raft takes no proposal: give up on this batch
+		// after a while rather than hold up the next ones.
+		ctx, cancel := context.WithTimeout(context.Background(), n.cfg.electionTimeout())
+		err := n.rn.Step(ctx, &pb.Message{Type: pb.MessageType_MsgProp.Enum(), Entries: ents})
+		cancel()
+		if errors.Is(err, etcdraft.ErrStopped) {
+			return
+		}
+	}
+}
+
+// Bounds of one batch of proposals (raft's MaxSizePerMsg is 1 MiB).
+const (
+	maxProposalBatch = 1024
+	maxProposalBytes = 512 << 10
+)
+
 // proposalTimeout bounds how long Propose waits for its entry to apply.
 const proposalTimeout = 10 * time.Second
 
@@ -392,7 +439,7 @@ func (n *Node) proposeErr(pctx, ctx context.Context, err error) error {
 	switch {
 	case errors.Is(err, etcdraft.ErrProposalDropped):
 		return fmt.Errorf("%w: proposal dropped", ErrNoLeader)
-	case errors.Is(err, etcdraft.ErrStopped):
+	case errors.Is(err, etcdraft.ErrStopped), errors.Is(err, ErrStopped):
 		return ErrStopped
 	case ctx.Err() != nil:
 		return ctx.Err()
