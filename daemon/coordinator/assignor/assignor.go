@@ -387,24 +387,30 @@ func shed(ws []worker, units []Unit, owner []int32) {
 
 // place gives every unit without an owner to a worker under quota, see the
 // package comment.
+//
+// For each connector, the open workers holding none of it wait in a heap
+// (for them the best is the heaviest, then the least filled); those holding
+// some are scanned. A unit costs O(log workers + workers holding its
+// connector), not O(workers).
 func place(ws []worker, units []Unit, owner []int32) {
-	// open holds the workers under quota, in ID order; pos[i] is worker i's
-	// index in open, or -1.
-	type cand struct {
-		i, count    int32 // count: units of the current connector
-		held, quota int
-		weight      float64
-	}
-	var open []cand
-	pos := make([]int32, len(ws))
+	var cs []cand
+	ci := make([]int32, len(ws)) // worker index → index in cs, or -1
 	for i := range ws {
-		pos[i] = -1
+		ci[i] = -1
 		if ws[i].held < ws[i].quota {
-			pos[i] = int32(len(open))
-			open = append(open, cand{i: int32(i), held: ws[i].held, quota: ws[i].quota, weight: ws[i].weight})
+			ci[i] = int32(len(cs))
+			cs = append(cs, cand{i: int32(i), held: ws[i].held, quota: ws[i].quota, weight: ws[i].weight})
 		}
 	}
-	for lo := 0; lo < len(units) && len(open) > 0; {
+	if len(cs) == 0 {
+		return
+	}
+	h := candHeap{cs: cs, heap: make([]int32, 0, len(cs)), pos: make([]int32, len(cs))}
+	for c := range cs {
+		h.push(int32(c))
+	}
+	var touched []int32 // open candidates holding units of the connector
+	for lo := 0; lo < len(units); {
 		hi := lo + 1
 		free := owner[lo] < 0
 		for hi < len(units) && units[hi].Connector == units[lo].Connector {
@@ -415,42 +421,131 @@ func place(ws []worker, units []Unit, owner []int32) {
 			lo = hi
 			continue
 		}
-		for k := range open {
-			open[k].count = 0
-		}
 		for u := lo; u < hi; u++ {
-			if o := owner[u]; o >= 0 && pos[o] >= 0 {
-				open[pos[o]].count++
+			if o := owner[u]; o >= 0 {
+				if c := ci[o]; c >= 0 && cs[c].held < cs[c].quota {
+					if cs[c].count == 0 {
+						h.remove(c)
+						touched = append(touched, c)
+					}
+					cs[c].count++
+				}
 			}
 		}
-		for u := lo; u < hi && len(open) > 0; u++ {
+		for u := lo; u < hi; u++ {
 			if owner[u] >= 0 {
 				continue
 			}
-			// Lowest (count+1)/weight, then lowest (held+1)/quota, compared
-			// by cross-multiplying; the first (by ID) of equals wins.
-			best := 0
-			b := open[0]
-			for k := 1; k < len(open); k++ {
-				c := &open[k]
-				cl, bl := float64(c.count+1)*b.weight, float64(b.count+1)*c.weight
-				if cl < bl || cl == bl && (c.held+1)*b.quota < (b.held+1)*c.quota {
-					best, b = k, *c
+			best := int32(-1)
+			if len(h.heap) > 0 {
+				best = h.heap[0]
+			}
+			for _, c := range touched {
+				if cs[c].held < cs[c].quota && (best < 0 || cs[c].less(&cs[best])) {
+					best = c
 				}
 			}
-			c := &open[best]
+			if best < 0 {
+				break // every quota is full; cannot happen, as Σquota = len(units)
+			}
+			c := &cs[best]
+			if c.count == 0 {
+				h.remove(best)
+				touched = append(touched, best)
+			}
 			owner[u] = c.i
 			c.count++
 			c.held++
 			ws[c.i].held++
-			if c.held == c.quota {
-				pos[c.i] = -1
-				open = slices.Delete(open, best, best+1)
-				for k := best; k < len(open); k++ {
-					pos[open[k].i] = int32(k)
-				}
+		}
+		for _, c := range touched {
+			cs[c].count = 0
+			if cs[c].held < cs[c].quota {
+				h.push(c)
 			}
 		}
+		touched = touched[:0]
 		lo = hi
+	}
+}
+
+// cand is a worker under quota while place runs.
+type cand struct {
+	i, count    int32 // worker index; units of the current connector
+	held, quota int
+	weight      float64
+}
+
+// less orders candidates for a unit of the current connector: lower
+// (count+1)/weight, then lower (held+1)/quota (both compared by
+// cross-multiplying), then lower ID.
+func (a *cand) less(b *cand) bool {
+	if al, bl := float64(a.count+1)*b.weight, float64(b.count+1)*a.weight; al != bl {
+		return al < bl
+	}
+	if af, bf := (a.held+1)*b.quota, (b.held+1)*a.quota; af != bf {
+		return af < bf
+	}
+	return a.i < b.i
+}
+
+// candHeap is a binary min-heap of indices into cs by cand.less, with each
+// index's position so that any one can be removed.
+type candHeap struct {
+	cs   []cand
+	heap []int32
+	pos  []int32
+}
+
+func (h *candHeap) push(c int32) {
+	h.pos[c] = int32(len(h.heap))
+	h.heap = append(h.heap, c)
+	h.up(len(h.heap) - 1)
+}
+
+func (h *candHeap) remove(c int32) {
+	k, last := int(h.pos[c]), len(h.heap)-1
+	if k != last {
+		h.swap(k, last)
+	}
+	h.heap = h.heap[:last]
+	if k != last {
+		h.down(k)
+		h.up(k)
+	}
+}
+
+func (h *candHeap) lessAt(i, j int) bool { return h.cs[h.heap[i]].less(&h.cs[h.heap[j]]) }
+
+func (h *candHeap) swap(i, j int) {
+	h.heap[i], h.heap[j] = h.heap[j], h.heap[i]
+	h.pos[h.heap[i]], h.pos[h.heap[j]] = int32(i), int32(j)
+}
+
+func (h *candHeap) up(k int) {
+	for k > 0 {
+		p := (k - 1) / 2
+		if !h.lessAt(k, p) {
+			return
+		}
+		h.swap(k, p)
+		k = p
+	}
+}
+
+func (h *candHeap) down(k int) {
+	for {
+		m, l, r := k, 2*k+1, 2*k+2
+		if l < len(h.heap) && h.lessAt(l, m) {
+			m = l
+		}
+		if r < len(h.heap) && h.lessAt(r, m) {
+			m = r
+		}
+		if m == k {
+			return
+		}
+		h.swap(k, m)
+		k = m
 	}
 }

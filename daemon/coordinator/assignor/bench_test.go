@@ -6,7 +6,8 @@ import (
 )
 
 // BenchmarkAssign: 500 connectors × 20 tasks (10,500 units with the
-// connector instances) over 100 workers, one of them the leader.
+// connector instances) over 100 workers, one of them the leader; and
+// 10,500 units of one connector.
 func BenchmarkAssign(b *testing.B) {
 	var units []Unit
 	for c := range 500 {
@@ -23,11 +24,14 @@ func BenchmarkAssign(b *testing.B) {
 	join.Workers = append(ws[:len(ws):len(ws)], Worker{ID: "worker-new", Weight: 1})
 	leave := steady
 	leave.Workers = ws[:len(ws)-1]
+	// The worst case for placement: one connector, so every worker holds
+	// some of it and each unit scans them all.
+	big := Input{Workers: ws, Leader: ws[0].ID, Units: tasks(10_499, "big")}
 
 	for _, c := range []struct {
 		name string
 		in   Input
-	}{{"scratch", scratch}, {"unchanged", steady}, {"join", join}, {"leave", leave}} {
+	}{{"scratch", scratch}, {"unchanged", steady}, {"join", join}, {"leave", leave}, {"scratch-one-connector", big}} {
 		b.Run(c.name, func(b *testing.B) {
 			b.ReportAllocs()
 			var moves int
