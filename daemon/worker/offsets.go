@@ -19,7 +19,7 @@ import (
 type offsetTracker struct {
 	mu    sync.Mutex
 	ring  []pending
-	limit int   // the most records ever in flight
+	limit int    // the most records ever in flight
 	head  uint64 // sequence number of the oldest pending record
 	next  uint64 // sequence number the next record gets
 	empty chan struct{}
