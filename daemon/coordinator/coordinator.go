@@ -742,10 +742,9 @@ func (c *Coordinator) Plan(ctx context.Context, drain string) (PlanResult, error
 	}
 	res := c.plan(sn, drain)
 	out := PlanResult{Epoch: st.epoch, Drain: drain, Moves: []Move{}}
+	// A move To "" means no worker can take the unit: rebalance leaves it
+	// where it is, and the plan shows it so that an operator sees why.
 	for _, m := range res.Moves {
-		if m.To == "" && m.From != "" {
-			continue // as rebalance does: no worker can take it, so it stays
-		}
 		out.Moves = append(out.Moves, Move{Unit: m.Unit.String(), From: m.From, To: m.To})
 	}
 	for _, s := range res.Shares {
