@@ -288,6 +288,13 @@ func (w *Worker) reap(ctx context.Context, s *supervisor) {
 	w.mu.Lock()
 	if w.sups[s.name] == s {
 		delete(w.sups, s.name)
+		// The connector is gone: its start counts go with it, so that the
+		// map stays as small as the connectors that exist.
+		for id := range w.starts {
+			if id.Connector == s.name {
+				delete(w.starts, id)
+			}
+		}
 	}
 	w.mu.Unlock()
 	if len(s.pokeCh) > 0 {
