@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"runtime/debug"
 	"syscall"
 
 	"github.com/spf13/cobra"
@@ -70,6 +71,10 @@ KCD_* environment variables, then flags.`,
 			return err
 		}
 		log := daemon.NewLogger(stderr, cfg.LogLevel, cfg.LogFormat)
+		if cfg.MemoryLimit > 0 {
+			debug.SetMemoryLimit(int64(cfg.MemoryLimit))
+			log.Info("memory limit set", "memory_limit", cfg.MemoryLimit.String())
+		}
 		return daemon.New(cfg, log).Run(cmd.Context())
 	}
 	cmd.AddCommand(&cobra.Command{

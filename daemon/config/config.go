@@ -80,6 +80,13 @@ type Config struct {
 	// LeaderWeightFactor scales the weight of the worker on the Raft
 	// leader's node, which also coordinates.
 	LeaderWeightFactor float64 `yaml:"leader-weight-factor"`
+	// MemoryLimit is the Go runtime's soft memory limit for the process
+	// (runtime/debug.SetMemoryLimit): the garbage collector works harder
+	// as the heap nears it, so that garbage does not double the resident
+	// memory under load. 0: kcd sets none (the runtime then follows
+	// GOMEMLIMIT, if set). GOMEMLIMIT in the environment replaces the
+	// default; memory-limit, when given, wins over GOMEMLIMIT.
+	MemoryLimit ByteSize `yaml:"memory-limit"`
 	// LogLevel is one of debug, info, warn, error.
 	LogLevel string `yaml:"log-level"`
 	// LogFormat is text or json.
@@ -103,10 +110,16 @@ func Default() Config {
 		HeartbeatInterval:   500 * time.Millisecond,
 		FenceMargin:         500 * time.Millisecond,
 		LeaderWeightFactor:  0.5,
+		MemoryLimit:         DefaultMemoryLimit,
 		LogLevel:            "info",
 		LogFormat:           "text",
 	}
 }
+
+// DefaultMemoryLimit is the default of Config.MemoryLimit: with the
+// worker's default in-flight limits, a node under a full Connect load
+// stays below 100 MB resident (docs/benchmarks.md).
+const DefaultMemoryLimit ByteSize = 80 << 20
 
 // The roles a node can have.
 const (
@@ -184,6 +197,11 @@ func (c *Config) Validate() error {
 	}
 	if c.FenceMargin < 0 || c.RebalanceDelay < 0 {
 		errs = append(errs, errors.New("fence-margin and rebalance-delay must not be negative"))
+	}
+	if c.MemoryLimit < 0 {
+		errs = append(errs, fmt.Errorf("memory-limit %v is negative", c.MemoryLimit))
+	} else if c.MemoryLimit > 0 && c.MemoryLimit < 16<<20 {
+		errs = append(errs, fmt.Errorf("memory-limit %v is below 16MiB: the node could not run", c.MemoryLimit))
 	}
 	switch c.LogLevel {
 	case "debug", "info", "warn", "error":
@@ -284,6 +302,9 @@ func fields() []field {
 				return err
 			},
 			func(c *Config) string { return strconv.FormatFloat(c.LeaderWeightFactor, 'g', -1, 64) }},
+		{"memory-limit", "Soft memory limit of the process (Go's GOMEMLIMIT), e.g. 80MiB, 1GiB; 0: none. GOMEMLIMIT, when set, replaces the default",
+			func(c *Config, v string) (err error) { c.MemoryLimit, err = ParseByteSize(v); return err },
+			func(c *Config) string { return c.MemoryLimit.String() }},
 		{"log-level", "Log level: debug, info, warn or error",
 			func(c *Config, v string) error { c.LogLevel = v; return nil },
 			func(c *Config) string { return c.LogLevel }},
@@ -419,6 +440,9 @@ func (b *boolString) IsBoolFlag() bool { return true }
 // YAML file (when path is not empty), then the environment, then the flags.
 func Load(path string, lookup func(string) (string, bool), flags *Flags) (Config, error) {
 	c := Default()
+	if _, ok := lookup("GOMEMLIMIT"); ok {
+		c.MemoryLimit = 0 // the runtime follows GOMEMLIMIT unless memory-limit is set
+	}
 	if path != "" {
 		if err := c.LoadFile(path); err != nil {
 			return c, err

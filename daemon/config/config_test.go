@@ -197,3 +197,47 @@ func TestDeployExampleLoads(t *testing.T) {
 		t.Errorf("%+v", c)
 	}
 }
+
+func TestMemoryLimit(t *testing.T) {
+	load := func(env map[string]string, args ...string) (Config, error) {
+		fs := pflag.NewFlagSet("kcd", pflag.ContinueOnError)
+		flags := RegisterFlags(fs, Default())
+		if err := fs.Parse(append([]string{"--dev-kafka"}, args...)); err != nil {
+			t.Fatal(err)
+		}
+		return Load("", envOf(env), flags)
+	}
+	for _, c := range []struct {
+		name string
+		env  map[string]string
+		args []string
+		want ByteSize
+	}{
+		{"default", nil, nil, DefaultMemoryLimit},
+		{"GOMEMLIMIT replaces the default", map[string]string{"GOMEMLIMIT": "1GiB"}, nil, 0},
+		{"the env wins over GOMEMLIMIT", map[string]string{"GOMEMLIMIT": "1GiB", "KCD_MEMORY_LIMIT": "200MiB"}, nil, 200 << 20},
+		{"the flag wins over the env", map[string]string{"KCD_MEMORY_LIMIT": "200MiB"}, []string{"--memory-limit", "1g"}, 1 << 30},
+		{"off", nil, []string{"--memory-limit", "0"}, 0},
+		{"bytes", nil, []string{"--memory-limit", "104857600"}, 100 << 20},
+	} {
+		cfg, err := load(c.env, c.args...)
+		if err != nil {
+			t.Fatalf("%s: %v", c.name, err)
+		}
+		if cfg.MemoryLimit != c.want {
+			t.Errorf("%s: memory limit %v, want %v", c.name, cfg.MemoryLimit, c.want)
+		}
+	}
+	for _, bad := range []string{"lots", "-5MiB", "1MiB", "1.5GiB"} {
+		if _, err := load(nil, "--memory-limit", bad); err == nil {
+			t.Errorf("--memory-limit %s accepted", bad)
+		}
+	}
+	c := Default()
+	if err := c.LoadFile(writeFile(t, "memory-limit: 256MiB\n")); err != nil || c.MemoryLimit != 256<<20 {
+		t.Errorf("from YAML: %v, %v", c.MemoryLimit, err)
+	}
+	if s := ByteSize(80 << 20).String(); s != "80MiB" {
+		t.Errorf("80MiB prints as %s", s)
+	}
+}
