@@ -236,16 +236,12 @@ func (n *Node) applyConfChange(e *pb.Entry) error {
 // then the state machine's image.
 var snapshotMagic = []byte("KCDSNAP1")
 
-func encodeSnapshot(members, state []byte) []byte {
-	var b bytes.Buffer
-	b.Grow(len(snapshotMagic) + 8 + len(members) + len(state))
-	b.Write(snapshotMagic)
-	var l [8]byte
-	binary.LittleEndian.PutUint64(l[:], uint64(len(members)))
-	b.Write(l[:])
-	b.Write(members)
-	b.Write(state)
-	return b.Bytes()
+// snapshotHeader is what comes before the state machine's image.
+func snapshotHeader(members []byte) []byte {
+	b := make([]byte, 0, len(snapshotMagic)+8+len(members))
+	b = append(b, snapshotMagic...)
+	b = binary.LittleEndian.AppendUint64(b, uint64(len(members)))
+	return append(b, members...)
 }
 
 func decodeSnapshot(data []byte) (members, state []byte, err error) {
@@ -296,11 +292,12 @@ func (n *Node) maybeSnapshot() error {
 		return nil
 	}
 	n.snapNow = false
-	state, index, _, err := n.sm.Snapshot()
+	// The image goes straight after the header: no second copy of it.
+	data, index, _, err := n.sm.AppendSnapshot(snapshotHeader(n.peers.marshal()))
 	if err != nil {
 		return fmt.Errorf("raft: snapshot state machine: %w", err)
 	}
-	if _, err := n.logs.CreateSnapshot(index, n.confState, encodeSnapshot(n.peers.marshal(), state)); err != nil {
+	if _, err := n.logs.CreateSnapshot(index, n.confState, data); err != nil {
 		return fmt.Errorf("raft: save snapshot at %d: %w", index, err)
 	}
 	n.snapIndex = index
@@ -311,6 +308,6 @@ func (n *Node) maybeSnapshot() error {
 			return fmt.Errorf("raft: compact log: %w", err)
 		}
 	}
-	n.log.Debug("snapshot taken", "index", index, "bytes", len(state))
+	n.log.Debug("snapshot taken", "index", index, "bytes", len(data))
 	return nil
 }

@@ -356,6 +356,10 @@ func TestSnapshotRestore(t *testing.T) {
 	if i, _, err := src.WriteSnapshot(&streamed); err != nil || i != 400 {
 		t.Fatalf("WriteSnapshot: index %d, %v", i, err)
 	}
+	appended, i, _, err := src.AppendSnapshot([]byte("header"))
+	if err != nil || i != 400 || !bytes.Equal(appended, append([]byte("header"), data...)) {
+		t.Fatalf("AppendSnapshot: index %d, %v, same as header+Snapshot: %v", i, err, bytes.Equal(appended, append([]byte("header"), data...)))
+	}
 
 	dstPath := filepath.Join(t.TempDir(), "dst.db")
 	dst := openFSM(t, dstPath, fsm.Options{HistoryRetain: 100})
