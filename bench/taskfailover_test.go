@@ -2,14 +2,18 @@ package bench
 
 import (
 	"context"
+	"flag"
 	"fmt"
 	"os"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/kcd-project/kcd/daemon/systemtest"
 	"github.com/kcd-project/kcd/internal/testenv"
 )
+
+var leaderKills = flag.Int("bench.leader-kills", 3, "BenchmarkTaskFailover: how many times it kills the Raft leader after the worker trials")
 
 // BenchmarkTaskFailover measures how fast the coordinator moves the tasks
 // of a dead worker, with default settings (session timeout 3 s, fence
@@ -85,7 +89,7 @@ func BenchmarkTaskFailover(b *testing.B) {
 	// Leader changes: kill -9 the Raft leader (never node 1, which may
 	// hold the dev broker), wait until the tasks settle, restart it.
 	leaderRestarts, kills := 0, 0
-	for attempt := 0; kills < 3 && attempt < 8; attempt++ {
+	for attempt := 0; kills < *leaderKills && attempt < 3**leaderKills; attempt++ {
 		before, err := waitPlacement(ctx, c.Node(2), all, tasks, func(p placement) bool { return p.balanced })
 		if err != nil {
 			b.Fatal(err)
@@ -113,7 +117,18 @@ func BenchmarkTaskFailover(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		leaderRestarts += restarted(before, after, old)
+		if r := restarted(before, after, old); r > 0 {
+			leaderRestarts += r
+			// Say why: what the coordinators and members logged since.
+			for _, n := range rest {
+				for _, line := range strings.Split(n.RunLog(), "\n") {
+					if strings.Contains(line, "no heartbeat answered") || strings.Contains(line, "msg=move") ||
+						strings.Contains(line, "rebalanced") || strings.Contains(line, "session expired") {
+						progress("node %d: %s", n.ID, line)
+					}
+				}
+			}
+		}
 		<-old.Exited()
 		if err := old.Start(); err != nil {
 			b.Fatal(err)

@@ -585,6 +585,10 @@ func (c *Coordinator) rebalance(ctx context.Context, st *leadState) error {
 	res := c.plan(sn, "")
 	next := Epoch{Term: st.term, Generation: st.epoch.Generation + 1}
 
+	settling := false
+	for _, s := range sn.infos {
+		settling = settling || !s.confirmed
+	}
 	var ops []store.Op
 	moves := []Move{}
 	live := func(w string) bool { return sn.infos[w] != nil }
@@ -616,6 +620,11 @@ func (c *Coordinator) rebalance(ctx context.Context, st *leadState) error {
 			moves = append(moves, Move{Unit: u.String(), From: from, To: to})
 		case revoking && r.To == to:
 			// Waiting for the owner to stop it.
+		case settling:
+			// Some sessions carried over from the previous leader have not
+			// heartbeated yet: place what has no owner, but move nothing
+			// that runs until the picture is whole, or the moves made now
+			// would be undone when the rest report.
 		default:
 			b, _ := json.Marshal(Revoke{From: o.Worker, To: to, Epoch: next})
 			ops = append(ops, store.Put(revokeKey(u), b))
