@@ -187,7 +187,7 @@ func (n *Node) Run(ctx context.Context) error {
 func (n *Node) startWorker(ctx context.Context, seeds []string, endpoints func() []string) error {
 	id := n.workerID()
 	member, err := coordinator.NewMember(coordinator.MemberConfig{
-		Worker:            coordinator.WorkerInfo{ID: id, RESTURL: n.RESTURL(), NodeID: n.cfg.NodeID, Weight: n.cfg.WorkerWeight},
+		Worker:            coordinator.WorkerInfo{ID: id, RESTURL: n.RESTURL(), NodeID: n.cfg.NodeID, Weight: n.cfg.WorkerWeight, Capacity: n.cfg.WorkerCapacity},
 		Store:             n.store,
 		Endpoints:         endpoints,
 		SessionTimeout:    n.cfg.SessionTimeout,

@@ -65,6 +65,9 @@ type Config struct {
 	// others (0 takes none); operators change it at run time with
 	// kcctl worker weight.
 	WorkerWeight float64 `yaml:"worker-weight"`
+	// WorkerCapacity is the most connectors and tasks this worker runs,
+	// whatever its weight; 0: no limit.
+	WorkerCapacity int `yaml:"worker-capacity"`
 	// SessionTimeout: a worker with no heartbeat answered for this long
 	// stops its tasks; the coordinator moves them once it has heard nothing
 	// for this long plus FenceMargin. The same on every node.
@@ -186,6 +189,9 @@ func (c *Config) Validate() error {
 	if c.WorkerWeight < 0 || c.WorkerWeight > 1e6 {
 		errs = append(errs, fmt.Errorf("worker-weight %v must be from 0 to 1000000", c.WorkerWeight))
 	}
+	if c.WorkerCapacity < 0 {
+		errs = append(errs, fmt.Errorf("worker-capacity %d must not be negative (0: no limit)", c.WorkerCapacity))
+	}
 	if c.LeaderWeightFactor <= 0 || c.LeaderWeightFactor > 1 {
 		errs = append(errs, fmt.Errorf("leader-weight-factor %v must be above 0 and at most 1", c.LeaderWeightFactor))
 	}
@@ -284,6 +290,9 @@ func fields() []field {
 		{"worker-weight", "This worker's share of the work relative to the others (0: none)",
 			func(c *Config, v string) (err error) { c.WorkerWeight, err = strconv.ParseFloat(v, 64); return err },
 			func(c *Config) string { return strconv.FormatFloat(c.WorkerWeight, 'g', -1, 64) }},
+		{"worker-capacity", "The most connectors and tasks this worker runs, whatever its weight (0: no limit)",
+			func(c *Config, v string) (err error) { c.WorkerCapacity, err = strconv.Atoi(v); return err },
+			func(c *Config) string { return strconv.Itoa(c.WorkerCapacity) }},
 		{"session-timeout", "A worker with no heartbeat answered for this long stops its tasks (same on every node)",
 			func(c *Config, v string) (err error) { c.SessionTimeout, err = time.ParseDuration(v); return err },
 			func(c *Config) string { return c.SessionTimeout.String() }},

@@ -363,8 +363,8 @@ func (c *Coordinator) Heartbeat(ctx context.Context, hb Heartbeat) (HeartbeatRep
 	if hb.Worker.ID == "" {
 		return HeartbeatReply{}, fmt.Errorf("%w: heartbeat without a worker id", store.ErrInvalid)
 	}
-	if hb.Worker.Weight < 0 {
-		return HeartbeatReply{}, fmt.Errorf("%w: worker weight %v is negative", store.ErrInvalid, hb.Worker.Weight)
+	if hb.Worker.Weight < 0 || hb.Worker.Capacity < 0 {
+		return HeartbeatReply{}, fmt.Errorf("%w: worker weight %v or capacity %d is negative", store.ErrInvalid, hb.Worker.Weight, hb.Worker.Capacity)
 	}
 	received := time.Now()
 	c.mu.Lock()
@@ -392,7 +392,7 @@ func (c *Coordinator) Heartbeat(ctx context.Context, hb Heartbeat) (HeartbeatRep
 		st.triggers = appendTrigger(st.triggers, "worker joined: "+hb.Worker.ID)
 		c.log.Info("worker joined", "worker", hb.Worker.ID, "rest_url", hb.Worker.RESTURL, "weight", hb.Worker.Weight)
 		c.poke()
-	} else if s.info.Weight != hb.Worker.Weight || s.info.RESTURL != hb.Worker.RESTURL || s.info.NodeID != hb.Worker.NodeID {
+	} else if s.info.Weight != hb.Worker.Weight || s.info.Capacity != hb.Worker.Capacity || s.info.RESTURL != hb.Worker.RESTURL || s.info.NodeID != hb.Worker.NodeID {
 		since := s.info.Since
 		s.info, s.stored = hb.Worker, false
 		s.info.Since = since
@@ -511,7 +511,7 @@ func (c *Coordinator) read(ctx context.Context, st *leadState) (*snapshot, error
 			sn.held[id] = true
 			continue
 		}
-		w := assignor.Worker{ID: id, Weight: s.info.Weight}
+		w := assignor.Worker{ID: id, Weight: s.info.Weight, Capacity: s.info.Capacity}
 		if set, ok := sn.settings[id]; ok {
 			if set.Weight != nil {
 				w.Weight = *set.Weight

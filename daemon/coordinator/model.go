@@ -124,6 +124,8 @@ type WorkerInfo struct {
 	// leader's node gets the leader's reduced share.
 	NodeID uint64  `json:"node_id"`
 	Weight float64 `json:"weight"`
+	// Capacity is the most units the worker takes; 0: no limit.
+	Capacity int `json:"capacity,omitempty"`
 	// Since is when the session started.
 	Since time.Time `json:"since"`
 }

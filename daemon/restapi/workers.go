@@ -31,6 +31,7 @@ type WorkerView struct {
 	RESTURL  string    `json:"rest_url,omitempty"`
 	NodeID   uint64    `json:"node_id"`
 	Weight   float64   `json:"weight"`
+	Capacity int       `json:"capacity"` // 0: no limit
 	Draining bool      `json:"draining"`
 	Since    time.Time `json:"since"`
 	// Connectors and Tasks count the units the worker owns now.
@@ -152,7 +153,7 @@ func (a *api) listWorkers(r *http.Request) (int, any, *Error) {
 		if json.Unmarshal(kv.Value, &w) != nil {
 			continue
 		}
-		v := WorkerView{ID: w.ID, RESTURL: w.RESTURL, NodeID: w.NodeID, Weight: w.Weight, Since: w.Since}
+		v := WorkerView{ID: w.ID, RESTURL: w.RESTURL, NodeID: w.NodeID, Weight: w.Weight, Capacity: w.Capacity, Since: w.Since}
 		if s, ok := settings[w.ID]; ok {
 			if s.Weight != nil {
 				v.Weight = *s.Weight

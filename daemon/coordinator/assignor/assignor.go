@@ -78,6 +78,10 @@ type Worker struct {
 	ID       string
 	Weight   float64 // > 0 (finite) takes work in proportion; 0 (or less) takes none
 	Draining bool    // takes none and sheds what it holds
+	// Capacity is the most units the worker takes, whatever its weight;
+	// 0 means no limit. What a capped worker cannot take goes to the others
+	// by their weights, and units no worker has room for stay unassigned.
+	Capacity int
 }
 
 // Input is what Assign works from.
@@ -109,7 +113,7 @@ type Share struct {
 // Result is a complete assignment.
 type Result struct {
 	// Assignment maps every unit of Input.Units (and nothing else) to its
-	// worker, or to "" when no worker is eligible.
+	// worker, or to "" when no worker is eligible or has room (Capacity).
 	Assignment map[Unit]string
 	// Moves lists the units whose owner changes, sorted by unit.
 	Moves []Move
@@ -120,13 +124,15 @@ type Result struct {
 
 // worker is a Worker during one Assign call.
 type worker struct {
-	id     string
-	weight float64 // effective
-	exact  float64
-	rem    float64
-	quota  int
-	before int
-	held   int
+	id       string
+	capacity int     // 0: no limit
+	capped   bool    // its quota is its capacity
+	weight   float64 // effective
+	exact    float64
+	rem      float64
+	quota    int
+	before   int
+	held     int
 }
 
 // Assign computes the assignment for in. See the package comment.
@@ -228,6 +234,7 @@ func workers(in Input) []worker {
 	nothers := 0
 	for i, w := range sorted {
 		ws[i].id = w.ID
+		ws[i].capacity = max(0, w.Capacity)
 		if !w.Draining && w.Weight > 0 && !math.IsInf(w.Weight, 1) {
 			ws[i].weight = w.Weight
 		}
@@ -271,24 +278,71 @@ func quotas(ws []worker, n int) bool {
 	if !(sum > 0) {
 		return false
 	}
+	// Water-filling: a worker whose share exceeds its capacity gets its
+	// capacity; the rest is shared again among the others by weight.
 	left := n
+	for {
+		sum = 0
+		for _, w := range ws {
+			if !w.capped {
+				sum += w.weight
+			}
+		}
+		capped := false
+		for i := range ws {
+			w := &ws[i]
+			if w.capped || w.capacity == 0 || w.weight == 0 || !(sum > 0) {
+				continue
+			}
+			if float64(left)*w.weight/sum > float64(w.capacity)+eps {
+				w.capped, capped = true, true
+				w.exact, w.rem, w.quota = float64(w.capacity), 0, w.capacity
+			}
+		}
+		if !capped {
+			break
+		}
+		left = n
+		for _, w := range ws {
+			if w.capped {
+				left -= w.quota
+			}
+		}
+		if left <= 0 {
+			left = 0
+			break
+		}
+	}
 	for i := range ws {
 		w := &ws[i]
-		w.exact = float64(n) * w.weight / sum
+		if w.capped {
+			continue
+		}
+		w.exact, w.rem, w.quota = 0, 0, 0
+		if !(sum > 0) || w.weight == 0 {
+			continue
+		}
+		w.exact = float64(left) * w.weight / sum
 		fl := math.Floor(w.exact + eps)
 		w.rem = max(0, w.exact-fl)
 		if w.rem < eps {
 			w.rem = 0
 		}
 		w.quota = int(fl)
-		left -= w.quota
+	}
+	for _, w := range ws {
+		if !w.capped {
+			left -= w.quota
+		}
 	}
 	if left <= 0 {
 		return true
 	}
-	order := make([]int, len(ws))
-	for i := range order {
-		order[i] = i
+	order := make([]int, 0, len(ws))
+	for i := range ws {
+		if !ws[i].capped && ws[i].weight > 0 {
+			order = append(order, i)
+		}
 	}
 	slices.SortFunc(order, func(a, b int) int {
 		x, y := &ws[a], &ws[b]
