@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"runtime/debug"
 	"slices"
 	"strconv"
 	"strings"
@@ -17,6 +18,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/kcd-project/kcd/daemon/config"
 	"github.com/kcd-project/kcd/daemon/connectors/datagen"
 	"github.com/kcd-project/kcd/internal/testenv"
 )
@@ -191,6 +193,7 @@ func BenchmarkDatagenToKafka(b *testing.B) {
 			i := 0
 			for b.Loop() {
 				runWorker := func() {
+					defer withMemoryLimit()()
 					topic := be.topic(4)
 					name := be.name("bench")
 					be.createConnector(name, map[string]string{"connector.class": "Datagen", "topic": topic,
@@ -248,6 +251,7 @@ func BenchmarkKafkaToFileSink(b *testing.B) {
 			i := 0
 			for b.Loop() {
 				runWorker := func() {
+					defer withMemoryLimit()()
 					name := be.name("sink")
 					out := filepath.Join(b.TempDir(), "out.txt")
 					be.createConnector(name, map[string]string{"connector.class": "FileStreamSink", "topics": topic, "file": out,
@@ -334,4 +338,24 @@ func benchLimits(cfg *Config) {
 	if v, err := time.ParseDuration(os.Getenv("KCD_BENCH_LINGER")); err == nil {
 		producerLinger = v
 	}
+}
+
+// withMemoryLimit sets, for a worker run, the soft memory limit a kcd node
+// runs with by default (config.DefaultMemoryLimit; KCD_BENCH_MEMORY_LIMIT
+// overrides it, 0 for none), and returns the function that lifts it again:
+// the raw runs in between go without, as a plain franz-go program would.
+func withMemoryLimit() (restore func()) {
+	lim := int64(config.DefaultMemoryLimit)
+	if v, ok := os.LookupEnv("KCD_BENCH_MEMORY_LIMIT"); ok {
+		b, err := config.ParseByteSize(v)
+		if err != nil {
+			panic(err)
+		}
+		lim = int64(b)
+	}
+	if lim <= 0 {
+		return func() {}
+	}
+	prev := debug.SetMemoryLimit(lim)
+	return func() { debug.SetMemoryLimit(prev) }
 }

@@ -73,18 +73,24 @@ type Limits struct {
 	// Records and bytes a source task may have produced but not yet seen
 	// acknowledged in order; Poll is not called while a limit is reached.
 	// Bytes are the records' keys, values and headers plus about 512 bytes
-	// of bookkeeping each, so they approximate memory. Defaults 50,000 and
-	// 32 MiB: with records of 100 bytes, about 50,000 in flight, which
-	// keeps a producer busy (10,000 halves its throughput).
+	// of bookkeeping each (the kgo.Record, its headers and promise), so
+	// they approximate memory. Defaults 100,000 and 32 MiB: the bytes bind
+	// first (32 MiB is about 52,000 records of 100 bytes, 27,000 of 700),
+	// which keeps a producer busy; at 16 MiB a single task made a quarter
+	// fewer records/s (docs/benchmarks.md).
 	TaskInFlightRecords int
 	TaskInFlightBytes   int64
-	// The same over all source tasks of the worker. Defaults 200,000 and
-	// 256 MiB.
+	// The same over all source tasks of the worker: what bounds the
+	// memory of a node. Defaults 100,000 and 32 MiB: one task may use the
+	// whole budget, several share it (so a task whose records are stuck
+	// holds up the others' production until they are delivered or fail).
 	WorkerInFlightRecords int
 	WorkerInFlightBytes   int64
 	// Sink fetching, per task: bytes of one fetch response, of one
 	// partition in it, and fetches buffered at once (kgo FetchMaxBytes,
-	// FetchMaxPartitionBytes, MaxConcurrentFetches). Defaults 8 MiB, 1 MiB, 2.
+	// FetchMaxPartitionBytes, MaxConcurrentFetches). Fetched batches are
+	// compressed: the records decompressed from 256 KiB of JSON take
+	// several MB. Defaults 2 MiB, 256 KiB, 2.
 	SinkFetchMaxBytes          int32
 	SinkFetchMaxPartitionBytes int32
 	SinkMaxConcurrentFetches   int
@@ -116,12 +122,12 @@ func Default() Config {
 		RetryBackoff:        Backoff{Initial: 100 * time.Millisecond, Max: 60 * time.Second},
 		SinkRelistInterval:  10 * time.Second,
 		Limits: Limits{
-			TaskInFlightRecords:        50_000,
+			TaskInFlightRecords:        100_000,
 			TaskInFlightBytes:          32 << 20,
-			WorkerInFlightRecords:      200_000,
-			WorkerInFlightBytes:        256 << 20,
-			SinkFetchMaxBytes:          8 << 20,
-			SinkFetchMaxPartitionBytes: 1 << 20,
+			WorkerInFlightRecords:      100_000,
+			WorkerInFlightBytes:        32 << 20,
+			SinkFetchMaxBytes:          2 << 20,
+			SinkFetchMaxPartitionBytes: 256 << 10,
 			SinkMaxConcurrentFetches:   2,
 			SinkMaxBatch:               500,
 		},
