@@ -171,32 +171,46 @@ func (st *sinkRun) process(fetches kgo.Fetches) error {
 	batch := make([]*connect.SinkRecord, 0, fetches.NumRecords())
 	slab := make([]connect.SinkRecord, fetches.NumRecords()) // one allocation for the batch
 	next := map[connect.TopicPartition]int64{}
+	// One allocation for the batch's headers too.
+	nh := 0
+	fetches.EachRecord(func(r *kgo.Record) { nh += len(r.Headers) })
+	headers := make([]connect.Header, nh)
 	var convErr error
-	fetches.EachRecord(func(r *kgo.Record) {
-		tp := connect.TopicPartition{Topic: r.Topic, Partition: r.Partition}
-		if convErr != nil || !st.owns(tp) {
+	// By partition: ownership is checked and the next offset noted once
+	// per partition, not once per record.
+	fetches.EachPartition(func(p kgo.FetchTopicPartition) {
+		if convErr != nil || len(p.Records) == 0 {
 			return
 		}
-		next[tp] = r.Offset + 1
-		sr := &slab[len(batch)]
-		err := st.convert(r, sr)
-		if err == nil {
-			batch = append(batch, sr)
+		tp := connect.TopicPartition{Topic: p.Topic, Partition: p.Partition}
+		if !st.owns(tp) {
 			return
 		}
-		if !tr.settings.tolerateAll {
-			convErr = fmt.Errorf("tolerance exceeded in error handler: %w", err)
-			return
-		}
-		tr.stats.skipped.Add(1)
-		if tr.settings.logErrors {
-			attrs := []any{"topic", r.Topic, "partition", r.Partition, "offset", r.Offset, "err", err}
-			if tr.settings.logMessages {
-				attrs = append(attrs, "key", r.Key, "value", r.Value)
+		for _, r := range p.Records {
+			sr := &slab[len(batch)]
+			hs := headers[:len(r.Headers):len(r.Headers)]
+			headers = headers[len(r.Headers):]
+			err := st.convert(r, sr, hs)
+			if err == nil {
+				batch = append(batch, sr)
+				continue
 			}
-			tr.log.Warn("skipping a record that cannot be converted", attrs...)
+			*sr = connect.SinkRecord{} // the slot takes the next record
+			if !tr.settings.tolerateAll {
+				convErr = fmt.Errorf("tolerance exceeded in error handler: %w", err)
+				return
+			}
+			tr.stats.skipped.Add(1)
+			if tr.settings.logErrors {
+				attrs := []any{"topic", r.Topic, "partition", r.Partition, "offset", r.Offset, "err", err}
+				if tr.settings.logMessages {
+					attrs = append(attrs, "key", r.Key, "value", r.Value)
+				}
+				tr.log.Warn("skipping a record that cannot be converted", attrs...)
+			}
+			st.dlq.send(r, err)
 		}
-		st.dlq.send(r, err)
+		next[tp] = p.Records[len(p.Records)-1].Offset + 1
 	})
 	if convErr != nil {
 		return convErr
@@ -235,8 +249,11 @@ func (st *sinkRun) put(batch []*connect.SinkRecord) (done bool, err error) {
 	}
 }
 
-func (st *sinkRun) convert(r *kgo.Record, sr *connect.SinkRecord) error {
-	*sr = connect.SinkRecord{Topic: r.Topic, Partition: r.Partition, Offset: r.Offset, Timestamp: r.Timestamp}
+// convert converts r into sr, which is zero, with room for its headers.
+// Setting fields avoids copying whole structs (with their write barriers)
+// into the heap.
+func (st *sinkRun) convert(r *kgo.Record, sr *connect.SinkRecord, headers []connect.Header) error {
+	sr.Topic, sr.Partition, sr.Offset, sr.Timestamp = r.Topic, r.Partition, r.Offset, r.Timestamp
 	var err error
 	if sr.KeySchema, sr.Key, err = st.cs.key.ToConnectData(r.Topic, r.Key); err != nil {
 		return fmt.Errorf("convert the key of %s-%d@%d: %w", r.Topic, r.Partition, r.Offset, err)
@@ -245,14 +262,14 @@ func (st *sinkRun) convert(r *kgo.Record, sr *connect.SinkRecord) error {
 		return fmt.Errorf("convert the value of %s-%d@%d: %w", r.Topic, r.Partition, r.Offset, err)
 	}
 	if len(r.Headers) > 0 {
-		sr.Headers = make([]connect.Header, len(r.Headers))
 		for i, h := range r.Headers {
 			s, v, err := st.cs.header.ToConnectData(r.Topic, h.Value)
 			if err != nil {
 				return fmt.Errorf("convert header %s of %s-%d@%d: %w", h.Key, r.Topic, r.Partition, r.Offset, err)
 			}
-			sr.Headers[i] = connect.Header{Key: h.Key, Schema: s, Value: v}
+			headers[i].Key, headers[i].Schema, headers[i].Value = h.Key, s, v
 		}
+		sr.Headers = headers
 	}
 	return nil
 }
