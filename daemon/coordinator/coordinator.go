@@ -553,7 +553,13 @@ func (c *Coordinator) plan(sn *snapshot, draining string) assignor.Result {
 		}
 		if r, ok := sn.revoke[u]; ok && r.From == o.Worker {
 			if s := sn.infos[o.Worker]; s == nil || s.stopped(u.String(), sn.revokes[u].ModRevision) {
-				continue // released: free to place
+				// Released: it belongs where the revoke sends it, unless
+				// that worker went away meanwhile. (Placed afresh, rounding
+				// could send it back to the worker that just stopped it.)
+				if sn.infos[r.To] != nil {
+					in.Current[u] = r.To
+				}
+				continue
 			}
 		}
 		in.Current[u] = o.Worker
@@ -724,9 +730,9 @@ func (c *Coordinator) rebalance(ctx context.Context, st *leadState) error {
 	if len(moves) > 0 {
 		c.log.Info("rebalanced", "epoch", next, "moves", len(moves), "units", len(sn.units), "workers", len(sn.workers),
 			"triggers", triggers, "took", time.Since(start).Round(time.Microsecond))
-		if c.log.Enabled(ctx, slog.LevelDebug) {
+		if len(moves) <= 20 || c.log.Enabled(ctx, slog.LevelDebug) {
 			for _, m := range moves {
-				c.log.Debug("move", "epoch", next, "unit", m.Unit, "from", m.From, "to", m.To, "revoke", m.Revoke)
+				c.log.Info("move", "epoch", next, "unit", m.Unit, "from", m.From, "to", m.To, "revoke", m.Revoke)
 			}
 		}
 	}
