@@ -194,9 +194,6 @@ func unchanged(t *testing.T, what string, before map[string][]string, startsBefo
 }
 
 func TestCoordinatorSpreadsWeighsDrainsAndMovesOnlyWhatMust(t *testing.T) {
-	if testing.Short() {
-		t.Skip("three in-process nodes; not in -short")
-	}
 	nodes := coordCluster(t)
 	api := nodes[0].RESTURL()
 	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(50 * time.Millisecond) {
