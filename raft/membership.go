@@ -292,6 +292,11 @@ func (n *Node) maybeSnapshot() error {
 		return nil
 	}
 	n.snapNow = false
+	// The snapshot's index and confState must agree: conf changes are
+	// applied in the Ready loop, only with the applier idle.
+	if err := n.waitApply(); err != nil {
+		return err
+	}
 	// The image goes straight after the header: no second copy of it.
 	data, index, _, err := n.sm.AppendSnapshot(snapshotHeader(n.peers.marshal()))
 	if err != nil {

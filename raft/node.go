@@ -65,6 +65,11 @@ type Node struct {
 	reads *readBatcher
 	// propq feeds runProposer.
 	propq chan []byte
+	// applyc feeds runApplier, which answers on applyDone; applying says
+	// a batch is in flight (Ready loop only).
+	applyc    chan []*pb.Entry
+	applyDone chan error
+	applying  bool
 
 	confState *pb.ConfState // touched by the Ready loop only
 	snapIndex uint64        // touched by the Ready loop only
@@ -207,10 +212,13 @@ func Start(cfg Config) (*Node, error) {
 
 	n.reads = newReadBatcher(n)
 	n.propq = make(chan []byte, maxProposalBatch)
+	n.applyc = make(chan []*pb.Entry)
+	n.applyDone = make(chan error, 1)
 	ok = true
 	go n.run()
 	go n.reads.run()
 	go n.runProposer()
+	go n.runApplier()
 	n.log.Info("raft node started", "cluster_id", n.clusterID, "applied", n.applied.Load(), "peer_url", cfg.Self.PeerURL)
 	return n, nil
 }
@@ -549,6 +557,7 @@ func (n *Node) stop(fatal error) {
 func (n *Node) run() {
 	defer close(n.donec)
 	defer n.closeResources()
+	defer func() { _ = n.waitApply() }()
 	ticker := time.NewTicker(n.cfg.TickInterval)
 	defer ticker.Stop()
 	for {
@@ -585,16 +594,26 @@ func (n *Node) handleReady(rd etcdraft.Ready) error {
 	// after Save. Everything else, above all the responses that promise
 	// durability (MsgAppResp, votes), goes out after Save.
 	later, committed := rd.Messages, rd.CommittedEntries
+	// Normal entries are applied by the applier goroutine, while this loop
+	// goes on writing and sending. A snapshot or a configuration change
+	// waits for it and is handled here, so that the membership, confState
+	// and the applied index move together.
+	inLoop := !etcdraft.IsEmptySnap(rd.Snapshot) || hasConfChange(committed)
+	if inLoop {
+		if err := n.waitApply(); err != nil {
+			return err
+		}
+	}
 	if n.leading {
 		later = n.sendEarly(rd.Messages)
-		// The leader also applies, before its write, the committed entries
-		// its log already holds durably: their proposers are answered, and
-		// propose again, while the disk works, so the next Ready carries
-		// their next writes. (A follower saves first: its answer to the
-		// leader is what commits entries.)
-		if etcdraft.IsEmptySnap(rd.Snapshot) {
+		// The leader also starts applying, before its write, the committed
+		// entries its log already holds durably: their proposers are
+		// answered, and propose again, while the disk works, so the next
+		// Ready carries their next writes. (A follower saves first: its
+		// answer to the leader is what commits entries.)
+		if !inLoop {
 			k := n.stableCommitted(committed, rd.Entries)
-			if err := n.applyEntries(committed[:k]); err != nil {
+			if err := n.applyAsync(committed[:k]); err != nil {
 				return err
 			}
 			committed = committed[k:]
@@ -609,7 +628,11 @@ func (n *Node) handleReady(rd etcdraft.Ready) error {
 		}
 	}
 	n.tr.Send(later)
-	if err := n.applyEntries(committed); err != nil {
+	if inLoop {
+		if err := n.applyEntries(committed); err != nil {
+			return err
+		}
+	} else if err := n.applyAsync(committed); err != nil {
 		return err
 	}
 	for _, rs := range rd.ReadStates {
@@ -620,6 +643,59 @@ func (n *Node) handleReady(rd etcdraft.Ready) error {
 		go func() { _ = n.rn.Campaign(context.Background()) }()
 	}
 	return n.maybeSnapshot()
+}
+
+// runApplier applies the batches of committed entries applyAsync hands it,
+// one at a time, in order.
+func (n *Node) runApplier() {
+	for {
+		select {
+		case ents := <-n.applyc:
+			err := n.applyEntries(ents)
+			if err != nil {
+				n.stop(err) // the state machine can no longer follow the log
+			}
+			n.applyDone <- err
+		case <-n.stopc:
+			return
+		}
+	}
+}
+
+// applyAsync hands normal committed entries to the applier, once it has
+// finished the previous batch. Ready loop only.
+func (n *Node) applyAsync(ents []*pb.Entry) error {
+	if len(ents) == 0 {
+		return nil
+	}
+	if err := n.waitApply(); err != nil {
+		return err
+	}
+	select {
+	case n.applyc <- ents:
+		n.applying = true
+	case <-n.stopc:
+	}
+	return nil
+}
+
+// waitApply waits until the applier has applied everything handed to it.
+// Ready loop only.
+func (n *Node) waitApply() error {
+	if !n.applying {
+		return nil
+	}
+	n.applying = false
+	return <-n.applyDone
+}
+
+func hasConfChange(ents []*pb.Entry) bool {
+	for _, e := range ents {
+		if e.GetType() != pb.EntryType_EntryNormal {
+			return true
+		}
+	}
+	return false
 }
 
 // stableCommitted returns how many of the committed entries, from the
