@@ -2,7 +2,8 @@
 # make bench: the metadata cluster's benchmarks, described in docs/benchmarks.md.
 #
 #   writes    BenchmarkWrites: acknowledged ~100-byte writes/s and p50/p99 latency, 1/64/128
-#             writers, three nodes in one process (WAL + bbolt with fsync, HTTP/2 over loopback)
+#             writers, three nodes in one process (WAL with fsync, bbolt applied without; HTTP/2 over
+#             loopback)
 #   fsyncs    the same with 64 writers under `perf stat`: fdatasync/fsync/pwrite calls per write
 #             (skipped when perf cannot count syscalls here)
 #   failover  BenchmarkFailover: kill -9 of the leader process -> first acknowledged PUT through a

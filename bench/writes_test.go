@@ -110,7 +110,8 @@ func (c *cluster) leader(b *testing.B, timeout time.Duration) *raft.Node {
 // (24-byte keys over a working set of 10,000, 76-byte values: the size of
 // an offset commit) through raftstore on the leader, from 1, 64 and 128
 // concurrent writers. A write is acknowledged when Put returns: the entry
-// is fsynced on a quorum and applied (bbolt, fsync) on the leader.
+// is fsynced on a quorum (WAL) and applied on the leader (bbolt, committed
+// without fsync unless -bench.sync-apply; see raft.Config.SyncApply).
 // writes/s counts every write of the run; p50-ms and p99-ms are the
 // latencies of single Puts.
 func BenchmarkWrites(b *testing.B) {
