@@ -100,14 +100,16 @@ func TestWorkerOnlyNode(t *testing.T) {
 	if code := call(t, "GET", rapi+"/connectors/from-raft", nil, nil); code != 404 {
 		t.Fatalf("from-raft after its delete, on the raft node: HTTP %d", code)
 	}
-	// Both stop cleanly and promptly: the worker-only node (its watches on
-	// the raft node end with it), then the raft node.
+	// Both stop cleanly, without hanging: the worker-only node (its watches
+	// on the raft node end with it), then the raft node. The bound is a hang
+	// guard, not a speed figure: under -race on two busy cores a clean stop
+	// (tasks drain, the session ends, Raft stops) has taken 6 s.
 	for _, n := range []*Node{worker, raftNode} {
 		start := time.Now()
 		if err := n.Close(); err != nil {
 			t.Fatalf("Close of %s: %v", n.RESTURL(), err)
 		}
-		if took := time.Since(start); took > 5*time.Second {
+		if took := time.Since(start); took > 20*time.Second {
 			t.Fatalf("Close of %s took %v", n.RESTURL(), took)
 		}
 	}
