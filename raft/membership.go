@@ -59,6 +59,10 @@ func mergeMember(base, over Member) Member {
 // machine, and inside snapshots, so it survives log compaction.
 type membership struct {
 	path string
+	// saveMu makes saves take turns: they share the temporary file, and
+	// SelfRemoved saves from a transport goroutine while the Ready loop
+	// may be applying a configuration change.
+	saveMu sync.Mutex
 
 	mu      sync.Mutex
 	Members map[uint64]Member `json:"members"`
@@ -107,6 +111,8 @@ func (m *membership) marshal() []byte {
 
 // save writes the membership durably (temp file, fsync, rename, dir fsync).
 func (m *membership) save() error {
+	m.saveMu.Lock()
+	defer m.saveMu.Unlock()
 	tmp := m.path + ".tmp"
 	if err := writeFileSync(tmp, m.marshal()); err != nil {
 		return fmt.Errorf("raft: save membership: %w", err)

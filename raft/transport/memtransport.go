@@ -159,6 +159,15 @@ func (t *MemTransport) deliver(l *link, e envelope) {
 		}
 		return
 	}
+	if dst.recv.IsIDRemoved(l.from) {
+		// Refused as the HTTP transport refuses it (410 Gone): a member
+		// cut off before it applied its own removal learns it this way.
+		l.dropped.Add(1)
+		if rl, ok := t.recv.(RemovalListener); ok && t.ctx.Err() == nil {
+			rl.SelfRemoved()
+		}
+		return
+	}
 	if err := dst.recv.Process(l.ctx, e.m); err != nil {
 		if e.report {
 			t.lost(l.to, e.m, false)
