@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kcd-project/kcd/daemon/config"
 	"github.com/kcd-project/kcd/daemon/restapi"
 	"github.com/kcd-project/kcd/internal/testenv"
 )
@@ -19,7 +20,7 @@ import (
 // coordCluster starts three raft+worker nodes in this process, each with
 // its own embedded dev broker (the tasks' data goes nowhere that matters
 // here: this is about who runs what).
-func coordCluster(t *testing.T) []*Node {
+func coordCluster(t *testing.T, tune ...func(*config.Config)) []*Node {
 	t.Helper()
 	var peers, members []string
 	for i := range 3 {
@@ -45,6 +46,9 @@ func coordCluster(t *testing.T) []*Node {
 		cfg.NodeID = uint64(i + 1)
 		cfg.PeerAddr = peers[i]
 		cfg.InitialCluster = strings.Join(members, ",")
+		for _, f := range tune {
+			f(&cfg)
+		}
 		n := New(cfg, log)
 		if err := n.Start(t.Context()); err != nil {
 			t.Fatal(err)
@@ -304,5 +308,63 @@ func TestCoordinatorSpreadsWeighsDrainsAndMovesOnlyWhatMust(t *testing.T) {
 		if !strings.Contains(all, want) {
 			t.Errorf("journal lacks trigger %q: %s", want, all)
 		}
+	}
+}
+
+// With --rebalance-delay, the units of a worker that stopped (a rolling
+// restart) wait for it; they move once the delay has passed.
+func TestRebalanceDelayKeepsADepartedWorkersUnitsWaiting(t *testing.T) {
+	const delay = 4 * time.Second
+	nodes := coordCluster(t, func(c *config.Config) { c.RebalanceDelay = delay })
+	api := nodes[0].RESTURL()
+	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		var ws []restapi.WorkerView
+		if call(t, "GET", api+"/kcd/v1/workers", nil, &ws) == 200 && len(ws) == 3 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("three workers did not register: %v", ws)
+		}
+	}
+	const tasks = 6
+	if code := call(t, "POST", api+"/connectors", map[string]any{"name": "gen", "config": map[string]string{
+		"connector.class": "Datagen", "topic": "gen", "tasks.max": fmt.Sprint(tasks), "rate.per.task": "20"}}, nil); code != 201 {
+		t.Fatalf("create connector: %d", code)
+	}
+	runs, _ := settle(t, nodes, api, tasks, "start")
+	var gone *Node
+	for _, n := range nodes {
+		if !n.Raft().IsLeader() && len(runs[n.workerID()]) > 0 {
+			gone = n
+			break
+		}
+	}
+	if gone == nil {
+		t.Fatalf("no follower runs anything: %v", runs)
+	}
+	held := runs[gone.workerID()]
+	var live []*Node
+	for _, n := range nodes {
+		if n != gone {
+			live = append(live, n)
+		}
+	}
+	stopped := time.Now() // its session ends during Close
+	gone.Close()
+
+	// Within the delay its units run nowhere and still name it.
+	time.Sleep(delay / 4)
+	now, _ := placement(t, live)
+	for _, units := range now {
+		for _, u := range units {
+			if slices.Contains(held, u) {
+				t.Fatalf("%s moved %v after the worker stopped, within the delay of %v", u, time.Since(stopped), delay)
+			}
+		}
+	}
+	// After it, they run on the others.
+	settle(t, live, live[0].RESTURL(), tasks, "after the delay")
+	if took := time.Since(stopped); took < delay {
+		t.Fatalf("units moved after %v, before the delay of %v", took, delay)
 	}
 }

@@ -43,10 +43,12 @@ type Node struct {
 	broker *devkafka.Broker
 	kafka  *kgo.Client
 	rest   *http.Server
-	ln     net.Listener
-	raft   *raft.Node
-	store  store.Store
-	peer   *http.Server
+	// cancelRequests ends the requests in flight (see Start).
+	cancelRequests context.CancelFunc
+	ln             net.Listener
+	raft           *raft.Node
+	store          store.Store
+	peer           *http.Server
 
 	worker       *worker.Worker
 	workerCancel context.CancelFunc
@@ -136,10 +138,16 @@ func (n *Node) Start(ctx context.Context) (err error) {
 	} else if err := n.startRemote(ctx, &opts, seeds); err != nil { // remote.go
 		return err
 	}
+	// Requests run under a context that Close cancels once in-flight ones
+	// had a moment to finish: a request waiting for a leader (a removed or
+	// cut-off node has none) must not hold the stop for its whole wait.
+	var reqCtx context.Context
+	reqCtx, n.cancelRequests = context.WithCancel(context.WithoutCancel(ctx))
 	n.rest = &http.Server{
 		Handler:           restapi.NewHandler(n, opts),
 		ReadHeaderTimeout: 10 * time.Second,
 		MaxHeaderBytes:    64 << 10,
+		BaseContext:       func(net.Listener) context.Context { return reqCtx },
 	}
 
 	n.wg.Add(2)
@@ -263,7 +271,10 @@ func (n *Node) Close() error {
 	var err error
 	if n.rest != nil {
 		ctx, cancel := context.WithTimeout(context.Background(), shutdownTimeout)
+		grace := time.AfterFunc(time.Second, n.cancelRequests)
 		err = n.rest.Shutdown(ctx)
+		grace.Stop()
+		n.cancelRequests()
 		cancel()
 	}
 	if n.worker != nil {

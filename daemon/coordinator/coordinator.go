@@ -434,7 +434,7 @@ func (c *Coordinator) Leave(_ context.Context, id string) error {
 	}
 	if _, ok := st.sessions[id]; ok {
 		delete(st.sessions, id)
-		st.departed[id] = time.Now().Add(-c.cfg.RebalanceDelay) // a clean leave moves at once
+		st.departed[id] = time.Now() // its units move after RebalanceDelay (at once by default)
 		st.dirty = true
 		st.triggers = appendTrigger(st.triggers, "worker left: "+id)
 		c.log.Info("worker left", "worker", id)
