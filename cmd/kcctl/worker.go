@@ -2,8 +2,10 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math"
+	"net/http"
 	"strconv"
 	"strings"
 	"time"
@@ -11,6 +13,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/kcd-project/kcd/cmd/kcctl/internal/coordclient"
+	"github.com/kcd-project/kcd/daemon/client"
 	"github.com/kcd-project/kcd/daemon/coordinator"
 	"github.com/kcd-project/kcd/daemon/restapi"
 	"github.com/kcd-project/kcd/tui/printer"
@@ -139,6 +142,13 @@ what will move (the plan of the coordinator on the Raft leader); with
 			id := args[0]
 			c := g.coord()
 			plan, err := c.Plan(cmd.Context(), id)
+			var apiErr *client.APIError
+			if errors.As(err, &apiErr) && apiErr.Status == http.StatusNotFound {
+				// No session now (the worker is down): nothing of it runs,
+				// and drained it stays empty when it comes back.
+				cmd.PrintErrf("Warning: worker %q has no session now; it takes no work when it joins\n", id)
+				plan, err = coordinator.PlanResult{Drain: id, Moves: []coordinator.Move{}}, nil
+			}
 			if err != nil {
 				return err
 			}
