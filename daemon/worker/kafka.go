@@ -35,12 +35,13 @@ func (w *Worker) producerOpts(maxRecords int, clientID string) []kgo.Opt {
 	}
 }
 
-// producerLinger is 0: with the in-flight limits, records wait for the
-// requests ahead of them (five at a time per broker) and batch up there;
-// lingering on top only adds latency, and at a bounded number of records
-// in flight latency is throughput (docs/benchmarks.md: with 10 ms of
-// linger a single task made about a sixth fewer records/s at 32 MiB).
-var producerLinger time.Duration
+// producerLinger is franz-go's default, 10 ms. Measured on a quiet machine
+// (docs/benchmarks.md), interleaved: at 32 MiB in flight one Datagen task
+// made 78–90 % of raw franz-go with 10 ms and 51–63 % with 0 (records then
+// leave in small batches and the five requests in flight per broker are
+// the bottleneck); an earlier reading that 0 was faster was noise of a
+// loaded machine.
+var producerLinger = 10 * time.Millisecond
 
 // explicitPartition marks a record whose partition the connector chose.
 type explicitPartition struct{}
