@@ -54,6 +54,7 @@ type Node struct {
 	workerCancel context.CancelFunc
 	workerDone   chan struct{}
 	member       *coordinator.Member
+	coord        *coordinator.Coordinator // on Raft nodes
 	memberCancel context.CancelFunc
 	memberDone   chan struct{}
 
@@ -120,6 +121,7 @@ func (n *Node) Start(ctx context.Context) (err error) {
 			return err
 		}
 		opts.Coordinator = coord
+		n.coord = coord
 		n.wg.Add(2)
 		go func() {
 			defer n.wg.Done()
@@ -283,7 +285,14 @@ func (n *Node) Close() error {
 		n.workerCancel()
 		<-n.workerDone
 		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
-		n.member.Leave(ctx)
+		if n.coord != nil && n.raft.IsLeader() {
+			// The coordinator is here, and the REST API already stopped.
+			if err := n.coord.Leave(ctx, n.workerID()); err != nil {
+				n.member.Leave(ctx)
+			}
+		} else {
+			n.member.Leave(ctx)
+		}
 		cancel()
 		n.memberCancel()
 		<-n.memberDone
