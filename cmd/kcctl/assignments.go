@@ -19,7 +19,7 @@ func newAssignmentsCmd(g *globals) *cobra.Command {
   kcctl assignments --connector orders-source -o json`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			all, err := g.coord().Assignments(cmd.Context())
+			all, err := g.client().Assignments(cmd.Context())
 			if err != nil {
 				return err
 			}

@@ -33,7 +33,7 @@ func newRebalancePlanCmd(g *globals) *cobra.Command {
   kcctl rebalance plan --drain 10.0.0.4:8083`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			plan, err := g.coord().Plan(cmd.Context(), drain)
+			plan, err := g.client().Plan(cmd.Context(), drain)
 			if err != nil {
 				return err
 			}
@@ -121,7 +121,7 @@ func newRebalanceHistoryCmd(g *globals) *cobra.Command {
 			return nil
 		},
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			rbs, err := g.coord().Rebalances(cmd.Context(), limit)
+			rbs, err := g.client().Rebalances(cmd.Context(), limit)
 			if err != nil {
 				return err
 			}

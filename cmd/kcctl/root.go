@@ -6,7 +6,6 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/kcd-project/kcd/cmd/kcctl/internal/coordclient"
 	"github.com/kcd-project/kcd/daemon/client"
 	"github.com/kcd-project/kcd/tui/printer"
 )
@@ -20,10 +19,6 @@ type globals struct {
 }
 
 func (g *globals) client() *client.Client { return client.New(g.server) }
-
-// coord is a client of the coordinator endpoints (workers, assignments,
-// rebalances).
-func (g *globals) coord() *coordclient.Client { return coordclient.New(g.server) }
 
 func newRootCmd(stdout, stderr io.Writer) *cobra.Command {
 	g := &globals{}

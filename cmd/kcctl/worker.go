@@ -12,7 +12,6 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/kcd-project/kcd/cmd/kcctl/internal/coordclient"
 	"github.com/kcd-project/kcd/daemon/client"
 	"github.com/kcd-project/kcd/daemon/coordinator"
 	"github.com/kcd-project/kcd/daemon/restapi"
@@ -38,7 +37,7 @@ func newWorkerListCmd(g *globals) *cobra.Command {
   kcctl worker list -o wide     # plus each worker's REST URL`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			ws, err := g.coord().Workers(cmd.Context())
+			ws, err := g.client().Workers(cmd.Context())
 			if err != nil {
 				return err
 			}
@@ -92,7 +91,7 @@ session and overrides the weight the worker started with.`,
 			if err != nil {
 				return err
 			}
-			c := g.coord()
+			c := g.client()
 			warnIfNoSession(cmd, c, id)
 			s, err := c.SetWeight(cmd.Context(), id, w)
 			if err != nil {
@@ -140,7 +139,7 @@ what will move (the plan of the coordinator on the Raft leader); with
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			id := args[0]
-			c := g.coord()
+			c := g.client()
 			plan, err := c.Plan(cmd.Context(), id)
 			var apiErr *client.APIError
 			if errors.As(err, &apiErr) && apiErr.Status == http.StatusNotFound {
@@ -214,7 +213,7 @@ func newWorkerUndrainCmd(g *globals) *cobra.Command {
 		Args:    cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			id := args[0]
-			c := g.coord()
+			c := g.client()
 			warnIfNoSession(cmd, c, id)
 			s, err := c.SetDraining(cmd.Context(), id, false)
 			if err != nil {
@@ -242,7 +241,7 @@ func formatWeight(w float64) string { return strconv.FormatFloat(w, 'f', -1, 64)
 // warnIfNoSession warns when no worker of that id has a session: the API
 // keeps settings of any id (they outlive sessions), so a typo would
 // otherwise pass unnoticed.
-func warnIfNoSession(cmd *cobra.Command, c *coordclient.Client, id string) {
+func warnIfNoSession(cmd *cobra.Command, c *client.Client, id string) {
 	ctx, cancel := context.WithTimeout(cmd.Context(), 5*time.Second)
 	defer cancel()
 	ws, err := c.Workers(ctx)
