@@ -49,7 +49,7 @@ func BenchmarkTaskFailover(b *testing.B) {
 	if err := postConnector(ctx, c.Node(2), body); err != nil {
 		b.Fatal(err)
 	}
-	if _, err := waitPlacement(ctx, c.Node(2), all, tasks, func(p placement) bool { return p.count(w) > 0 }); err != nil {
+	if _, err := systemtest.WaitPlacement(ctx, c.Node(2), all, tasks, func(p systemtest.Placement) bool { return p.Count(w) > 0 }); err != nil {
 		b.Fatal(err)
 	}
 
@@ -57,7 +57,7 @@ func BenchmarkTaskFailover(b *testing.B) {
 	leave, join := 0, 0
 	for b.Loop() {
 		b.StopTimer()
-		before, err := waitPlacement(ctx, c.Node(2), all, tasks, func(p placement) bool { return p.count(w) > 0 })
+		before, err := systemtest.WaitPlacement(ctx, c.Node(2), all, tasks, func(p systemtest.Placement) bool { return p.Count(w) > 0 })
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -65,23 +65,23 @@ func BenchmarkTaskFailover(b *testing.B) {
 		w.Kill()
 		killed := time.Now()
 		survivors := c.Nodes()[:3]
-		after, err := waitPlacement(ctx, c.Node(2), survivors, tasks, nil)
+		after, err := systemtest.WaitPlacement(ctx, c.Node(2), survivors, tasks, nil)
 		if err != nil {
 			b.Fatal(err)
 		}
 		took = append(took, time.Since(killed))
 		b.StopTimer()
-		leave += restarted(before, after, w)
+		leave += systemtest.Restarted(before, after, w)
 		<-w.Exited()
 		if err := w.Start(); err != nil {
 			b.Fatal(err)
 		}
-		joined, err := waitPlacement(ctx, c.Node(2), all, tasks, func(p placement) bool { return p.count(w) > 0 && p.balanced })
+		joined, err := systemtest.WaitPlacement(ctx, c.Node(2), all, tasks, func(p systemtest.Placement) bool { return p.Count(w) > 0 && p.Balanced })
 		if err != nil {
 			b.Fatal(err)
 		}
-		join += restarted(after, joined, w)
-		progress("task failover trial %d: %d tasks of the killed worker RUNNING elsewhere after %v", len(took), before.count(w), took[len(took)-1].Round(time.Millisecond))
+		join += systemtest.Restarted(after, joined, w)
+		progress("task failover trial %d: %d tasks of the killed worker RUNNING elsewhere after %v", len(took), before.Count(w), took[len(took)-1].Round(time.Millisecond))
 		b.StartTimer()
 	}
 	b.StopTimer()
@@ -90,7 +90,7 @@ func BenchmarkTaskFailover(b *testing.B) {
 	// hold the dev broker), wait until the tasks settle, restart it.
 	leaderRestarts, kills := 0, 0
 	for attempt := 0; kills < *leaderKills && attempt < 3**leaderKills; attempt++ {
-		before, err := waitPlacement(ctx, c.Node(2), all, tasks, func(p placement) bool { return p.balanced })
+		before, err := systemtest.WaitPlacement(ctx, c.Node(2), all, tasks, func(p systemtest.Placement) bool { return p.Balanced })
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -113,11 +113,11 @@ func BenchmarkTaskFailover(b *testing.B) {
 				rest = append(rest, n)
 			}
 		}
-		after, err := waitPlacement(ctx, rest[0], rest, tasks, nil)
+		after, err := systemtest.WaitPlacement(ctx, rest[0], rest, tasks, nil)
 		if err != nil {
 			b.Fatal(err)
 		}
-		if r := restarted(before, after, old); r > 0 {
+		if r := systemtest.Restarted(before, after, old); r > 0 {
 			leaderRestarts += r
 			// Say why: what the coordinators and members logged since.
 			for _, n := range rest {
@@ -143,98 +143,4 @@ func BenchmarkTaskFailover(b *testing.B) {
 	b.ReportMetric(float64(join), "restarted-join")
 	b.ReportMetric(float64(leaderRestarts), "leader-restarted")
 	b.ReportMetric(float64(kills), "leader-kills")
-}
-
-// placement is where the tasks run, as the nodes say.
-type placement struct {
-	where    map[int]*systemtest.Node
-	starts   map[*systemtest.Node]map[int]int
-	balanced bool // the coordinator has no move left to make
-}
-
-func (p placement) count(n *systemtest.Node) int {
-	c := 0
-	for _, m := range p.where {
-		if m == n {
-			c++
-		}
-	}
-	return c
-}
-
-type localWorker struct {
-	Units []struct {
-		Task    *int `json:"task"`
-		Running bool `json:"running"`
-		Starts  int  `json:"starts"`
-	} `json:"units"`
-}
-
-// waitPlacement waits until every task runs on exactly one of nodes and
-// reports RUNNING from it, and cond (if any) holds.
-func waitPlacement(ctx context.Context, via *systemtest.Node, nodes []*systemtest.Node, tasks int, cond func(placement) bool) (placement, error) {
-	ctx, cancel := context.WithTimeout(ctx, 60*time.Second)
-	defer cancel()
-	var p placement
-	err := systemtest.WaitFor(ctx, 20*time.Millisecond, func() (bool, error) {
-		p = placement{where: map[int]*systemtest.Node{}, starts: map[*systemtest.Node]map[int]int{}}
-		for _, n := range nodes {
-			var lw localWorker
-			if err := n.GetJSON(ctx, "/kcd/v1/worker", &lw); err != nil {
-				return false, nil
-			}
-			p.starts[n] = map[int]int{}
-			for _, u := range lw.Units {
-				if u.Task == nil {
-					continue
-				}
-				p.starts[n][*u.Task] = u.Starts
-				if u.Running {
-					if p.where[*u.Task] != nil {
-						return false, nil
-					}
-					p.where[*u.Task] = n
-				}
-			}
-		}
-		if len(p.where) != tasks {
-			return false, nil
-		}
-		var st struct {
-			Tasks []struct {
-				ID       int    `json:"id"`
-				State    string `json:"state"`
-				WorkerID string `json:"worker_id"`
-			} `json:"tasks"`
-		}
-		if err := via.GetJSON(ctx, "/connectors/gen/status", &st); err != nil || len(st.Tasks) != tasks {
-			return false, nil
-		}
-		for _, t := range st.Tasks {
-			if t.State != "RUNNING" || t.WorkerID != p.where[t.ID].RESTAddr {
-				return false, nil
-			}
-		}
-		var plan struct {
-			Moves []any `json:"moves"`
-		}
-		p.balanced = via.GetJSON(ctx, "/kcd/v1/rebalances/plan", &plan) == nil && len(plan.Moves) == 0
-		return cond == nil || cond(p), nil
-	})
-	return p, err
-}
-
-// restarted counts tasks that ran on the same worker before and after and
-// were started again in between, leaving out the worker skip.
-func restarted(before, after placement, skip *systemtest.Node) int {
-	n := 0
-	for id, w := range before.where {
-		if w == skip || after.where[id] != w {
-			continue
-		}
-		if after.starts[w][id] != before.starts[w][id] {
-			n++
-		}
-	}
-	return n
 }

@@ -18,75 +18,11 @@ import (
 	"github.com/kcd-project/kcd/internal/testenv"
 )
 
-// localWorker is GET /kcd/v1/worker.
-type localWorker struct {
-	ID          string `json:"id"`
-	SessionHeld bool   `json:"session_held"`
-	Units       []struct {
-		Connector string `json:"connector"`
-		Task      *int   `json:"task"`
-		Running   bool   `json:"running"`
-		Starts    int    `json:"starts"`
-	} `json:"units"`
-}
-
-// unitsOf returns the tasks a node runs now and every task's start count
-// there; nil when the node does not answer.
-func unitsOf(ctx context.Context, n *Node) (running map[int]bool, starts map[int]int, err error) {
-	var w localWorker
-	if _, err := n.do(ctx, "GET", "/kcd/v1/worker", nil, &w); err != nil {
-		return nil, nil, err
-	}
-	running, starts = map[int]bool{}, map[int]int{}
-	for _, u := range w.Units {
-		if u.Task == nil {
-			continue
-		}
-		starts[*u.Task] = u.Starts
-		if u.Running {
-			running[*u.Task] = true
-		}
-	}
-	return running, starts, nil
-}
-
-type taskStatus struct {
-	Tasks []struct {
-		ID       int    `json:"id"`
-		State    string `json:"state"`
-		WorkerID string `json:"worker_id"`
-	} `json:"tasks"`
-}
-
 // placementOf maps each task to the node that runs it, when every task
 // runs on exactly one of nodes and reports RUNNING from it.
 func placementOf(ctx context.Context, via *Node, nodes []*Node, tasks int) (map[int]*Node, bool) {
-	where := map[int]*Node{}
-	for _, n := range nodes {
-		running, _, err := unitsOf(ctx, n)
-		if err != nil {
-			return nil, false
-		}
-		for id := range running {
-			if where[id] != nil {
-				return nil, false // twice
-			}
-			where[id] = n
-		}
-	}
-	if len(where) != tasks {
-		return nil, false
-	}
-	var st taskStatus
-	if _, err := via.do(ctx, "GET", "/connectors/gen/status", nil, &st); err != nil || len(st.Tasks) != tasks {
-		return nil, false
-	}
-	for _, t := range st.Tasks {
-		if t.State != "RUNNING" || where[t.ID] == nil || t.WorkerID != where[t.ID].RESTAddr {
-			return nil, false
-		}
-	}
-	return where, true
+	p, ok := ReadPlacement(ctx, via, nodes, tasks)
+	return p.Where, ok
 }
 
 // startsOf reads every node's start counts: node → task → starts.
@@ -94,7 +30,7 @@ func startsOf(t *testing.T, ctx context.Context, nodes []*Node) map[*Node]map[in
 	t.Helper()
 	out := map[*Node]map[int]int{}
 	for _, n := range nodes {
-		_, starts, err := unitsOf(ctx, n)
+		_, starts, err := UnitsOf(ctx, n)
 		if err != nil {
 			t.Fatalf("node %d: %v", n.ID, err)
 		}
@@ -254,7 +190,7 @@ func TestIntegrationProcessCoordinator(t *testing.T) {
 	}
 	// Right after it resumes, it must not run what moved away.
 	time.Sleep(300 * time.Millisecond)
-	running, _, err := unitsOf(ctx, w4)
+	running, _, err := UnitsOf(ctx, w4)
 	if err != nil {
 		t.Fatal(err)
 	}
