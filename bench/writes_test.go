@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -19,6 +20,17 @@ import (
 	"github.com/kcd-project/kcd/raft"
 	"github.com/kcd-project/kcd/raft/transport"
 )
+
+// processCPU is the CPU time (user and system) this process has used: the
+// three nodes and the writers together.
+func processCPU(b *testing.B) time.Duration {
+	b.Helper()
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		b.Fatal(err)
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
 
 // syncApply runs the nodes with raft.Config.SyncApply: bbolt fsynced on
 // every apply, as before 2026-12-02's change, for comparisons.
@@ -113,7 +125,9 @@ func (c *cluster) leader(b *testing.B, timeout time.Duration) *raft.Node {
 // is fsynced on a quorum (WAL) and applied on the leader (bbolt, committed
 // without fsync unless -bench.sync-apply; see raft.Config.SyncApply).
 // writes/s counts every write of the run; p50-ms and p99-ms are the
-// latencies of single Puts.
+// latencies of single Puts; cpu-µs/write is the CPU time of the whole
+// process (all three nodes, the writers) per write, which other work on the
+// machine disturbs far less than writes/s.
 func BenchmarkWrites(b *testing.B) {
 	c := startCluster(b, 3)
 	lead := c.leader(b, 10*time.Second)
@@ -144,6 +158,7 @@ func BenchmarkWrites(b *testing.B) {
 			var errOnce sync.Once
 			var wg sync.WaitGroup
 			b.ResetTimer()
+			cpu0 := processCPU(b)
 			start := time.Now()
 			for range writers {
 				wg.Go(func() {
@@ -166,11 +181,13 @@ func BenchmarkWrites(b *testing.B) {
 			}
 			wg.Wait()
 			elapsed := time.Since(start)
+			cpu := processCPU(b) - cpu0
 			b.StopTimer()
 			sortDurations(lat)
 			b.ReportMetric(float64(b.N)/elapsed.Seconds(), "writes/s")
 			b.ReportMetric(ms(percentile(lat, 50)), "p50-ms")
 			b.ReportMetric(ms(percentile(lat, 99)), "p99-ms")
+			b.ReportMetric(float64(cpu.Microseconds())/float64(b.N), "cpu-µs/write")
 			if n := failed.Load(); n > 0 {
 				b.ReportMetric(float64(n), "failed")
 				progress("writers=%d: %d of %d writes failed, first: %v (leader now %d, was %d)", writers, n, b.N, firstErr, lead.Leader(), lead.ID())

@@ -45,7 +45,8 @@ type Config struct {
 	SnapshotCatchUp uint64
 
 	// FSM tunes the state machine. Every member must use the same options.
-	// Its NoSync is set by the node: see SyncApply.
+	// Its NoSync and (unless set) CommitInterval are set by the node: see
+	// SyncApply.
 	FSM fsm.Options
 	// SyncApply fsyncs the state machine (bbolt) on every apply, as kcd did
 	// before: two more fsyncs per Ready on every node. By default applies

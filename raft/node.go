@@ -228,11 +228,20 @@ func Start(cfg Config) (*Node, error) {
 // the log is compacted only behind snapshots, which are durable with their
 // data. So when the machine crashed with unsynced commits (fsm.ErrUnsynced),
 // the state is rebuilt from the newest snapshot, and raft hands the entries
-// after it out again from the log.
+// after it out again from the log. For the same reason its write
+// transactions stay open across applies, committed every
+// stateCommitInterval (fsm.Options.CommitInterval): after a crash of the
+// process raft hands out again the entries after the applied index the
+// file holds.
 func (n *Node) openStateMachine() (*fsm.FSM, error) {
 	path := filepath.Join(n.cfg.Dir, "state.db")
 	opts := n.cfg.FSM
 	opts.NoSync = !n.cfg.SyncApply
+	if n.cfg.SyncApply {
+		opts.CommitInterval = 0
+	} else if opts.CommitInterval == 0 {
+		opts.CommitInterval = stateCommitInterval
+	}
 	sm, err := fsm.Open(path, opts)
 	if !errors.Is(err, fsm.ErrUnsynced) {
 		return sm, err
@@ -437,6 +446,10 @@ const (
 	maxProposalBatch = 1024
 	maxProposalBytes = 512 << 10
 )
+
+// stateCommitInterval is how long the state machine's write transaction
+// stays open across applies (see openStateMachine).
+const stateCommitInterval = 20 * time.Millisecond
 
 // proposalTimeout bounds how long Propose waits for its entry to apply.
 const proposalTimeout = 10 * time.Second

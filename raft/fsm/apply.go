@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"time"
 
 	bolt "go.etcd.io/bbolt"
 
@@ -49,7 +50,7 @@ func (f *FSM) Apply(entries []Entry) ([]Result, error) {
 		revs:   f.revs[:0],
 	}
 	results := make([]Result, 0, len(entries))
-	err := f.db.Update(func(tx *bolt.Tx) error {
+	err := f.applyTx(func(tx *bolt.Tx) error {
 		if err := a.begin(tx); err != nil {
 			return err
 		}
@@ -64,7 +65,7 @@ func (f *FSM) Apply(entries []Entry) ([]Result, error) {
 			results = append(results, r)
 		}
 		return a.end(last.Index, last.Term)
-	})
+	}, entries)
 	defer func() {
 		// Keep the scratch memory, not what it points to, and not at all
 		// once a large call has grown it.
@@ -81,6 +82,44 @@ func (f *FSM) Apply(entries []Entry) ([]Result, error) {
 	f.applied.Store(last.Index)
 	f.publish(a.rev, a.compacted, a.revs)
 	return results, nil
+}
+
+// applyTx runs fn, which applies entries, in a write transaction: its own,
+// committed at once, or without Options.CommitInterval the open one, which
+// it opens and commits when due. An error rolls back everything the open
+// transaction held (the node must stop: the file no longer follows the
+// applied index, and a restart replays the log from what it does hold).
+func (f *FSM) applyTx(fn func(*bolt.Tx) error, entries []Entry) error {
+	if f.opts.CommitInterval == 0 {
+		return f.db.Update(fn)
+	}
+	f.txMu.Lock()
+	defer f.txMu.Unlock()
+	if f.commitErr != nil {
+		return f.commitErr
+	}
+	if f.wtx == nil {
+		tx, err := f.db.Begin(true)
+		if err != nil {
+			return err
+		}
+		f.wtx = tx
+	}
+	if err := fn(f.wtx); err != nil {
+		f.rollbackLocked()
+		return err
+	}
+	f.wtxEntries += len(entries)
+	for _, e := range entries {
+		f.wtxBytes += len(e.Data)
+	}
+	if f.wtxEntries >= f.opts.CommitEntries || f.wtxBytes >= f.opts.CommitBytes {
+		return f.commitLocked()
+	}
+	if f.wtxTimer == nil {
+		f.wtxTimer = time.AfterFunc(f.opts.CommitInterval, f.commitDue)
+	}
+	return nil
 }
 
 // maxScratch is the most events (and revisions) whose scratch slices Apply

@@ -50,10 +50,35 @@ type Options struct {
 	// (default: Linux's /proc/sys/kernel/random/boot_id). Tests set it to
 	// simulate a restart of the machine.
 	BootID func() string
+
+	// CommitInterval, when set, lets Apply leave its bbolt transaction
+	// open: the next Applies go on in it, and it is committed once it is
+	// CommitInterval old, holds CommitEntries entries or CommitBytes of
+	// entry data, before a snapshot and on Close. Reads, history and
+	// watches see the open transaction, so what Apply returned is visible
+	// at once, as before; only the file lags. That is for a state whose
+	// log is durable elsewhere (the Raft node's WAL replays what a crash
+	// of the process lost from the file, from the applied index the file
+	// does hold): one commit then writes the pages that many Applies
+	// changed, instead of every Apply writing its own. Zero: every Apply
+	// commits.
+	CommitInterval time.Duration
+	// CommitEntries and CommitBytes bound an open transaction (defaults
+	// DefaultCommitEntries and DefaultCommitBytes); they matter only with
+	// CommitInterval.
+	CommitEntries int
+	CommitBytes   int
 }
 
+// Defaults of the bounds of an open transaction (Options.CommitInterval).
+const (
+	DefaultCommitEntries = 8192
+	DefaultCommitBytes   = 8 << 20
+)
+
 func (o *Options) validate() error {
-	if o.HistoryRetain < 0 || o.WatchBuffer < 0 || o.WatchBufferBytes < 0 {
+	if o.HistoryRetain < 0 || o.WatchBuffer < 0 || o.WatchBufferBytes < 0 ||
+		o.CommitInterval < 0 || o.CommitEntries < 0 || o.CommitBytes < 0 {
 		return errors.New("fsm: negative option")
 	}
 	if o.HistoryRetain == 0 {
@@ -67,6 +92,12 @@ func (o *Options) validate() error {
 	}
 	if o.BootID == nil {
 		o.BootID = currentBootID
+	}
+	if o.CommitEntries == 0 {
+		o.CommitEntries = DefaultCommitEntries
+	}
+	if o.CommitBytes == 0 {
+		o.CommitBytes = DefaultCommitBytes
 	}
 	return nil
 }
@@ -117,6 +148,20 @@ type FSM struct {
 	// close it.
 	dbMu sync.RWMutex
 	db   *bolt.DB
+
+	// txMu guards the open write transaction of Options.CommitInterval:
+	// Apply and commits lock it, reads read-lock it and read through wtx
+	// while one is open (bbolt's read-only calls on a transaction are safe
+	// to share once its buckets are opened, which begin does). Lock order:
+	// applyMu, wmu, dbMu, txMu.
+	txMu       sync.RWMutex
+	wtx        *bolt.Tx
+	wtxEntries int
+	wtxBytes   int
+	wtxTimer   *time.Timer
+	// commitErr is the error of a commit the timer made: the file can no
+	// longer follow the log, and the next Apply returns it.
+	commitErr error
 
 	applied atomic.Uint64
 
@@ -310,8 +355,11 @@ func (f *FSM) Close() error {
 
 	f.dbMu.Lock()
 	defer f.dbMu.Unlock()
-	var err error
-	if f.noSync {
+	f.txMu.Lock()
+	err := f.commitLocked()
+	f.rollbackLocked() // only left after a failed commit
+	f.txMu.Unlock()
+	if err == nil && f.noSync {
 		// Synced, the file no longer depends on this boot's page cache.
 		if err = f.db.Sync(); err == nil {
 			err = clearUnsynced(f.path)
@@ -342,18 +390,94 @@ func (f *FSM) Abandon() {
 	f.wmu.Unlock()
 	f.dbMu.Lock()
 	defer f.dbMu.Unlock()
+	f.txMu.Lock()
+	f.rollbackLocked()
+	f.txMu.Unlock()
 	_ = f.db.Close()
 	f.db = nil
 }
 
-// view runs fn in a read transaction.
+// view runs fn on the current state: in the open write transaction when
+// there is one (fn must only read), else in a read transaction.
 func (f *FSM) view(fn func(*bolt.Tx) error) error {
 	f.dbMu.RLock()
 	defer f.dbMu.RUnlock()
 	if f.db == nil {
 		return store.ErrClosed
 	}
+	f.txMu.RLock()
+	defer f.txMu.RUnlock()
+	if f.commitErr != nil {
+		return f.commitErr
+	}
+	if f.wtx != nil {
+		return fn(f.wtx)
+	}
 	return f.db.View(fn)
+}
+
+// viewCommitted commits the open write transaction and runs fn in a read
+// transaction, which Apply does not wait for: for long reads (snapshots)
+// and for what needs the file itself.
+func (f *FSM) viewCommitted(fn func(*bolt.Tx) error) error {
+	f.dbMu.RLock()
+	defer f.dbMu.RUnlock()
+	if f.db == nil {
+		return store.ErrClosed
+	}
+	f.txMu.Lock()
+	err := f.commitLocked()
+	f.txMu.Unlock()
+	if err != nil {
+		return err
+	}
+	return f.db.View(fn)
+}
+
+// commitLocked commits the open write transaction, if any. txMu held.
+func (f *FSM) commitLocked() error {
+	if f.commitErr != nil {
+		return f.commitErr
+	}
+	if f.wtx == nil {
+		return nil
+	}
+	if f.wtxTimer != nil {
+		f.wtxTimer.Stop()
+		f.wtxTimer = nil
+	}
+	tx := f.wtx
+	f.wtx, f.wtxEntries, f.wtxBytes = nil, 0, 0
+	if err := tx.Commit(); err != nil {
+		f.commitErr = fmt.Errorf("fsm: commit: %w", err)
+		return f.commitErr
+	}
+	return nil
+}
+
+// commitDue is the timer of an open transaction.
+func (f *FSM) commitDue() {
+	f.dbMu.RLock()
+	defer f.dbMu.RUnlock()
+	if f.db == nil {
+		return
+	}
+	f.txMu.Lock()
+	defer f.txMu.Unlock()
+	_ = f.commitLocked() // kept in commitErr for the next Apply
+}
+
+// rollbackLocked drops the open write transaction, as a crash would.
+// txMu held.
+func (f *FSM) rollbackLocked() {
+	if f.wtxTimer != nil {
+		f.wtxTimer.Stop()
+		f.wtxTimer = nil
+	}
+	if f.wtx != nil {
+		_ = f.wtx.Rollback()
+		f.wtx, f.wtxEntries, f.wtxBytes = nil, 0, 0
+	}
 }
 
 // Get returns key's value and revisions; found is false when it does not

@@ -15,11 +15,12 @@ import (
 )
 
 // Snapshot returns the whole state (a bbolt file image, as large as the
-// file) and the index and term of the last entry it contains. It is read in
-// one read transaction, so it is consistent while Apply goes on.
+// file) and the index and term of the last entry it contains. It commits
+// the open write transaction (Options.CommitInterval), then reads in one
+// read transaction, so it is consistent while Apply goes on.
 func (f *FSM) Snapshot() (data []byte, index, term uint64, err error) {
 	var buf bytes.Buffer
-	err = f.view(func(tx *bolt.Tx) error {
+	err = f.viewCommitted(func(tx *bolt.Tx) error {
 		buf.Grow(int(tx.Size()))
 		index, term, err = writeSnapshot(tx, &buf)
 		return err
@@ -34,7 +35,7 @@ func (f *FSM) Snapshot() (data []byte, index, term uint64, err error) {
 // whole state when the caller puts a header in front of it.
 func (f *FSM) AppendSnapshot(dst []byte) (data []byte, index, term uint64, err error) {
 	buf := bytes.NewBuffer(dst)
-	err = f.view(func(tx *bolt.Tx) error {
+	err = f.viewCommitted(func(tx *bolt.Tx) error {
 		buf.Grow(int(tx.Size()))
 		index, term, err = writeSnapshot(tx, buf)
 		return err
@@ -50,7 +51,7 @@ func (f *FSM) AppendSnapshot(dst []byte) (data []byte, index, term uint64, err e
 // until it is done, and while it is, an Apply that needs to grow the file
 // waits.
 func (f *FSM) WriteSnapshot(w io.Writer) (index, term uint64, err error) {
-	err = f.view(func(tx *bolt.Tx) error {
+	err = f.viewCommitted(func(tx *bolt.Tx) error {
 		index, term, err = writeSnapshot(tx, w)
 		return err
 	})
@@ -114,6 +115,12 @@ func (f *FSM) Restore(r io.Reader) error {
 
 	f.dbMu.Lock()
 	defer f.dbMu.Unlock()
+	// The open transaction holds nothing the snapshot lacks (its index is
+	// at least the applied one): dropped, not written.
+	f.txMu.Lock()
+	f.rollbackLocked()
+	f.commitErr = nil
+	f.txMu.Unlock()
 	closeErr := f.db.Close()
 	f.db = nil
 	if closeErr == nil {
