@@ -449,7 +449,7 @@ const (
 
 // stateCommitInterval is how long the state machine's write transaction
 // stays open across applies (see openStateMachine).
-const stateCommitInterval = 20 * time.Millisecond
+const stateCommitInterval = 100 * time.Millisecond
 
 // proposalTimeout bounds how long Propose waits for its entry to apply.
 const proposalTimeout = 10 * time.Second
