@@ -18,9 +18,11 @@ import (
 //
 // An invalid command does not make Apply fail: its Result says why, it
 // changes nothing, and its index is applied like any other. An error from
-// Apply itself means the disk failed (the transaction was rolled back and
-// nothing changed) or the caller broke the contract (a gap); the node
-// should stop, since it can no longer follow the log.
+// Apply itself means the disk failed or the caller broke the contract (a
+// gap); the node should stop, since it can no longer follow the log. After
+// a disk failure every later Apply fails too: the file was rolled back to
+// its last commit, which the state in memory (applied index, ids) no longer
+// matches; Open again to go on from the file.
 func (f *FSM) Apply(entries []Entry) ([]Result, error) {
 	f.applyMu.Lock()
 	defer f.applyMu.Unlock()
@@ -45,6 +47,7 @@ func (f *FSM) Apply(entries []Entry) ([]Result, error) {
 	last := entries[len(entries)-1]
 
 	a := applier{
+		dedup:  f.dedup,
 		retain: f.opts.HistoryRetain,
 		events: f.events[:0],
 		revs:   f.revs[:0],
@@ -91,7 +94,22 @@ func (f *FSM) Apply(entries []Entry) ([]Result, error) {
 // applied index, and a restart replays the log from what it does hold).
 func (f *FSM) applyTx(fn func(*bolt.Tx) error, entries []Entry) error {
 	if f.opts.CommitInterval == 0 {
-		return f.db.Update(fn)
+		// Reads go on in their own transactions meanwhile: txMu is not
+		// held across the commit and its fsync.
+		f.txMu.RLock()
+		broken := f.commitErr
+		f.txMu.RUnlock()
+		if broken != nil {
+			return broken
+		}
+		if err := f.db.Update(fn); err != nil {
+			// The ids in memory (dedupIndex) no longer match the file.
+			f.txMu.Lock()
+			f.commitErr = fmt.Errorf("fsm: an earlier apply failed: %w", err)
+			f.txMu.Unlock()
+			return err
+		}
+		return nil
 	}
 	f.txMu.Lock()
 	defer f.txMu.Unlock()
@@ -107,6 +125,7 @@ func (f *FSM) applyTx(fn func(*bolt.Tx) error, entries []Entry) error {
 	}
 	if err := fn(f.wtx); err != nil {
 		f.rollbackLocked()
+		f.commitErr = fmt.Errorf("fsm: an earlier apply failed: %w", err)
 		return err
 	}
 	f.wtxEntries += len(entries)
@@ -132,12 +151,12 @@ type applier struct {
 	rev, compacted int64
 	retain         int64
 
-	// ids remembers the results of recently applied commands by request id,
-	// idOrder their log order, so that a command the log holds twice (a
-	// proposal the network delivered twice, a client retry) is applied once
-	// and answered with the first result.
-	ids, idOrder *bolt.Bucket
-	idCount      uint64
+	// ids remembers the results of recently applied commands by request
+	// id, so that a command the log holds twice (a proposal the network
+	// delivered twice, a client retry) is applied once and answered with
+	// the first result; dedup is its copy in memory, which Apply reads.
+	ids   *bolt.Bucket
+	dedup *dedupIndex
 
 	// events of every revision made in this transaction; revs slices it.
 	events []store.Event
@@ -146,11 +165,10 @@ type applier struct {
 
 func (a *applier) begin(tx *bolt.Tx) error {
 	a.kv, a.hist, a.meta = tx.Bucket(bucketKV), tx.Bucket(bucketHistory), tx.Bucket(bucketMeta)
-	a.ids, a.idOrder = tx.Bucket(bucketIDs), tx.Bucket(bucketIDOrder)
-	if a.kv == nil || a.hist == nil || a.meta == nil || a.ids == nil || a.idOrder == nil {
+	a.ids = tx.Bucket(bucketIDs)
+	if a.kv == nil || a.hist == nil || a.meta == nil || a.ids == nil {
 		return errors.New("state file lacks a bucket")
 	}
-	a.idCount = getUint(a.meta, metaIDCount)
 	a.rev = int64(getUint(a.meta, metaRevision))
 	a.compacted = int64(getUint(a.meta, metaCompacted))
 	return nil
@@ -167,7 +185,7 @@ func (a *applier) end(index, term uint64) error {
 			return err
 		}
 	}
-	return putUint(a.meta, metaIDCount, a.idCount)
+	return nil
 }
 
 // DedupRetain is how many recent request ids the state machine remembers
@@ -182,56 +200,24 @@ var dedupRetain uint64 = DedupRetain
 
 // seen returns the recorded result of a command id applied before.
 func (a *applier) seen(id uint64) (Result, bool) {
-	var k [8]byte
-	binary.BigEndian.PutUint64(k[:], id)
-	v := a.ids.Get(k[:])
-	if len(v) != 17 {
-		return Result{}, false
-	}
-	return Result{
-		ID:      id,
-		Index:   binary.BigEndian.Uint64(v[0:8]),
-		Rev:     int64(binary.BigEndian.Uint64(v[8:16])),
-		OK:      v[16]&1 != 0,
-		Deleted: v[16]&2 != 0,
-	}, true
+	r, ok := a.dedup.results[id]
+	return r, ok
 }
 
 // remember records a command's result, and forgets the oldest beyond
 // DedupRetain (a few per command, so the work per entry stays bounded).
 func (a *applier) remember(r Result) error {
-	var k, idx [8]byte
+	var k [8]byte
 	binary.BigEndian.PutUint64(k[:], r.ID)
-	binary.BigEndian.PutUint64(idx[:], r.Index)
-	v := make([]byte, 17)
-	binary.BigEndian.PutUint64(v[0:8], r.Index)
-	binary.BigEndian.PutUint64(v[8:16], uint64(r.Rev))
-	if r.OK {
-		v[16] |= 1
-	}
-	if r.Deleted {
-		v[16] |= 2
-	}
-	if err := a.ids.Put(k[:], v); err != nil {
+	if err := a.ids.Put(k[:], encodeDedup(r)); err != nil {
 		return err
 	}
-	if err := a.idOrder.Put(idx[:], k[:]); err != nil {
-		return err
-	}
-	a.idCount++
-	c := a.idOrder.Cursor()
-	for n := 0; n < 4 && a.idCount > dedupRetain; n++ {
-		oldIdx, oldID := c.First()
-		if oldIdx == nil {
-			break
-		}
-		if err := a.ids.Delete(oldID); err != nil {
+	a.dedup.add(r)
+	for n := 0; n < 4 && uint64(a.dedup.len()) > dedupRetain; n++ {
+		binary.BigEndian.PutUint64(k[:], a.dedup.oldest())
+		if err := a.ids.Delete(k[:]); err != nil {
 			return err
 		}
-		if err := c.Delete(); err != nil {
-			return err
-		}
-		a.idCount--
 	}
 	return nil
 }

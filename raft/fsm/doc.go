@@ -21,7 +21,9 @@
 // # What is guaranteed
 //
 // Apply commits all its entries and the new applied index in one bbolt
-// read-write transaction, with bbolt's fsync on commit. After a crash the
+// read-write transaction, with bbolt's fsync on commit (with
+// Options.CommitInterval the transaction stays open for the next Applies
+// and is committed when due; reads see it meanwhile). After a crash the
 // file holds either all of a call or none of it, and the applied index says
 // which; entries at or below it are skipped, so replaying the log after a
 // restart is harmless.
@@ -52,7 +54,11 @@
 //
 //	kv       key → 8-byte create revision, 8-byte mod revision, value
 //	history  8-byte revision → the events of that revision
+//	ids      8-byte request id → the command's result: 8-byte index, 8-byte revision, flags
 //	meta     format version, applied index and term, revision, compacted revision
+//
+// The ids of the last DedupRetain commands are also kept in memory, in log
+// order, rebuilt from the ids bucket at Open: Apply looks them up there.
 //
 // All integers in keys and record headers are big-endian, so that bbolt's
 // byte order is numeric order.

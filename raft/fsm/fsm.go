@@ -143,6 +143,7 @@ type FSM struct {
 	applyMu sync.Mutex
 	events  []store.Event
 	revs    []revEvents
+	dedup   *dedupIndex
 
 	// dbMu is read-locked by every use of db and write-locked to replace or
 	// close it.
@@ -186,19 +187,24 @@ var (
 	bucketHistory = []byte("history")
 	bucketMeta    = []byte("meta")
 	bucketIDs     = []byte("ids")
-	bucketIDOrder = []byte("id-order")
+	// Format 2 only: the ids in log order, now rebuilt in memory at Open.
+	bucketIDOrderV2 = []byte("id-order")
 
 	metaVersion   = []byte("version")
 	metaApplied   = []byte("applied_index")
 	metaTerm      = []byte("applied_term")
 	metaRevision  = []byte("revision")
 	metaCompacted = []byte("compacted")
-	metaIDCount   = []byte("idcount")
+	metaIDCountV2 = []byte("idcount") // format 2 only
 )
 
 // formatVersion is the layout of the buckets. Open refuses other versions
-// rather than misread them.
-const formatVersion = 2
+// rather than misread them, except formatV2, which it converts: that format
+// kept the ids also in log order, in a bucket of their own.
+const (
+	formatVersion = 3
+	formatV2      = 2
+)
 
 // compactStep is how many history records one new revision may drop at most.
 // Above one, a history that grew past HistoryRetain (the option was lowered)
@@ -281,7 +287,7 @@ func openDB(path string) (*bolt.DB, error) {
 
 // hasBuckets tells whether tx holds every bucket of the layout.
 func hasBuckets(tx *bolt.Tx) bool {
-	for _, b := range [][]byte{bucketMeta, bucketKV, bucketHistory, bucketIDs, bucketIDOrder} {
+	for _, b := range [][]byte{bucketMeta, bucketKV, bucketHistory, bucketIDs} {
 		if tx.Bucket(b) == nil {
 			return false
 		}
@@ -292,11 +298,15 @@ func hasBuckets(tx *bolt.Tx) bool {
 // initBuckets creates the buckets of a new file and checks an existing one.
 func initBuckets(tx *bolt.Tx) error {
 	if meta := tx.Bucket(bucketMeta); meta != nil {
-		if v := getUint(meta, metaVersion); v != formatVersion {
+		v := getUint(meta, metaVersion)
+		if v != formatVersion && v != formatV2 {
 			return fmt.Errorf("state format version %d, want %d", v, formatVersion)
 		}
 		if !hasBuckets(tx) {
 			return errors.New("state file lacks a bucket")
+		}
+		if v == formatV2 {
+			return upgradeV2(tx, meta)
 		}
 		return nil
 	}
@@ -313,12 +323,12 @@ func initBuckets(tx *bolt.Tx) error {
 	if _, err := tx.CreateBucket(bucketKV); err != nil {
 		return err
 	}
-	for _, b := range [][]byte{bucketHistory, bucketIDs, bucketIDOrder} {
+	for _, b := range [][]byte{bucketHistory, bucketIDs} {
 		if _, err := tx.CreateBucket(b); err != nil {
 			return err
 		}
 	}
-	for _, k := range [][]byte{metaApplied, metaTerm, metaRevision, metaCompacted, metaIDCount} {
+	for _, k := range [][]byte{metaApplied, metaTerm, metaRevision, metaCompacted} {
 		if err := putUint(meta, k, 0); err != nil {
 			return err
 		}
@@ -326,10 +336,29 @@ func initBuckets(tx *bolt.Tx) error {
 	return putUint(meta, metaVersion, formatVersion)
 }
 
-// load reads the cached values from db's meta bucket.
+// upgradeV2 converts a format 2 file: its id-order bucket and id count go,
+// the ids themselves stay.
+func upgradeV2(tx *bolt.Tx, meta *bolt.Bucket) error {
+	if tx.Bucket(bucketIDOrderV2) != nil {
+		if err := tx.DeleteBucket(bucketIDOrderV2); err != nil {
+			return err
+		}
+	}
+	if err := meta.Delete(metaIDCountV2); err != nil {
+		return err
+	}
+	return putUint(meta, metaVersion, formatVersion)
+}
+
+// load reads the cached values from db's meta bucket and the ids.
 func (f *FSM) load(db *bolt.DB) error {
 	return db.View(func(tx *bolt.Tx) error {
 		meta := tx.Bucket(bucketMeta)
+		d, err := loadDedup(tx)
+		if err != nil {
+			return err
+		}
+		f.dedup = d
 		f.applied.Store(getUint(meta, metaApplied))
 		f.rev = int64(getUint(meta, metaRevision))
 		f.compacted = int64(getUint(meta, metaCompacted))

@@ -179,7 +179,7 @@ func checkSnapshot(path string) (index uint64, err error) {
 		if meta == nil || !hasBuckets(tx) {
 			return errors.New("not a kcd state file")
 		}
-		if v := getUint(meta, metaVersion); v != formatVersion {
+		if v := getUint(meta, metaVersion); v != formatVersion && v != formatV2 {
 			return fmt.Errorf("state format version %d, want %d", v, formatVersion)
 		}
 		index = getUint(meta, metaApplied)
