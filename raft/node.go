@@ -65,11 +65,8 @@ type Node struct {
 	reads *readBatcher
 	// propq feeds runProposer.
 	propq chan []byte
-	// applyc feeds runApplier, which answers on applyDone; applying says
-	// a batch is in flight (Ready loop only).
-	applyc    chan []*pb.Entry
-	applyDone chan error
-	applying  bool
+	// applyq feeds runApplier.
+	applyq applyQueue
 
 	confState *pb.ConfState // touched by the Ready loop only
 	snapIndex uint64        // touched by the Ready loop only
@@ -212,8 +209,7 @@ func Start(cfg Config) (*Node, error) {
 
 	n.reads = newReadBatcher(n)
 	n.propq = make(chan []byte, maxProposalBatch)
-	n.applyc = make(chan []*pb.Entry)
-	n.applyDone = make(chan error, 1)
+	n.applyq.init()
 	ok = true
 	go n.run()
 	go n.reads.run()
@@ -656,50 +652,6 @@ func (n *Node) handleReady(rd etcdraft.Ready) error {
 		go func() { _ = n.rn.Campaign(context.Background()) }()
 	}
 	return n.maybeSnapshot()
-}
-
-// runApplier applies the batches of committed entries applyAsync hands it,
-// one at a time, in order.
-func (n *Node) runApplier() {
-	for {
-		select {
-		case ents := <-n.applyc:
-			err := n.applyEntries(ents)
-			if err != nil {
-				n.stop(err) // the state machine can no longer follow the log
-			}
-			n.applyDone <- err
-		case <-n.stopc:
-			return
-		}
-	}
-}
-
-// applyAsync hands normal committed entries to the applier, once it has
-// finished the previous batch. Ready loop only.
-func (n *Node) applyAsync(ents []*pb.Entry) error {
-	if len(ents) == 0 {
-		return nil
-	}
-	if err := n.waitApply(); err != nil {
-		return err
-	}
-	select {
-	case n.applyc <- ents:
-		n.applying = true
-	case <-n.stopc:
-	}
-	return nil
-}
-
-// waitApply waits until the applier has applied everything handed to it.
-// Ready loop only.
-func (n *Node) waitApply() error {
-	if !n.applying {
-		return nil
-	}
-	n.applying = false
-	return <-n.applyDone
 }
 
 func hasConfChange(ents []*pb.Entry) bool {
