@@ -70,6 +70,10 @@ type Node struct {
 
 	confState *pb.ConfState // touched by the Ready loop only
 	snapIndex uint64        // touched by the Ready loop only
+	// snapBytes is the size of the last snapshot taken or installed
+	// (Ready loop only), logBytes the entry data applied since then.
+	snapBytes uint64
+	logBytes  atomic.Uint64
 	// snapNow asks for a snapshot at the next chance: after a member was
 	// added, so that the snapshot a new member may need includes it (raft
 	// refuses a snapshot whose configuration lacks the receiver).
@@ -729,6 +733,7 @@ func (n *Node) applyEntries(ents []*pb.Entry) error {
 		switch e.GetType() {
 		case pb.EntryType_EntryNormal:
 			batch = append(batch, fsm.Entry{Index: e.GetIndex(), Term: e.GetTerm(), Data: e.GetData()})
+			n.logBytes.Add(uint64(len(e.GetData())))
 		case pb.EntryType_EntryConfChange, pb.EntryType_EntryConfChangeV2:
 			if err := flush(); err != nil {
 				return err
