@@ -406,11 +406,14 @@ func (n *Node) Propose(ctx context.Context, cmd fsm.Command) (fsm.Result, error)
 }
 
 // runProposer hands the proposals queued by Propose to raft, as many as are
-// queued at once in one MsgProp: raft then appends them together and sends
-// followers one MsgApp for them all rather than one each. A proposal raft
-// drops (no leader, a leadership transfer) is lost, as a single one would
-// be; its Propose proposes it again.
+// queued at once in one entry (an fsm command group): raft, the WALs and the
+// transport then handle one entry for them all rather than one each, and
+// every state machine applies them in order, each with its own result. A
+// group raft drops (no leader, a leadership transfer) is lost, as a single
+// proposal would be; each of its Proposes proposes again, the state machine
+// applying an id once.
 func (n *Node) runProposer() {
+	var scratch [][]byte
 	for {
 		var data []byte
 		select {
@@ -418,18 +421,24 @@ func (n *Node) runProposer() {
 		case <-n.stopc:
 			return
 		}
-		ents := []*pb.Entry{{Data: data}}
+		cmds := append(scratch[:0], data)
 		size := len(data)
 	drain:
-		for len(ents) < maxProposalBatch && size < maxProposalBytes {
+		for len(cmds) < maxProposalBatch && size < maxProposalBytes {
 			select {
 			case data = <-n.propq:
-				ents = append(ents, &pb.Entry{Data: data})
+				cmds = append(cmds, data)
 				size += len(data)
 			default:
 				break drain
 			}
 		}
+		if len(cmds) > 1 {
+			data = fsm.AppendGroup(make([]byte, 0, fsm.GroupSize(cmds)), cmds)
+		}
+		clear(cmds)
+		scratch = cmds[:0]
+		ents := []*pb.Entry{{Data: data}}
 		// Without a leader raft takes no proposal: give up on this batch
 		// after a while rather than hold up the next ones.
 		ctx, cancel := context.WithTimeout(context.Background(), n.cfg.electionTimeout())

@@ -61,7 +61,20 @@ func (f *FSM) Apply(entries []Entry) ([]Result, error) {
 			if len(e.Data) == 0 {
 				continue
 			}
-			r, err := a.apply(e)
+			if isGroup(e.Data) {
+				err := eachInGroup(e.Data, func(cmd []byte) error {
+					r, err := a.apply(e.Index, cmd)
+					results = append(results, r)
+					return err
+				})
+				if errors.Is(err, errDecode) {
+					results = append(results, Result{Index: e.Index, Rev: a.rev, Err: fmt.Errorf("%w: %w", store.ErrInvalid, err)})
+				} else if err != nil {
+					return fmt.Errorf("entry %d: %w", e.Index, err)
+				}
+				continue
+			}
+			r, err := a.apply(e.Index, e.Data)
 			if err != nil {
 				return fmt.Errorf("entry %d: %w", e.Index, err)
 			}
@@ -222,19 +235,19 @@ func (a *applier) remember(r Result) error {
 	return nil
 }
 
-// apply applies one command. Its error is a storage failure; an invalid
-// command is reported in the Result.
-func (a *applier) apply(e Entry) (Result, error) {
-	c, err := DecodeCommand(e.Data)
+// apply applies one command, of the entry at index. Its error is a storage
+// failure; an invalid command is reported in the Result.
+func (a *applier) apply(index uint64, data []byte) (Result, error) {
+	c, err := DecodeCommand(data)
 	if err != nil {
-		return Result{Index: e.Index, Rev: a.rev, Err: fmt.Errorf("%w: %w", store.ErrInvalid, err)}, nil
+		return Result{Index: index, Rev: a.rev, Err: fmt.Errorf("%w: %w", store.ErrInvalid, err)}, nil
 	}
 	if c.ID != 0 {
 		if prev, ok := a.seen(c.ID); ok {
 			return prev, nil
 		}
 	}
-	r := Result{ID: c.ID, Index: e.Index, Rev: a.rev}
+	r := Result{ID: c.ID, Index: index, Rev: a.rev}
 	if err := c.Validate(); err != nil {
 		r.Err = err
 		return r, nil

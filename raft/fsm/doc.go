@@ -5,7 +5,8 @@
 //
 //  1. A write request becomes a Command (with a request ID the proposer
 //     chooses), is checked with Command.Validate, encoded with EncodeCommand
-//     and proposed.
+//     and proposed: alone, or with the commands proposed at the same time
+//     in one entry (AppendGroup), which applies like entries of their own.
 //  2. Every committed entry, in log order, is handed to FSM.Apply as an Entry.
 //     Entries that are not commands (the leader's empty entry, configuration
 //     changes) are passed too, with nil Data: they only advance the applied
