@@ -89,7 +89,9 @@ func TestBytesShapeAndRate(t *testing.T) {
 		for _, r := range recs {
 			b := r.Value.([]byte)
 			tk, seq, ok := ParsePayload(b)
-			if len(b) != 64 || !ok || tk != 2 || seq != int64(n) {
+			// The values of a batch share an array: appending to one
+			// must not write into the next.
+			if len(b) != 64 || cap(b) != 64 || !ok || tk != 2 || seq != int64(n) {
 				t.Fatalf("payload %d: %v %d %d", n, b, tk, seq)
 			}
 			n++

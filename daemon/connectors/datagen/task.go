@@ -115,10 +115,19 @@ func (t *Task) Poll(ctx context.Context) ([]*connect.SourceRecord, error) {
 	recs := make([]*connect.SourceRecord, n)
 	slab := make([]connect.SourceRecord, n)
 	headers := make([]connect.Header, 2*n)
+	// The bytes shape's values share one allocation too (without
+	// pointers, which the garbage collector need not scan).
+	var values []byte
+	if t.cfg.shape == ShapeBytes {
+		values = make([]byte, int(n)*max(t.cfg.recordSize, 12))
+	}
 	for i := range recs {
 		recs[i] = &slab[i]
-		t.fill(&slab[i], headers[2*i:2*i+2:2*i+2], t.next)
+		t.fill(&slab[i], headers[2*i:2*i+2:2*i+2], t.next, values)
 		t.next++
+		if values != nil {
+			values = values[max(t.cfg.recordSize, 12):]
+		}
 	}
 	// Only the last record of a batch carries the source offset: the
 	// runtime commits the offset of the last record acknowledged in order,
@@ -132,8 +141,9 @@ func (t *Task) Poll(ctx context.Context) ([]*connect.SourceRecord, error) {
 	return recs, nil
 }
 
-// fill makes r (zero) the task's record number seq.
-func (t *Task) fill(r *connect.SourceRecord, headers []connect.Header, seq int64) {
+// fill makes r (zero) the task's record number seq; a value of the bytes
+// shape goes at the start of values.
+func (t *Task) fill(r *connect.SourceRecord, headers []connect.Header, seq int64, values []byte) {
 	c := &t.cfg
 	boxed := any(seq) // shared by the header, the key and the offset
 	// r and headers are zero: setting fields is cheaper than copying
@@ -151,7 +161,7 @@ func (t *Task) fill(r *connect.SourceRecord, headers []connect.Header, seq int64
 	case ShapeJSON, ShapeUser:
 		r.ValueSchema, r.Value = UserSchema, User(c.task, seq)
 	case ShapeBytes:
-		r.ValueSchema, r.Value = data.BytesSchema, Payload(c.task, seq, c.recordSize)
+		r.ValueSchema, r.Value = data.BytesSchema, putPayload(values, c.task, seq, c.recordSize)
 	default:
 		r.ValueSchema, r.Value = data.StringSchema, Counter(c.task, seq)
 	}
@@ -175,7 +185,14 @@ func User(task int, seq int64) *data.Struct {
 // Payload is the value of the bytes shape: the task (4 bytes) and the
 // sequence number (8 bytes), big-endian, then filler up to size.
 func Payload(task int, seq int64, size int) []byte {
-	b := make([]byte, max(size, 12))
+	return putPayload(make([]byte, max(size, 12)), task, seq, size)
+}
+
+// putPayload writes Payload into the first max(size, 12) bytes of b and
+// returns them, with a capacity of size: appending to a value does not
+// overwrite the next one.
+func putPayload(b []byte, task int, seq int64, size int) []byte {
+	b = b[:max(size, 12)]
 	binary.BigEndian.PutUint32(b, uint32(task))
 	binary.BigEndian.PutUint64(b[4:], uint64(seq))
 	for i, off := 12, int((12+seq)%26); i < len(b); {
