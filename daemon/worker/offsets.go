@@ -66,17 +66,27 @@ func (t *offsetTracker) grow() {
 // add registers a produced record and returns its sequence number. The
 // caller holds budget for it, so the ring has room.
 func (t *offsetTracker) add(partition, offset map[string]any, size int64) uint64 {
+	return t.addAll([]pending{{partition: partition, offset: offset, size: size}})
+}
+
+// addAll registers produced records in order (their partition, offset and
+// size), under one lock, and returns the sequence number of the first;
+// the others follow it. The caller holds budget for them all.
+func (t *offsetTracker) addAll(ps []pending) uint64 {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	t.grow()
-	seq := t.next
-	slot := &t.ring[seq%uint64(len(t.ring))]
-	if slot.used {
-		panic("worker: offset tracker overflow") // the budget admits at most len(ring) records
+	first := t.next
+	for i := range ps {
+		t.grow()
+		slot := &t.ring[t.next%uint64(len(t.ring))]
+		if slot.used {
+			panic("worker: offset tracker overflow") // the budget admits at most len(ring) records
+		}
+		*slot = ps[i]
+		slot.used = true
+		t.next++
 	}
-	*slot = pending{partition: partition, offset: offset, size: size, used: true}
-	t.next++
-	return seq
+	return first
 }
 
 // ack marks a record answered for (ok: delivered) and returns how many

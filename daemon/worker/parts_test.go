@@ -55,6 +55,42 @@ func TestBudgetBoundsTaskAndWorker(t *testing.T) {
 	}
 }
 
+// A batch is taken in chunks: the longest prefix that fits both the
+// task's and the worker's limits, never more.
+func TestBudgetTakesTheLongestPrefixThatFits(t *testing.T) {
+	worker := newBudget(5, 1000, nil)
+	a := newBudget(10, 100, worker)
+	b := newBudget(10, 100, worker)
+	ctx := t.Context()
+	if k, err := a.acquireSome(ctx, []int64{30, 30, 30, 30}); err != nil || k != 3 {
+		t.Fatalf("took %d (%v), want 3: the fourth is over a's 100 bytes", k, err)
+	}
+	if k, err := b.acquireSome(ctx, []int64{1, 1, 1, 1}); err != nil || k != 2 {
+		t.Fatalf("took %d (%v), want 2: the worker's 5 records", k, err)
+	}
+	short, cancel := context.WithTimeout(ctx, 20*time.Millisecond)
+	defer cancel()
+	if k, err := b.acquireSome(short, []int64{1}); err == nil {
+		t.Fatalf("took %d over the worker's limit", k)
+	}
+	if u, ub := worker.usage(), b.usage(); u.Records != 5 || u.Bytes != 92 || u.PeakRecords != 5 || ub.Records != 2 || ub.PeakRecords != 2 {
+		t.Fatalf("worker %+v, b %+v", u, ub)
+	}
+	// Waiting: room comes back once the worker is down to three quarters.
+	done := make(chan int, 1)
+	go func() { k, _ := b.acquireSome(ctx, []int64{1, 1, 1, 1}); done <- k }()
+	time.Sleep(10 * time.Millisecond)
+	a.release(3, 90)
+	if k := <-done; k != 3 {
+		t.Fatalf("took %d after the release, want 3 (worker 2 + 3)", k)
+	}
+	// A record too large for an empty budget goes alone.
+	c := newBudget(5, 100, nil)
+	if k, err := c.acquireSome(ctx, []int64{500, 1}); err != nil || k != 1 {
+		t.Fatalf("took %d (%v), want the big record alone", k, err)
+	}
+}
+
 func TestOffsetTrackerCommitsInOrderOnly(t *testing.T) {
 	tr := newOffsetTracker(8)
 	p := func(i int) map[string]any { return map[string]any{"p": i % 2} }
