@@ -27,6 +27,7 @@ type sourceRun struct {
 	tr        *taskRun
 	task      connect.SourceTask
 	committer connect.SourceRecordCommitter
+	recycler  connect.SourceRecordRecycler // nil for a committer
 	cs        converters
 	client    *kgo.Client
 	pctx      context.Context // every record's context
@@ -65,6 +66,9 @@ func runSource(tr *taskRun) error {
 		topics:  map[string]bool{},
 	}
 	st.committer, _ = st.task.(connect.SourceRecordCommitter)
+	if st.committer == nil {
+		st.recycler, _ = st.task.(connect.SourceRecordRecycler)
+	}
 	_, st.simpleHeaders = cs.header.(simpleHeaderConverter)
 	if tr.w.cfg.ProducerPerTask {
 		id := fmt.Sprintf("connector-producer-%s-%d", tr.id.Connector, tr.id.Task)
@@ -150,7 +154,14 @@ func (st *sourceRun) loop() error {
 		if !tr.waitOwned() {
 			return nil
 		}
-		if err := st.sendAll(recs); err != nil {
+		err = st.sendAll(recs)
+		if st.recycler != nil && len(recs) > 0 {
+			// sendAll keeps nothing of the records but what they point to.
+			if rerr := safe("RecycleRecords", func() error { st.recycler.RecycleRecords(recs); return nil }); rerr != nil && err == nil {
+				err = fmt.Errorf("recycle records: %w", rerr)
+			}
+		}
+		if err != nil {
 			if tr.ctx.Err() != nil {
 				return nil // stopping: the rest is polled again after a restart
 			}

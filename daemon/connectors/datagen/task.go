@@ -44,9 +44,23 @@ type Task struct {
 	next      int64          // sequence number of the next record
 	start     time.Time
 	emitted   int64 // since start, for the rate
+	// last is the batch the last Poll returned; spare one the runtime is
+	// done with (RecycleRecords), whose memory the next Poll reuses.
+	last, spare batch
 }
 
-var _ connect.SourceTask = (*Task)(nil)
+// batch is the memory of a Poll's records: one allocation for the records
+// and one for their headers.
+type batch struct {
+	recs    []*connect.SourceRecord
+	slab    []connect.SourceRecord
+	headers []connect.Header
+}
+
+var (
+	_ connect.SourceTask           = (*Task)(nil)
+	_ connect.SourceRecordRecycler = (*Task)(nil)
+)
 
 // Start reads the config and the stored offset: the task continues after
 // the last sequence number stored.
@@ -111,10 +125,8 @@ func (t *Task) Poll(ctx context.Context) ([]*connect.SourceRecord, error) {
 		}
 		n = min(n, allowed)
 	}
-	// One allocation for the records of a batch and one for their headers.
-	recs := make([]*connect.SourceRecord, n)
-	slab := make([]connect.SourceRecord, n)
-	headers := make([]connect.Header, 2*n)
+	b := t.batch(int(n))
+	recs, slab, headers := b.recs, b.slab, b.headers
 	// The bytes shape's values share one allocation too (without
 	// pointers, which the garbage collector need not scan).
 	var values []byte
@@ -138,7 +150,31 @@ func (t *Task) Poll(ctx context.Context) ([]*connect.SourceRecord, error) {
 	last.SourcePartition = t.partition
 	last.SourceOffset = map[string]any{SeqField: last.Headers[1].Value}
 	t.emitted += n
+	t.last = b
 	return recs, nil
+}
+
+// batch returns zero records and headers for n records: the spare
+// batch's memory when it is large enough.
+func (t *Task) batch(n int) batch {
+	b := t.spare
+	t.spare = batch{}
+	if cap(b.recs) < n {
+		return batch{recs: make([]*connect.SourceRecord, n), slab: make([]connect.SourceRecord, n), headers: make([]connect.Header, 2*n)}
+	}
+	b.recs, b.slab, b.headers = b.recs[:n], b.slab[:n], b.headers[:2*n]
+	clear(b.slab)
+	clear(b.headers)
+	return b
+}
+
+// RecycleRecords takes back the records of the last Poll: the next Poll
+// reuses their structs and headers (not their values and offsets, which
+// may still be in flight: those are new in every Poll).
+func (t *Task) RecycleRecords(recs []*connect.SourceRecord) {
+	if len(recs) > 0 && len(t.last.recs) > 0 && &recs[0] == &t.last.recs[0] {
+		t.spare, t.last = t.last, batch{}
+	}
 }
 
 // fill makes r (zero) the task's record number seq; a value of the bytes
