@@ -15,9 +15,10 @@ import (
 )
 
 // recordOverhead approximates the memory an in-flight record takes besides
-// its key, value and headers (the SourceRecord and its offset map, the
-// kgo.Record, its promise and its place in the tracker), so that the byte
-// limits bound memory rather than payload.
+// its key, value and headers (its kgo.Record and record headers, its slot
+// in the send batch and in the tracker, franz-go's promise), so that the
+// byte limits bound memory rather than payload: about 450 bytes with two
+// headers, and its offset map when it has one.
 const recordOverhead = 512
 
 // sourceRun is a running source task: it polls records, converts them,
@@ -176,13 +177,19 @@ func retryBackoff(tr *taskRun, n int) time.Duration {
 	return b.Delay(n)
 }
 
+// Converted records wait for budget in chunks of at most chunkRecords
+// records and chunkBytes bytes: what is converted but not yet counted in
+// flight stays that small, and budget and tracker are taken once per
+// chunk rather than once per record.
+const (
+	chunkRecords = 128
+	chunkBytes   = 1 << 20
+)
+
 // sendAll converts the records of a Poll batch and produces them in
-// order. Budget and tracker places are taken once per chunk (as many
-// records as the limits admit, at least one) rather than once per record;
-// when a record cannot be sent, the ones before it still are, and its
-// error is returned.
+// order, a chunk at a time. When a record cannot be sent, the ones before
+// it still are, and its error is returned.
 func (st *sourceRun) sendAll(recs []*connect.SourceRecord) error {
-	tr := st.tr
 	nr, nh := 0, 0
 	for _, r := range recs {
 		if r != nil {
@@ -192,24 +199,42 @@ func (st *sourceRun) sendAll(recs []*connect.SourceRecord) error {
 	}
 	b := getSendBatch(st, nr, nh)
 	defer b.done() // the producer's hold: b is recycled once Kafka answered for all
-	n := 0         // records prepared: b's first n slots
-	var err error
+	// b's slots [0, sent) are produced, [sent, n) converted and waiting.
+	sent, n := 0, 0
+	var waiting int64
 	for _, r := range recs {
 		if r == nil {
 			continue
 		}
-		if err = st.prepare(b, r, n); err != nil {
-			break
+		if err := st.prepare(b, r, n); err != nil {
+			if perr := st.produce(b, sent, n); perr != nil {
+				return perr
+			}
+			return err
 		}
+		waiting += b.sizes[n]
 		n++
+		if n-sent >= chunkRecords || waiting >= chunkBytes {
+			if err := st.produce(b, sent, n); err != nil {
+				return err
+			}
+			sent, waiting = n, 0
+		}
 	}
-	if tr.ctx.Err() != nil {
-		return nil // stopping: none of the batch was produced; it is polled again
-	}
-	for i := 0; i < n; {
-		k, aerr := st.budget.acquireSome(tr.ctx, b.sizes[i:n])
-		if aerr != nil {
-			return aerr
+	return st.produce(b, sent, n)
+}
+
+// produce takes budget and tracker places for b's slots [from, to), as
+// many at a time as the limits admit, and produces them.
+func (st *sourceRun) produce(b *sendBatch, from, to int) error {
+	tr := st.tr
+	for i := from; i < to; {
+		if tr.ctx.Err() != nil {
+			return tr.ctx.Err() // stopping: the rest is polled again after a restart
+		}
+		k, err := st.budget.acquireSome(tr.ctx, b.sizes[i:to])
+		if err != nil {
+			return err
 		}
 		seq := st.tracker.addAll(b.pend[i : i+k])
 		if i == 0 {
@@ -228,7 +253,7 @@ func (st *sourceRun) sendAll(recs []*connect.SourceRecord) error {
 		}
 		i += k
 	}
-	return err
+	return nil
 }
 
 // prepare converts r into slot i of b, with its size and its place in
