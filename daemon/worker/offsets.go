@@ -14,8 +14,9 @@ import (
 // that a restart from committed offsets never skips a record that Kafka
 // does not have. Its ring holds at most the task's in-flight limit of
 // records: the budget is released when records leave the ring. The ring
-// starts small and doubles up to that limit as records pile up, so that
-// an idle or slow task does not hold a ring sized for the limit.
+// starts small and doubles up to that limit as records pile up, and goes
+// back to its first size when it is empty at an offset commit, so that an
+// idle or slow task does not hold a ring sized for the limit.
 type offsetTracker struct {
 	mu    sync.Mutex
 	ring  []pending
@@ -61,6 +62,17 @@ func (t *offsetTracker) grow() {
 		ring[seq%uint64(len(ring))] = t.ring[seq%uint64(n)]
 	}
 	t.ring = ring
+}
+
+// shrink gives back a ring grown past its initial size once nothing is
+// in flight (take calls it at every offset commit): a task that produced a
+// burst and went idle does not keep a ring sized for the burst (about
+// 40 bytes a record: a megabyte for 26,000 records, per task). t.mu is
+// held.
+func (t *offsetTracker) shrink() {
+	if t.head == t.next && len(t.ring) > initialRing {
+		t.ring = make([]pending, min(t.limit, initialRing))
+	}
 }
 
 // add registers a produced record and returns its sequence number. The
@@ -197,6 +209,7 @@ func (t *offsetTracker) drained() <-chan struct{} {
 func (t *offsetTracker) take() map[string]connectstore.SourceOffset {
 	t.mu.Lock()
 	defer t.mu.Unlock()
+	t.shrink()
 	t.flushCur()
 	if len(t.dirty) == 0 {
 		return nil

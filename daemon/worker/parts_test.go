@@ -159,6 +159,10 @@ func TestOffsetTrackerGrows(t *testing.T) {
 	if tr.inFlight() != n {
 		t.Fatalf("in flight %d, want %d", tr.inFlight(), n)
 	}
+	// An offset commit while records are in flight keeps the ring.
+	if d := tr.take(); len(d) != 0 || len(tr.ring) != n {
+		t.Fatalf("take with record 0 pending: %v, ring of %d", d, len(tr.ring))
+	}
 	if got, _ := tr.ack(seqs[0], true); got != initialRing/2+1 {
 		t.Fatalf("ack 0 released %d, want %d", got, initialRing/2+1)
 	}
@@ -172,6 +176,24 @@ func TestOffsetTrackerGrows(t *testing.T) {
 	for _, so := range d {
 		if so.Offset["n"] != n-1 {
 			t.Fatalf("committable %v, want n=%d", so.Offset, n-1)
+		}
+	}
+	// Drained at a commit: the ring is back to its first size, and the
+	// order goes on.
+	if len(tr.ring) != initialRing {
+		t.Fatalf("ring of %d once drained, want %d", len(tr.ring), initialRing)
+	}
+	a, b := tr.add(part, map[string]any{"n": n}, 1), tr.add(part, map[string]any{"n": n + 1}, 1)
+	tr.ack(b, true)
+	if d := tr.take(); len(d) != 0 {
+		t.Fatalf("committed past a pending record after the shrink: %v", d)
+	}
+	if got, _ := tr.ack(a, true); got != 2 {
+		t.Fatalf("ack released %d, want 2", got)
+	}
+	for _, so := range tr.take() {
+		if so.Offset["n"] != n+1 {
+			t.Fatalf("committable %v after the shrink, want n=%d", so.Offset, n+1)
 		}
 	}
 }

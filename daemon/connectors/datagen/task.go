@@ -112,6 +112,7 @@ func (t *Task) Poll(ctx context.Context) ([]*connect.SourceRecord, error) {
 	if t.cfg.maxRecords > 0 {
 		n = min(n, t.cfg.maxRecords-t.next)
 		if n <= 0 {
+			t.spare = batch{} // done: no memory kept for records that will not come
 			sleep(ctx, idle)
 			return nil, nil
 		}
