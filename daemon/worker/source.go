@@ -17,8 +17,10 @@ import (
 // recordOverhead approximates the memory an in-flight record takes besides
 // its key, value and headers (its kgo.Record and record headers, its slot
 // in the send batch and in the tracker, franz-go's promise), so that the
-// byte limits bound memory rather than payload: about 450 bytes with two
-// headers, and its offset map when it has one.
+// byte limits bound memory rather than payload: about 360 bytes with two
+// headers (kgo.Record 160, record headers 80, batch and tracker slots 90,
+// the promise 32), and its offset map when it has one; 512 errs on the
+// side of memory.
 const recordOverhead = 512
 
 // sourceRun is a running source task: it polls records, converts them,
