@@ -190,6 +190,16 @@ func (n *Node) Run(ctx context.Context) error {
 	return err
 }
 
+// workerLimits are the worker's defaults with the node's in-flight limits.
+func (n *Node) workerLimits() worker.Limits {
+	l := worker.Default().Limits
+	l.WorkerInFlightBytes = int64(n.cfg.WorkerInFlightBytes)
+	l.WorkerInFlightRecords = n.cfg.WorkerInFlightRecords
+	l.TaskInFlightBytes = int64(n.cfg.TaskInFlightBytes)
+	l.TaskInFlightRecords = n.cfg.TaskInFlightRecords
+	return l
+}
+
 // startWorker runs the connectors and tasks the coordinator assigns to
 // this node's worker; its member heartbeats the coordinator through
 // endpoints (REST base URLs of Raft nodes, any of which forwards to the
@@ -217,6 +227,7 @@ func (n *Node) startWorker(ctx context.Context, seeds []string, endpoints func()
 
 		OffsetFlushInterval: n.cfg.OffsetFlushInterval,
 		Logger:              n.log,
+		Limits:              n.workerLimits(),
 	})
 	if err != nil {
 		return fmt.Errorf("worker: %w", err)

@@ -90,6 +90,17 @@ type Config struct {
 	// GOMEMLIMIT, if set). GOMEMLIMIT in the environment replaces the
 	// default; memory-limit, when given, wins over GOMEMLIMIT.
 	MemoryLimit ByteSize `yaml:"memory-limit"`
+	// WorkerInFlightBytes and WorkerInFlightRecords bound what all source
+	// tasks of the worker have produced but Kafka has not yet acknowledged
+	// (bytes count keys, values, headers and about 512 bytes of
+	// bookkeeping per record); TaskInFlightBytes and TaskInFlightRecords
+	// bound one task. A task at a limit is not polled. More in flight
+	// keeps a producer busier at the cost of memory: see the trade-off in
+	// docs/benchmarks.md. A task's limits must not exceed the worker's.
+	WorkerInFlightBytes   ByteSize `yaml:"worker-in-flight-bytes"`
+	WorkerInFlightRecords int      `yaml:"worker-in-flight-records"`
+	TaskInFlightBytes     ByteSize `yaml:"task-in-flight-bytes"`
+	TaskInFlightRecords   int      `yaml:"task-in-flight-records"`
 	// LogLevel is one of debug, info, warn, error.
 	LogLevel string `yaml:"log-level"`
 	// LogFormat is text or json.
@@ -114,8 +125,13 @@ func Default() Config {
 		FenceMargin:         500 * time.Millisecond,
 		LeaderWeightFactor:  0.5,
 		MemoryLimit:         DefaultMemoryLimit,
-		LogLevel:            "info",
-		LogFormat:           "text",
+		// The worker's defaults (worker.Default; a test keeps them equal).
+		WorkerInFlightBytes:   32 << 20,
+		WorkerInFlightRecords: 100_000,
+		TaskInFlightBytes:     32 << 20,
+		TaskInFlightRecords:   100_000,
+		LogLevel:              "info",
+		LogFormat:             "text",
 	}
 }
 
@@ -209,6 +225,7 @@ func (c *Config) Validate() error {
 	} else if c.MemoryLimit > 0 && c.MemoryLimit < 16<<20 {
 		errs = append(errs, fmt.Errorf("memory-limit %v is below 16MiB: the node could not run", c.MemoryLimit))
 	}
+	errs = append(errs, c.validateInFlight()...)
 	switch c.LogLevel {
 	case "debug", "info", "warn", "error":
 	default:
@@ -220,6 +237,45 @@ func (c *Config) Validate() error {
 		errs = append(errs, fmt.Errorf("log-format %q is not one of text, json", c.LogFormat))
 	}
 	return errors.Join(errs...)
+}
+
+// In-flight limits: below minInFlightBytes a plain number was most
+// likely meant in MiB (a record larger than the limit still goes, alone,
+// but one at a time); above maxInFlightRecords the producer's buffer
+// (twice the records) and the offset ring would be sized beyond reason.
+const (
+	minInFlightBytes   ByteSize = 64 << 10
+	maxInFlightRecords          = 10_000_000
+)
+
+func (c *Config) validateInFlight() []error {
+	var errs []error
+	bytesOK, recordsOK := true, true
+	for _, b := range []struct {
+		name string
+		v    ByteSize
+	}{{"worker-in-flight-bytes", c.WorkerInFlightBytes}, {"task-in-flight-bytes", c.TaskInFlightBytes}} {
+		if b.v < minInFlightBytes {
+			bytesOK = false
+			errs = append(errs, fmt.Errorf("%s %v is below %v (a plain number is bytes: write 32MiB for 32 MiB)", b.name, b.v, minInFlightBytes))
+		}
+	}
+	for _, r := range []struct {
+		name string
+		v    int
+	}{{"worker-in-flight-records", c.WorkerInFlightRecords}, {"task-in-flight-records", c.TaskInFlightRecords}} {
+		if r.v < 1 || r.v > maxInFlightRecords {
+			recordsOK = false
+			errs = append(errs, fmt.Errorf("%s %d must be from 1 to %d", r.name, r.v, maxInFlightRecords))
+		}
+	}
+	if bytesOK && c.TaskInFlightBytes > c.WorkerInFlightBytes {
+		errs = append(errs, fmt.Errorf("task-in-flight-bytes %v exceeds worker-in-flight-bytes %v: one task may not hold more than the worker", c.TaskInFlightBytes, c.WorkerInFlightBytes))
+	}
+	if recordsOK && c.TaskInFlightRecords > c.WorkerInFlightRecords {
+		errs = append(errs, fmt.Errorf("task-in-flight-records %d exceeds worker-in-flight-records %d: one task may not hold more than the worker", c.TaskInFlightRecords, c.WorkerInFlightRecords))
+	}
+	return errs
 }
 
 // field describes one setting once, for the YAML file, the environment and
@@ -314,6 +370,24 @@ func fields() []field {
 		{"memory-limit", "Soft memory limit of the process (Go's GOMEMLIMIT), e.g. 80MiB, 1GiB; 0: none. GOMEMLIMIT, when set, replaces the default",
 			func(c *Config, v string) (err error) { c.MemoryLimit, err = ParseByteSize(v); return err },
 			func(c *Config) string { return c.MemoryLimit.String() }},
+		{"worker-in-flight-bytes", "Bytes all source tasks of the worker may have produced and not yet seen acknowledged, e.g. 32MiB; a task at a limit is not polled",
+			func(c *Config, v string) (err error) { c.WorkerInFlightBytes, err = ParseByteSize(v); return err },
+			func(c *Config) string { return c.WorkerInFlightBytes.String() }},
+		{"worker-in-flight-records", "Records all source tasks of the worker may have in flight",
+			func(c *Config, v string) (err error) {
+				c.WorkerInFlightRecords, err = strconv.Atoi(strings.TrimSpace(v))
+				return err
+			},
+			func(c *Config) string { return strconv.Itoa(c.WorkerInFlightRecords) }},
+		{"task-in-flight-bytes", "Bytes one source task may have in flight, e.g. 32MiB (at most worker-in-flight-bytes)",
+			func(c *Config, v string) (err error) { c.TaskInFlightBytes, err = ParseByteSize(v); return err },
+			func(c *Config) string { return c.TaskInFlightBytes.String() }},
+		{"task-in-flight-records", "Records one source task may have in flight (at most worker-in-flight-records)",
+			func(c *Config, v string) (err error) {
+				c.TaskInFlightRecords, err = strconv.Atoi(strings.TrimSpace(v))
+				return err
+			},
+			func(c *Config) string { return strconv.Itoa(c.TaskInFlightRecords) }},
 		{"log-level", "Log level: debug, info, warn or error",
 			func(c *Config, v string) error { c.LogLevel = v; return nil },
 			func(c *Config) string { return c.LogLevel }},

@@ -241,3 +241,59 @@ func TestMemoryLimit(t *testing.T) {
 		t.Errorf("80MiB prints as %s", s)
 	}
 }
+
+func TestInFlightLimits(t *testing.T) {
+	load := func(env map[string]string, args ...string) (Config, error) {
+		fs := pflag.NewFlagSet("kcd", pflag.ContinueOnError)
+		flags := RegisterFlags(fs, Default())
+		if err := fs.Parse(append([]string{"--dev-kafka"}, args...)); err != nil {
+			t.Fatal(err)
+		}
+		return Load("", envOf(env), flags)
+	}
+	c, err := load(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.WorkerInFlightBytes != 32<<20 || c.TaskInFlightBytes != 32<<20 || c.WorkerInFlightRecords != 100_000 || c.TaskInFlightRecords != 100_000 {
+		t.Errorf("defaults: %v %v %d %d", c.WorkerInFlightBytes, c.TaskInFlightBytes, c.WorkerInFlightRecords, c.TaskInFlightRecords)
+	}
+	c, err = load(map[string]string{"KCD_WORKER_IN_FLIGHT_BYTES": "256MiB", "KCD_TASK_IN_FLIGHT_BYTES": "64MiB", "KCD_TASK_IN_FLIGHT_RECORDS": "5000"},
+		"--task-in-flight-bytes", "16MiB", "--worker-in-flight-records", "200000")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.WorkerInFlightBytes != 256<<20 || c.TaskInFlightBytes != 16<<20 || c.WorkerInFlightRecords != 200_000 || c.TaskInFlightRecords != 5000 {
+		t.Errorf("env and flags (the flag wins): %v %v %d %d", c.WorkerInFlightBytes, c.TaskInFlightBytes, c.WorkerInFlightRecords, c.TaskInFlightRecords)
+	}
+	y := Default()
+	if err := y.LoadFile(writeFile(t, "worker-in-flight-bytes: 1GiB\ntask-in-flight-bytes: 48MiB\nworker-in-flight-records: 300000\ntask-in-flight-records: 1000\n")); err != nil {
+		t.Fatal(err)
+	}
+	if y.WorkerInFlightBytes != 1<<30 || y.TaskInFlightBytes != 48<<20 || y.WorkerInFlightRecords != 300_000 || y.TaskInFlightRecords != 1000 {
+		t.Errorf("from YAML: %v %v %d %d", y.WorkerInFlightBytes, y.TaskInFlightBytes, y.WorkerInFlightRecords, y.TaskInFlightRecords)
+	}
+	// Each bad value is refused with a message that names the setting.
+	for _, bad := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--worker-in-flight-bytes", "lots"}, `--worker-in-flight-bytes="lots"`},
+		{[]string{"--task-in-flight-bytes", "-1MiB"}, `--task-in-flight-bytes="-1MiB"`},
+		{[]string{"--task-in-flight-bytes", "32"}, "task-in-flight-bytes 32 is below 64KiB (a plain number is bytes"},
+		{[]string{"--worker-in-flight-bytes", "0"}, "worker-in-flight-bytes 0 is below 64KiB"},
+		{[]string{"--task-in-flight-records", "0"}, "task-in-flight-records 0 must be from 1 to 10000000"},
+		{[]string{"--worker-in-flight-records", "1e6"}, `--worker-in-flight-records="1e6"`},
+		{[]string{"--worker-in-flight-records", "20000000", "--task-in-flight-records", "1000"}, "worker-in-flight-records 20000000 must be from 1 to 10000000"},
+		{[]string{"--task-in-flight-bytes", "64MiB"}, "task-in-flight-bytes 64MiB exceeds worker-in-flight-bytes 32MiB"},
+		{[]string{"--worker-in-flight-records", "1000"}, "task-in-flight-records 100000 exceeds worker-in-flight-records 1000"},
+	} {
+		_, err := load(nil, bad.args...)
+		if err == nil || !strings.Contains(err.Error(), bad.want) {
+			t.Errorf("%v: error %v, want one containing %q", bad.args, err, bad.want)
+		}
+	}
+	if _, err := load(map[string]string{"KCD_TASK_IN_FLIGHT_BYTES": "1x"}); err == nil || !strings.Contains(err.Error(), `KCD_TASK_IN_FLIGHT_BYTES="1x"`) {
+		t.Errorf("bad env value: %v", err)
+	}
+}

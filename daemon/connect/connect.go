@@ -114,6 +114,19 @@ type SourceRecordCommitter interface {
 	CommitRecord(rec *SourceRecord, md RecordMetadata) error
 }
 
+// SourceRecordRecycler is implemented by source tasks that reuse the
+// memory of their records from one Poll to the next. The runtime calls
+// RecycleRecords with the slice a Poll returned once it holds no
+// reference to that slice, its SourceRecord structs or their Headers
+// slices any more, from the goroutine that calls Poll and before the next
+// Poll. What the records point to (keys, values, header values, partition
+// and offset maps) may still be in flight to Kafka: it must be neither
+// reused nor modified. The runtime does not call it for a
+// SourceRecordCommitter, which gets its records back later.
+type SourceRecordRecycler interface {
+	RecycleRecords(recs []*SourceRecord)
+}
+
 // SourceTaskContext is what the runtime offers a source task.
 type SourceTaskContext interface {
 	OffsetReader() OffsetReader

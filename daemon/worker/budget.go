@@ -11,9 +11,9 @@ import (
 // than the byte limit is admitted when nothing else is in flight, so that
 // it cannot wait forever.
 //
-// Taking and releasing are a few atomic operations (they run for every
-// record, from the task's goroutine and from the producer's); only a
-// caller that must wait takes the mutex.
+// Taking is done once per chunk of a Poll batch, under takeMu; releasing
+// is a few atomic operations (it runs as records are acknowledged, from
+// the producer's goroutines); only a caller that must wait takes mu.
 type budget struct {
 	parent               *budget
 	maxRecords, maxBytes int64
@@ -21,6 +21,7 @@ type budget struct {
 	records, bytes         atomic.Int64
 	peakRecords, peakBytes atomic.Int64
 
+	takeMu  sync.Mutex
 	waiters atomic.Int32
 	mu      sync.Mutex
 	freed   chan struct{} // closed at the next release; nil when no one waits
@@ -30,17 +31,28 @@ func newBudget(maxRecords int, maxBytes int64, parent *budget) *budget {
 	return &budget{parent: parent, maxRecords: int64(maxRecords), maxBytes: maxBytes}
 }
 
-// tryTake takes one record of n bytes from b alone if it fits.
-func (b *budget) tryTake(n int64) bool {
-	r := b.records.Add(1)
-	by := b.bytes.Add(n)
-	if r == 1 || (r <= b.maxRecords && by <= b.maxBytes) {
-		storeMax(&b.peakRecords, r)
-		storeMax(&b.peakBytes, by)
-		return true
+// fit returns the length and bytes of the longest prefix of sizes
+// (records of those bytes) that fits in b alone: 0 when none does. A
+// record too large for the byte limit fits alone when nothing else is in
+// flight. The caller holds b.takeMu: takers are few (a task's goroutine,
+// or the tasks of the worker, once per chunk of a Poll batch), and givers
+// only ever lower the counts, so what fit read stays an upper bound.
+func (b *budget) fit(sizes []int64) (k int, bytes int64) {
+	r, by := b.records.Load(), b.bytes.Load()
+	for k < len(sizes) && r+int64(k) < b.maxRecords && by+bytes+sizes[k] <= b.maxBytes {
+		bytes += sizes[k]
+		k++
 	}
-	b.give(1, n) // may have made another taker fail: give wakes it
-	return false
+	if k == 0 && r == 0 && len(sizes) > 0 {
+		k, bytes = 1, sizes[0]
+	}
+	return k, bytes
+}
+
+// add counts k records of n bytes in b; b.takeMu is held.
+func (b *budget) add(k int, n int64) {
+	storeMax(&b.peakRecords, b.records.Add(int64(k)))
+	storeMax(&b.peakBytes, b.bytes.Add(n))
 }
 
 // room tells whether anything fits at all.
@@ -48,22 +60,49 @@ func (b *budget) room() bool {
 	return b.records.Load() < b.maxRecords && b.bytes.Load() < b.maxBytes
 }
 
-// take takes one record of n bytes from b and its parent, or returns the
-// budget that is full.
-func (b *budget) take(n int64) (full *budget) {
-	if !b.tryTake(n) {
-		return b
+// take takes the longest prefix of sizes that fits in b and in its
+// parent, and returns its length; 0 and the budget that is full when not
+// even the first record fits.
+func (b *budget) take(sizes []int64) (k int, full *budget) {
+	b.takeMu.Lock()
+	defer b.takeMu.Unlock()
+	k, n := b.fit(sizes)
+	if k == 0 {
+		return 0, b
 	}
-	if b.parent != nil && !b.parent.tryTake(n) {
-		b.give(1, n)
-		return b.parent
+	if p := b.parent; p != nil {
+		p.takeMu.Lock()
+		pk, pn := p.fit(sizes[:k])
+		if pk > 0 {
+			p.add(pk, pn)
+		}
+		p.takeMu.Unlock()
+		if pk == 0 {
+			return 0, p
+		}
+		k, n = pk, pn
 	}
-	return nil
+	b.add(k, n)
+	return k, nil
 }
 
 // acquire takes one record of n bytes, waiting for room.
 func (b *budget) acquire(ctx context.Context, n int64) error {
-	return b.wait(ctx, func() *budget { return b.take(n) })
+	_, err := b.acquireSome(ctx, []int64{n})
+	return err
+}
+
+// acquireSome takes the longest prefix of sizes (at least one record)
+// that fits, waiting for room, and returns its length: a Poll batch is
+// taken in as few chunks as the limits allow, one budget operation per
+// chunk rather than per record, and never over the limits.
+func (b *budget) acquireSome(ctx context.Context, sizes []int64) (int, error) {
+	var k int
+	err := b.wait(ctx, func() (full *budget) {
+		k, full = b.take(sizes)
+		return full
+	})
+	return k, err
 }
 
 // waitRoom waits until there is room for at least one more record.

@@ -14,8 +14,9 @@ import (
 // that a restart from committed offsets never skips a record that Kafka
 // does not have. Its ring holds at most the task's in-flight limit of
 // records: the budget is released when records leave the ring. The ring
-// starts small and doubles up to that limit as records pile up, so that
-// an idle or slow task does not hold a ring sized for the limit.
+// starts small and doubles up to that limit as records pile up, and goes
+// back to its first size when it is empty at an offset commit, so that an
+// idle or slow task does not hold a ring sized for the limit.
 type offsetTracker struct {
 	mu    sync.Mutex
 	ring  []pending
@@ -63,20 +64,41 @@ func (t *offsetTracker) grow() {
 	t.ring = ring
 }
 
+// shrink gives back a ring grown past its initial size once nothing is
+// in flight (take calls it at every offset commit): a task that produced a
+// burst and went idle does not keep a ring sized for the burst (about
+// 40 bytes a record: a megabyte for 26,000 records, per task). t.mu is
+// held.
+func (t *offsetTracker) shrink() {
+	if t.head == t.next && len(t.ring) > initialRing {
+		t.ring = make([]pending, min(t.limit, initialRing))
+	}
+}
+
 // add registers a produced record and returns its sequence number. The
 // caller holds budget for it, so the ring has room.
 func (t *offsetTracker) add(partition, offset map[string]any, size int64) uint64 {
+	return t.addAll([]pending{{partition: partition, offset: offset, size: size}})
+}
+
+// addAll registers produced records in order (their partition, offset and
+// size), under one lock, and returns the sequence number of the first;
+// the others follow it. The caller holds budget for them all.
+func (t *offsetTracker) addAll(ps []pending) uint64 {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	t.grow()
-	seq := t.next
-	slot := &t.ring[seq%uint64(len(t.ring))]
-	if slot.used {
-		panic("worker: offset tracker overflow") // the budget admits at most len(ring) records
+	first := t.next
+	for i := range ps {
+		t.grow()
+		slot := &t.ring[t.next%uint64(len(t.ring))]
+		if slot.used {
+			panic("worker: offset tracker overflow") // the budget admits at most len(ring) records
+		}
+		*slot = ps[i]
+		slot.used = true
+		t.next++
 	}
-	*slot = pending{partition: partition, offset: offset, size: size, used: true}
-	t.next++
-	return seq
+	return first
 }
 
 // ack marks a record answered for (ok: delivered) and returns how many
@@ -187,6 +209,7 @@ func (t *offsetTracker) drained() <-chan struct{} {
 func (t *offsetTracker) take() map[string]connectstore.SourceOffset {
 	t.mu.Lock()
 	defer t.mu.Unlock()
+	t.shrink()
 	t.flushCur()
 	if len(t.dirty) == 0 {
 		return nil

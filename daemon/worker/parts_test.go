@@ -55,6 +55,42 @@ func TestBudgetBoundsTaskAndWorker(t *testing.T) {
 	}
 }
 
+// A batch is taken in chunks: the longest prefix that fits both the
+// task's and the worker's limits, never more.
+func TestBudgetTakesTheLongestPrefixThatFits(t *testing.T) {
+	worker := newBudget(5, 1000, nil)
+	a := newBudget(10, 100, worker)
+	b := newBudget(10, 100, worker)
+	ctx := t.Context()
+	if k, err := a.acquireSome(ctx, []int64{30, 30, 30, 30}); err != nil || k != 3 {
+		t.Fatalf("took %d (%v), want 3: the fourth is over a's 100 bytes", k, err)
+	}
+	if k, err := b.acquireSome(ctx, []int64{1, 1, 1, 1}); err != nil || k != 2 {
+		t.Fatalf("took %d (%v), want 2: the worker's 5 records", k, err)
+	}
+	short, cancel := context.WithTimeout(ctx, 20*time.Millisecond)
+	defer cancel()
+	if k, err := b.acquireSome(short, []int64{1}); err == nil {
+		t.Fatalf("took %d over the worker's limit", k)
+	}
+	if u, ub := worker.usage(), b.usage(); u.Records != 5 || u.Bytes != 92 || u.PeakRecords != 5 || ub.Records != 2 || ub.PeakRecords != 2 {
+		t.Fatalf("worker %+v, b %+v", u, ub)
+	}
+	// Waiting: room comes back once the worker is down to three quarters.
+	done := make(chan int, 1)
+	go func() { k, _ := b.acquireSome(ctx, []int64{1, 1, 1, 1}); done <- k }()
+	time.Sleep(10 * time.Millisecond)
+	a.release(3, 90)
+	if k := <-done; k != 3 {
+		t.Fatalf("took %d after the release, want 3 (worker 2 + 3)", k)
+	}
+	// A record too large for an empty budget goes alone.
+	c := newBudget(5, 100, nil)
+	if k, err := c.acquireSome(ctx, []int64{500, 1}); err != nil || k != 1 {
+		t.Fatalf("took %d (%v), want the big record alone", k, err)
+	}
+}
+
 func TestOffsetTrackerCommitsInOrderOnly(t *testing.T) {
 	tr := newOffsetTracker(8)
 	p := func(i int) map[string]any { return map[string]any{"p": i % 2} }
@@ -123,6 +159,10 @@ func TestOffsetTrackerGrows(t *testing.T) {
 	if tr.inFlight() != n {
 		t.Fatalf("in flight %d, want %d", tr.inFlight(), n)
 	}
+	// An offset commit while records are in flight keeps the ring.
+	if d := tr.take(); len(d) != 0 || len(tr.ring) != n {
+		t.Fatalf("take with record 0 pending: %v, ring of %d", d, len(tr.ring))
+	}
 	if got, _ := tr.ack(seqs[0], true); got != initialRing/2+1 {
 		t.Fatalf("ack 0 released %d, want %d", got, initialRing/2+1)
 	}
@@ -136,6 +176,24 @@ func TestOffsetTrackerGrows(t *testing.T) {
 	for _, so := range d {
 		if so.Offset["n"] != n-1 {
 			t.Fatalf("committable %v, want n=%d", so.Offset, n-1)
+		}
+	}
+	// Drained at a commit: the ring is back to its first size, and the
+	// order goes on.
+	if len(tr.ring) != initialRing {
+		t.Fatalf("ring of %d once drained, want %d", len(tr.ring), initialRing)
+	}
+	a, b := tr.add(part, map[string]any{"n": n}, 1), tr.add(part, map[string]any{"n": n + 1}, 1)
+	tr.ack(b, true)
+	if d := tr.take(); len(d) != 0 {
+		t.Fatalf("committed past a pending record after the shrink: %v", d)
+	}
+	if got, _ := tr.ack(a, true); got != 2 {
+		t.Fatalf("ack released %d, want 2", got)
+	}
+	for _, so := range tr.take() {
+		if so.Offset["n"] != n+1 {
+			t.Fatalf("committable %v after the shrink, want n=%d", so.Offset, n+1)
 		}
 	}
 }

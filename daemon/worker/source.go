@@ -15,9 +15,12 @@ import (
 )
 
 // recordOverhead approximates the memory an in-flight record takes besides
-// its key, value and headers (the SourceRecord and its offset map, the
-// kgo.Record, its promise and its place in the tracker), so that the byte
-// limits bound memory rather than payload.
+// its key, value and headers (its kgo.Record and record headers, its slot
+// in the send batch and in the tracker, franz-go's promise), so that the
+// byte limits bound memory rather than payload: about 360 bytes with two
+// headers (kgo.Record 160, record headers 80, batch and tracker slots 90,
+// the promise 32), and its offset map when it has one; 512 errs on the
+// side of memory.
 const recordOverhead = 512
 
 // sourceRun is a running source task: it polls records, converts them,
@@ -27,6 +30,7 @@ type sourceRun struct {
 	tr        *taskRun
 	task      connect.SourceTask
 	committer connect.SourceRecordCommitter
+	recycler  connect.SourceRecordRecycler // nil for a committer
 	cs        converters
 	client    *kgo.Client
 	pctx      context.Context // every record's context
@@ -34,7 +38,11 @@ type sourceRun struct {
 	tracker   *offsetTracker
 	budget    *budget
 	topics    map[string]bool // created (or found) already
+	lastTopic string          // of the last record sent: in topics
 	now       time.Time       // when the batch being sent was polled
+	// simpleHeaders: the header converter is the built-in
+	// SimpleHeaderConverter, whose values headerValue formats itself.
+	simpleHeaders bool
 
 	failMu  sync.Mutex
 	failErr error
@@ -61,6 +69,10 @@ func runSource(tr *taskRun) error {
 		topics:  map[string]bool{},
 	}
 	st.committer, _ = st.task.(connect.SourceRecordCommitter)
+	if st.committer == nil {
+		st.recycler, _ = st.task.(connect.SourceRecordRecycler)
+	}
+	_, st.simpleHeaders = cs.header.(simpleHeaderConverter)
 	if tr.w.cfg.ProducerPerTask {
 		id := fmt.Sprintf("connector-producer-%s-%d", tr.id.Connector, tr.id.Task)
 		if st.client, err = tr.w.newClient(tr.w.producerOpts(lim.TaskInFlightRecords, id)...); err != nil {
@@ -145,28 +157,18 @@ func (st *sourceRun) loop() error {
 		if !tr.waitOwned() {
 			return nil
 		}
-		// One allocation for the batch's kgo.Records and one for their
-		// headers; the batch stays in memory until its last record is
-		// acknowledged.
-		krecs := make([]kgo.Record, len(recs))
-		nh := 0
-		for _, r := range recs {
-			if r != nil {
-				nh += len(r.Headers)
+		err = st.sendAll(recs)
+		if st.recycler != nil && len(recs) > 0 {
+			// sendAll keeps nothing of the records but what they point to.
+			if rerr := safe("RecycleRecords", func() error { st.recycler.RecycleRecords(recs); return nil }); rerr != nil && err == nil {
+				err = fmt.Errorf("recycle records: %w", rerr)
 			}
 		}
-		headers := make([]kgo.RecordHeader, nh)
-		for i, r := range recs {
-			var hs []kgo.RecordHeader
-			if r != nil {
-				hs, headers = headers[:len(r.Headers):len(r.Headers)], headers[len(r.Headers):]
+		if err != nil {
+			if tr.ctx.Err() != nil {
+				return nil // stopping: the rest is polled again after a restart
 			}
-			if err := st.send(r, &krecs[i], hs); err != nil {
-				if tr.ctx.Err() != nil {
-					return nil // stopping: the rest is polled again after a restart
-				}
-				return err
-			}
+			return err
 		}
 	}
 }
@@ -177,17 +179,95 @@ func retryBackoff(tr *taskRun, n int) time.Duration {
 	return b.Delay(n)
 }
 
-// send converts one record into rec (with room for its headers) and
-// produces it.
-func (st *sourceRun) send(r *connect.SourceRecord, rec *kgo.Record, headers []kgo.RecordHeader) error {
-	if r == nil {
-		return nil
+// Converted records wait for budget in chunks of at most chunkRecords
+// records and chunkBytes bytes: what is converted but not yet counted in
+// flight stays that small, and budget and tracker are taken once per
+// chunk rather than once per record.
+const (
+	chunkRecords = 128
+	chunkBytes   = 1 << 20
+)
+
+// sendAll converts the records of a Poll batch and produces them in
+// order, a chunk at a time. When a record cannot be sent, the ones before
+// it still are, and its error is returned.
+func (st *sourceRun) sendAll(recs []*connect.SourceRecord) error {
+	nr, nh := 0, 0
+	for _, r := range recs {
+		if r != nil {
+			nr++
+			nh += len(r.Headers)
+		}
 	}
+	b := getSendBatch(st, nr, nh)
+	defer b.done() // the producer's hold: b is recycled once Kafka answered for all
+	// b's slots [0, sent) are produced, [sent, n) converted and waiting.
+	sent, n := 0, 0
+	var waiting int64
+	for _, r := range recs {
+		if r == nil {
+			continue
+		}
+		if err := st.prepare(b, r, n); err != nil {
+			if perr := st.produce(b, sent, n); perr != nil {
+				return perr
+			}
+			return err
+		}
+		waiting += b.sizes[n]
+		n++
+		if n-sent >= chunkRecords || waiting >= chunkBytes {
+			if err := st.produce(b, sent, n); err != nil {
+				return err
+			}
+			sent, waiting = n, 0
+		}
+	}
+	return st.produce(b, sent, n)
+}
+
+// produce takes budget and tracker places for b's slots [from, to), as
+// many at a time as the limits admit, and produces them.
+func (st *sourceRun) produce(b *sendBatch, from, to int) error {
+	tr := st.tr
+	for i := from; i < to; {
+		if tr.ctx.Err() != nil {
+			return tr.ctx.Err() // stopping: the rest is polled again after a restart
+		}
+		k, err := st.budget.acquireSome(tr.ctx, b.sizes[i:to])
+		if err != nil {
+			return err
+		}
+		seq := st.tracker.addAll(b.pend[i : i+k])
+		if i == 0 {
+			b.base = seq // before the first Produce: acknowledgements read it
+		} else if seq != b.base+uint64(i) {
+			panic("worker: a batch's records are not consecutive in the tracker")
+		}
+		for j := i; j < i+k; j++ {
+			if b.skipped[j] {
+				// It still takes its place in the order, so its offset commits.
+				st.acked(b.base+uint64(j), nil, nil, nil)
+				continue
+			}
+			b.refs.Add(1)
+			st.client.Produce(b.recs[j].Context, &b.recs[j], b.promise)
+		}
+		i += k
+	}
+	return nil
+}
+
+// prepare converts r into slot i of b, with its size and its place in
+// the order, creating its topic first if need be.
+func (st *sourceRun) prepare(b *sendBatch, r *connect.SourceRecord, i int) error {
 	tr := st.tr
 	if r.Topic == "" {
 		return errors.New("the task returned a record without a topic")
 	}
-	if err := st.convert(r, rec, headers); err != nil {
+	rec := &b.recs[i]
+	b.pend[i] = pending{partition: r.SourcePartition, offset: r.SourceOffset}
+	if err := st.convert(b, r, rec); err != nil {
 		if !tr.settings.tolerateAll {
 			return fmt.Errorf("tolerance exceeded in error handler: %w", err)
 		}
@@ -195,43 +275,38 @@ func (st *sourceRun) send(r *connect.SourceRecord, rec *kgo.Record, headers []kg
 		if tr.settings.logErrors {
 			tr.log.Warn("skipping a record that cannot be converted", "topic", r.Topic, "err", err)
 		}
-		// It still takes its place in the order, so its offset commits.
-		if err := st.budget.acquire(tr.ctx, 0); err != nil {
-			return err
-		}
-		st.acked(st.tracker.add(r.SourcePartition, r.SourceOffset, 0), nil, nil, nil)
+		*rec = kgo.Record{}
+		b.skipped[i], b.sizes[i] = true, 0
 		return nil
 	}
-	if !st.topics[r.Topic] {
-		if err := tr.w.topics.ensure(tr.ctx, r.Topic, tr.settings.topicPartitions, tr.settings.topicReplication); err != nil {
-			return err
+	if r.Topic != st.lastTopic {
+		if !st.topics[r.Topic] {
+			if err := tr.w.topics.ensure(tr.ctx, r.Topic, tr.settings.topicPartitions, tr.settings.topicReplication); err != nil {
+				return err
+			}
+			st.topics[r.Topic] = true
 		}
-		st.topics[r.Topic] = true
+		st.lastTopic = r.Topic
 	}
 	size := recordOverhead + int64(len(rec.Key)+len(rec.Value))
 	for _, h := range rec.Headers {
 		size += int64(len(h.Key) + len(h.Value))
 	}
-	if err := st.budget.acquire(tr.ctx, size); err != nil {
-		return err
-	}
-	seq := st.tracker.add(r.SourcePartition, r.SourceOffset, size)
+	b.sizes[i], b.pend[i].size = size, size
 	rec.Context = st.pctx
 	if r.Partition != nil {
 		rec.Partition, rec.Context = *r.Partition, st.explicit
 	}
-	if st.committer == nil {
-		// Not keeping r lets the task's record (its Connect data, and the
-		// batch it came in) go as soon as it is converted: only the
-		// kgo.Record stays in flight.
-		st.client.Produce(rec.Context, rec, func(kr *kgo.Record, err error) { st.acked(seq, nil, kr, err) })
-		return nil
+	if st.committer != nil {
+		b.src[i] = r // CommitRecord gets it back
 	}
-	st.client.Produce(rec.Context, rec, func(kr *kgo.Record, err error) { st.acked(seq, r, kr, err) })
+	// Otherwise not keeping r lets the task's record (its Connect data,
+	// and the batch it came in) go as soon as it is converted: only the
+	// kgo.Record stays in flight.
 	return nil
 }
 
-func (st *sourceRun) convert(r *connect.SourceRecord, rec *kgo.Record, headers []kgo.RecordHeader) error {
+func (st *sourceRun) convert(b *sendBatch, r *connect.SourceRecord, rec *kgo.Record) error {
 	key, err := st.cs.key.FromConnectData(r.Topic, r.KeySchema, r.Key)
 	if err != nil {
 		return fmt.Errorf("convert the key of a record to %s: %w", r.Topic, err)
@@ -240,23 +315,38 @@ func (st *sourceRun) convert(r *connect.SourceRecord, rec *kgo.Record, headers [
 	if err != nil {
 		return fmt.Errorf("convert the value of a record to %s: %w", r.Topic, err)
 	}
-	// rec and headers are zero: setting fields avoids copying whole
-	// structs (with their write barriers) into the heap.
+	// rec is zero: setting fields avoids copying whole structs (with
+	// their write barriers) into the heap.
 	rec.Topic, rec.Key, rec.Value, rec.Timestamp = r.Topic, key, value, r.Timestamp
 	if r.Timestamp.IsZero() {
 		rec.Timestamp = st.now
 	}
 	if len(r.Headers) > 0 {
+		headers := b.headers(len(r.Headers))
 		for i, h := range r.Headers {
-			b, err := st.cs.header.FromConnectData(r.Topic, h.Schema, h.Value)
+			v, err := st.headerValue(b, r.Topic, h)
 			if err != nil {
 				return fmt.Errorf("convert header %s of a record to %s: %w", h.Key, r.Topic, err)
 			}
-			headers[i].Key, headers[i].Value = h.Key, b
+			headers[i].Key, headers[i].Value = h.Key, v
 		}
 		rec.Headers = headers
 	}
 	return nil
+}
+
+// headerValue converts a header value. The simple header converter's
+// numbers and booleans are formatted into the batch's buffer, the same
+// bytes as FromConnectData without an allocation each.
+func (st *sourceRun) headerValue(b *sendBatch, topic string, h connect.Header) ([]byte, error) {
+	if st.simpleHeaders {
+		start := len(b.buf)
+		if buf, ok := appendSimpleHeader(b.buf, h.Value); ok {
+			b.buf = buf
+			return buf[start:len(buf):len(buf)], nil
+		}
+	}
+	return st.cs.header.FromConnectData(topic, h.Schema, h.Value)
 }
 
 // acked runs when Kafka answered for a record (kr is nil for a skipped

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"log/slog"
+	"slices"
 	"testing"
 	"time"
 
@@ -89,7 +90,9 @@ func TestBytesShapeAndRate(t *testing.T) {
 		for _, r := range recs {
 			b := r.Value.([]byte)
 			tk, seq, ok := ParsePayload(b)
-			if len(b) != 64 || !ok || tk != 2 || seq != int64(n) {
+			// The values of a batch share an array: appending to one
+			// must not write into the next.
+			if len(b) != 64 || cap(b) != 64 || !ok || tk != 2 || seq != int64(n) {
 				t.Fatalf("payload %d: %v %d %d", n, b, tk, seq)
 			}
 			n++
@@ -117,5 +120,36 @@ func TestConfigErrors(t *testing.T) {
 	}
 	if _, ok := connect.Lookup("DatagenConnector"); !ok {
 		t.Error("alias DatagenConnector")
+	}
+}
+
+// Records given back are reused by the next Poll, zeroed; what they
+// pointed to (values, offsets) is not, since it may still be in flight.
+func TestRecycledRecords(t *testing.T) {
+	tcs := tasks(t, 1, map[string]string{TopicConfig: "t", ShapeConfig: ShapeBytes, RecordSizeConfig: "20", BatchSizeConfig: "3"})
+	task := &Task{}
+	if err := task.Start(fakeCtx{}, tcs[0]); err != nil {
+		t.Fatal(err)
+	}
+	first, _ := task.Poll(t.Context())
+	r0, v0, off := first[0], first[0].Value.([]byte), first[2].SourceOffset
+	task.RecycleRecords(first)
+	second, _ := task.Poll(t.Context())
+	if second[0] != r0 {
+		t.Error("the recycled records were not reused")
+	}
+	for i, r := range second {
+		_, seq, _ := ParsePayload(r.Value.([]byte))
+		if seq != int64(3+i) || r.Headers[1].Value != int64(3+i) || (i < 2) != (r.SourceOffset == nil) {
+			t.Errorf("record %d of the second poll: seq %d, %+v", i, seq, r)
+		}
+	}
+	if _, seq, _ := ParsePayload(v0); seq != 0 || off[SeqField] != int64(2) {
+		t.Errorf("a value or offset of the first poll changed: seq %d, offset %v", seq, off)
+	}
+	// A slice that is not the last poll's is ignored.
+	task.RecycleRecords(slices.Clone(second))
+	if third, _ := task.Poll(t.Context()); third[0] == second[0] {
+		t.Error("reused records the runtime had not given back")
 	}
 }

@@ -44,9 +44,23 @@ type Task struct {
 	next      int64          // sequence number of the next record
 	start     time.Time
 	emitted   int64 // since start, for the rate
+	// last is the batch the last Poll returned; spare one the runtime is
+	// done with (RecycleRecords), whose memory the next Poll reuses.
+	last, spare batch
 }
 
-var _ connect.SourceTask = (*Task)(nil)
+// batch is the memory of a Poll's records: one allocation for the records
+// and one for their headers.
+type batch struct {
+	recs    []*connect.SourceRecord
+	slab    []connect.SourceRecord
+	headers []connect.Header
+}
+
+var (
+	_ connect.SourceTask           = (*Task)(nil)
+	_ connect.SourceRecordRecycler = (*Task)(nil)
+)
 
 // Start reads the config and the stored offset: the task continues after
 // the last sequence number stored.
@@ -98,6 +112,7 @@ func (t *Task) Poll(ctx context.Context) ([]*connect.SourceRecord, error) {
 	if t.cfg.maxRecords > 0 {
 		n = min(n, t.cfg.maxRecords-t.next)
 		if n <= 0 {
+			t.spare = batch{} // done: no memory kept for records that will not come
 			sleep(ctx, idle)
 			return nil, nil
 		}
@@ -111,14 +126,21 @@ func (t *Task) Poll(ctx context.Context) ([]*connect.SourceRecord, error) {
 		}
 		n = min(n, allowed)
 	}
-	// One allocation for the records of a batch and one for their headers.
-	recs := make([]*connect.SourceRecord, n)
-	slab := make([]connect.SourceRecord, n)
-	headers := make([]connect.Header, 2*n)
+	b := t.batch(int(n))
+	recs, slab, headers := b.recs, b.slab, b.headers
+	// The bytes shape's values share one allocation too (without
+	// pointers, which the garbage collector need not scan).
+	var values []byte
+	if t.cfg.shape == ShapeBytes {
+		values = make([]byte, int(n)*max(t.cfg.recordSize, 12))
+	}
 	for i := range recs {
 		recs[i] = &slab[i]
-		t.fill(&slab[i], headers[2*i:2*i+2:2*i+2], t.next)
+		t.fill(&slab[i], headers[2*i:2*i+2:2*i+2], t.next, values)
 		t.next++
+		if values != nil {
+			values = values[max(t.cfg.recordSize, 12):]
+		}
 	}
 	// Only the last record of a batch carries the source offset: the
 	// runtime commits the offset of the last record acknowledged in order,
@@ -129,11 +151,36 @@ func (t *Task) Poll(ctx context.Context) ([]*connect.SourceRecord, error) {
 	last.SourcePartition = t.partition
 	last.SourceOffset = map[string]any{SeqField: last.Headers[1].Value}
 	t.emitted += n
+	t.last = b
 	return recs, nil
 }
 
-// fill makes r (zero) the task's record number seq.
-func (t *Task) fill(r *connect.SourceRecord, headers []connect.Header, seq int64) {
+// batch returns zero records and headers for n records: the spare
+// batch's memory when it is large enough.
+func (t *Task) batch(n int) batch {
+	b := t.spare
+	t.spare = batch{}
+	if cap(b.recs) < n {
+		return batch{recs: make([]*connect.SourceRecord, n), slab: make([]connect.SourceRecord, n), headers: make([]connect.Header, 2*n)}
+	}
+	b.recs, b.slab, b.headers = b.recs[:n], b.slab[:n], b.headers[:2*n]
+	clear(b.slab)
+	clear(b.headers)
+	return b
+}
+
+// RecycleRecords takes back the records of the last Poll: the next Poll
+// reuses their structs and headers (not their values and offsets, which
+// may still be in flight: those are new in every Poll).
+func (t *Task) RecycleRecords(recs []*connect.SourceRecord) {
+	if len(recs) > 0 && len(t.last.recs) > 0 && &recs[0] == &t.last.recs[0] {
+		t.spare, t.last = t.last, batch{}
+	}
+}
+
+// fill makes r (zero) the task's record number seq; a value of the bytes
+// shape goes at the start of values.
+func (t *Task) fill(r *connect.SourceRecord, headers []connect.Header, seq int64, values []byte) {
 	c := &t.cfg
 	boxed := any(seq) // shared by the header, the key and the offset
 	// r and headers are zero: setting fields is cheaper than copying
@@ -151,7 +198,7 @@ func (t *Task) fill(r *connect.SourceRecord, headers []connect.Header, seq int64
 	case ShapeJSON, ShapeUser:
 		r.ValueSchema, r.Value = UserSchema, User(c.task, seq)
 	case ShapeBytes:
-		r.ValueSchema, r.Value = data.BytesSchema, Payload(c.task, seq, c.recordSize)
+		r.ValueSchema, r.Value = data.BytesSchema, putPayload(values, c.task, seq, c.recordSize)
 	default:
 		r.ValueSchema, r.Value = data.StringSchema, Counter(c.task, seq)
 	}
@@ -175,7 +222,14 @@ func User(task int, seq int64) *data.Struct {
 // Payload is the value of the bytes shape: the task (4 bytes) and the
 // sequence number (8 bytes), big-endian, then filler up to size.
 func Payload(task int, seq int64, size int) []byte {
-	b := make([]byte, max(size, 12))
+	return putPayload(make([]byte, max(size, 12)), task, seq, size)
+}
+
+// putPayload writes Payload into the first max(size, 12) bytes of b and
+// returns them, with a capacity of size: appending to a value does not
+// overwrite the next one.
+func putPayload(b []byte, task int, seq int64, size int) []byte {
+	b = b[:max(size, 12)]
 	binary.BigEndian.PutUint32(b, uint32(task))
 	binary.BigEndian.PutUint64(b[4:], uint64(seq))
 	for i, off := 12, int((12+seq)%26); i < len(b); {

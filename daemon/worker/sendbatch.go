@@ -1,0 +1,148 @@
+package worker
+
+import (
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"unsafe"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/kcd-project/kcd/daemon/connect"
+)
+
+// sendBatch holds what a source task produces from one Poll batch: the
+// kgo.Records, their headers and header values, and per record what the
+// task's budget and offset tracker need. One acknowledgement function
+// serves all its records (a record's index in recs gives its sequence
+// number), instead of a closure per record; once Kafka answered for every
+// record, the batch goes back to a pool and its memory serves another
+// batch, so that in the steady state a task allocates nothing per record
+// beyond what its connector and its converters make.
+type sendBatch struct {
+	st      *sourceRun
+	recs    []kgo.Record
+	hdrs    []kgo.RecordHeader // recs' headers, handed out in order
+	nh      int                // hdrs handed out
+	buf     []byte             // header values formatted by headerValue
+	sizes   []int64            // bytes counted in the budgets, per record
+	pend    []pending          // the records' places in the offset tracker
+	skipped []bool             // could not be converted: not produced
+	src     []*connect.SourceRecord
+	base    uint64 // sequence number of recs[0] in the tracker
+	// refs: the records in flight, plus one for the producing goroutine.
+	refs    atomic.Int32
+	promise func(*kgo.Record, error) // b.acked, made once
+}
+
+var sendBatches sync.Pool
+
+// maxPooledBatch is the most records of a batch that goes back to the
+// pool: an unusually large Poll does not keep its memory around.
+const maxPooledBatch = 1 << 14
+
+// getSendBatch returns an empty batch for n records with nh headers in
+// all.
+func getSendBatch(st *sourceRun, n, nh int) *sendBatch {
+	b, _ := sendBatches.Get().(*sendBatch)
+	if b == nil {
+		b = &sendBatch{}
+		b.promise = b.acked
+	}
+	b.st = st
+	b.recs = resize(b.recs, n)
+	b.hdrs = resize(b.hdrs, nh)
+	b.sizes = resize(b.sizes, n)
+	b.pend = resize(b.pend, n)
+	b.skipped = resize(b.skipped, n)
+	if st.committer != nil {
+		b.src = resize(b.src, n)
+	} else {
+		b.src = b.src[:0]
+	}
+	if b.buf == nil {
+		b.buf = make([]byte, 0, 8*nh)
+	}
+	b.refs.Store(1)
+	return b
+}
+
+// resize returns s with length n: s itself when it is large enough, zero
+// beyond what was used (recycle clears what was).
+func resize[T any](s []T, n int) []T {
+	if cap(s) < n {
+		return make([]T, n)
+	}
+	return s[:n]
+}
+
+// headers hands out room for the next record's n headers.
+func (b *sendBatch) headers(n int) []kgo.RecordHeader {
+	hs := b.hdrs[b.nh : b.nh+n : b.nh+n]
+	b.nh += n
+	return hs
+}
+
+// acked is the promise of every record of b.
+func (b *sendBatch) acked(kr *kgo.Record, err error) {
+	i := b.index(kr)
+	var r *connect.SourceRecord
+	if len(b.src) > 0 {
+		r = b.src[i]
+	}
+	b.st.acked(b.base+uint64(i), r, kr, err)
+	b.done()
+}
+
+// index returns the index of kr in b.recs. franz-go hands back the
+// pointer it was given.
+func (b *sendBatch) index(kr *kgo.Record) int {
+	const size = unsafe.Sizeof(kgo.Record{})
+	off := uintptr(unsafe.Pointer(kr)) - uintptr(unsafe.Pointer(unsafe.SliceData(b.recs)))
+	if off%size != 0 || off/size >= uintptr(len(b.recs)) {
+		panic("worker: acknowledgement of a record that is not in its batch")
+	}
+	return int(off / size)
+}
+
+// done drops one reference; the last one recycles b.
+func (b *sendBatch) done() {
+	if b.refs.Add(-1) != 0 {
+		return
+	}
+	if cap(b.recs) > maxPooledBatch {
+		return
+	}
+	clear(b.recs)
+	clear(b.hdrs)
+	clear(b.pend)
+	clear(b.skipped)
+	clear(b.src)
+	b.buf, b.nh, b.st, b.base = b.buf[:0], 0, nil, 0
+	sendBatches.Put(b)
+}
+
+// appendSimpleHeader appends what simpleHeaderConverter.FromConnectData
+// returns for a number or a boolean to dst; ok is false for other values,
+// which FromConnectData converts.
+func appendSimpleHeader(dst []byte, v any) (_ []byte, ok bool) {
+	switch v := v.(type) {
+	case bool:
+		return strconv.AppendBool(dst, v), true
+	case int8:
+		return strconv.AppendInt(dst, int64(v), 10), true
+	case int16:
+		return strconv.AppendInt(dst, int64(v), 10), true
+	case int32:
+		return strconv.AppendInt(dst, int64(v), 10), true
+	case int64:
+		return strconv.AppendInt(dst, v, 10), true
+	case int:
+		return strconv.AppendInt(dst, int64(v), 10), true
+	case float32:
+		return strconv.AppendFloat(dst, float64(v), 'g', -1, 32), true
+	case float64:
+		return strconv.AppendFloat(dst, v, 'g', -1, 64), true
+	}
+	return dst, false
+}
