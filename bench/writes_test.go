@@ -18,6 +18,7 @@ import (
 
 	"github.com/kcd-project/kcd/daemon/store/raftstore"
 	"github.com/kcd-project/kcd/raft"
+	"github.com/kcd-project/kcd/raft/fsm"
 	"github.com/kcd-project/kcd/raft/transport"
 )
 
@@ -34,6 +35,10 @@ func processCPU(b *testing.B) time.Duration {
 
 // syncApply runs the nodes with raft.Config.SyncApply: bbolt fsynced on
 // every apply, as before 2026-12-02's change, for comparisons.
+// commitInterval replaces the node's default state commit interval
+// (fsm.Options.CommitInterval), for comparisons.
+var commitInterval = flag.Duration("bench.commit-interval", 0, "BenchmarkWrites: how long the state machine's write transaction stays open (0: the node's default)")
+
 var syncApply = flag.Bool("bench.sync-apply", false, "BenchmarkWrites: fsync the state machine (bbolt) on every apply (raft.Config.SyncApply)")
 
 // cluster is a Raft cluster in this process: each node has its own data
@@ -67,6 +72,7 @@ func startCluster(b *testing.B, size int) *cluster {
 			Self:           members[i],
 			InitialCluster: members,
 			SyncApply:      *syncApply,
+			FSM:            fsm.Options{CommitInterval: *commitInterval},
 			Logger:         log,
 		})
 		if err != nil {
