@@ -38,9 +38,9 @@ type Config struct {
 	ElectionTicks  int
 	HeartbeatTicks int
 
-	// SnapshotEntries is how many applied entries trigger a snapshot (up
-	// to four times as many while they hold less than half the size of the
-	// state: see maybeSnapshot); SnapshotCatchUp how many entries before it
+	// SnapshotEntries is how many applied entries trigger a snapshot (for
+	// a state over 1 MiB up to four times as many while they hold less than
+	// half its size: see maybeSnapshot); SnapshotCatchUp how many entries before it
 	// stay in the log so that a slightly lagging follower catches up
 	// without a snapshot.
 	SnapshotEntries uint64

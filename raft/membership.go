@@ -292,21 +292,35 @@ func (n *Node) restoreSnapshot(snap *pb.Snapshot) error {
 }
 
 // snapshotStretch bounds how long a large state defers its next snapshot,
-// in multiples of SnapshotEntries (and so the entries kept in memory).
-const snapshotStretch = 4
+// in multiples of SnapshotEntries (and so the entries kept in memory); a
+// state whose last snapshot was smaller than snapshotStretchFrom does not
+// defer at all.
+const (
+	snapshotStretch     = 4
+	snapshotStretchFrom = 1 << 20
+)
+
+// snapshotDue says whether a snapshot is due since entries after the last
+// one, which held snapBytes, whose entry data adds up to logBytes.
+func snapshotDue(since, every, logBytes, snapBytes uint64) bool {
+	if since < every {
+		return false
+	}
+	return snapBytes < snapshotStretchFrom || 2*logBytes >= snapBytes || since >= snapshotStretch*every
+}
 
 // maybeSnapshot takes a snapshot every SnapshotEntries applied entries and
 // compacts the log behind it, keeping SnapshotCatchUp entries. A snapshot
 // writes the whole state, while the log it lets go of was written once: so
 // while the entries since the last snapshot hold less than half its size,
-// it waits, for at most snapshotStretch times SnapshotEntries. (With a
-// state of 16 MB and 100-byte writes, one snapshot every 10,000 entries
-// cost 8 % of the CPU of a node under load.)
+// it waits, for at most snapshotStretch times SnapshotEntries, once the
+// state is larger than snapshotStretchFrom. (With a state of 16 MB and
+// 100-byte writes, one snapshot every 10,000 entries cost 8 % of the CPU
+// of a node under load.)
 func (n *Node) maybeSnapshot() error {
 	applied := n.applied.Load()
 	since := applied - min(applied, n.snapIndex)
-	due := since >= n.cfg.SnapshotEntries &&
-		(2*n.logBytes.Load() >= n.snapBytes || since >= snapshotStretch*n.cfg.SnapshotEntries)
+	due := snapshotDue(since, n.cfg.SnapshotEntries, n.logBytes.Load(), n.snapBytes)
 	if !due && !(n.snapNow && applied > n.snapIndex) {
 		return nil
 	}

@@ -331,7 +331,7 @@ func fields() []field {
 		{"peer-tls-ca", "PEM CA certificate that signs every member's peer certificate",
 			func(c *Config, v string) error { c.PeerTLSCA = v; return nil },
 			func(c *Config) string { return c.PeerTLSCA }},
-		{"raft-snapshot-entries", "Applied Raft entries between snapshots (up to 4x as many while they hold less than half the state's size)",
+		{"raft-snapshot-entries", "Applied Raft entries between snapshots (for a state over 1 MiB up to 4x as many while they hold less than half its size)",
 			func(c *Config, v string) (err error) {
 				c.SnapshotEntries, err = strconv.ParseUint(v, 10, 64)
 				return err
