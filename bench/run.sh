@@ -4,6 +4,8 @@
 #   writes    BenchmarkWrites: acknowledged ~100-byte writes/s and p50/p99 latency, 1/64/128
 #             writers, three nodes in one process (WAL with fsync, bbolt applied without; HTTP/2 over
 #             loopback)
+#   writes-3sched  the 64-writer run again with GOMAXPROCS = 3 x CPUs, the schedulers three processes
+#             would have
 #   fsyncs    the same with 64 writers under `perf stat`: fdatasync/fsync/pwrite calls per write
 #             (skipped when perf cannot count syscalls here)
 #   failover  BenchmarkFailover: kill -9 of the leader process -> first acknowledged PUT through a
@@ -38,6 +40,10 @@ run() {
 }
 
 run writes -test.bench '^BenchmarkWrites$' -test.benchtime "$WRITES_TIME"
+# The three nodes share one Go scheduler here; as three processes they would have three. The same
+# 64-writer run with GOMAXPROCS = 3 x CPUs shows what the scheduler's queueing costs (docs/benchmarks.md).
+echo "== writes-3sched: GOMAXPROCS=$((3 * $(nproc)))"
+GOMAXPROCS=$((3 * $(nproc))) run writes-3sched -test.bench '^BenchmarkWrites/writers=64$' -test.benchtime "$WRITES_TIME"
 
 fsyncs=
 if command -v perf >/dev/null && perf stat -e syscalls:sys_enter_fdatasync true >/dev/null 2>&1; then
@@ -63,6 +69,6 @@ run taskfailover -test.bench '^BenchmarkTaskFailover$' -test.benchtime "${TASK_T
 
 echo
 echo "== summary (raw output in $OUT)"
-grep -h '^Benchmark' "$OUT/writes.txt" "$OUT/failover.txt" "$OUT/memory.txt" "$OUT/taskfailover.txt" "$OUT/assign.txt"
+grep -h '^Benchmark' "$OUT/writes.txt" "$OUT/writes-3sched.txt" "$OUT/failover.txt" "$OUT/memory.txt" "$OUT/taskfailover.txt" "$OUT/assign.txt"
 [ -n "$fsyncs" ] && echo "fsyncs: $fsyncs"
 grep -h 'VmRSS\|Kafka Connect worker' "$OUT/memory.txt" | sed 's/^bench: //'
