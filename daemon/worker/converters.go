@@ -93,26 +93,38 @@ func (simpleHeaderConverter) FromConnectData(_ string, _ *data.Schema, v any) ([
 		return []byte(v), nil
 	case []byte:
 		return v, nil
-	case bool:
-		return strconv.AppendBool(nil, v), nil
-	case int8:
-		return strconv.AppendInt(nil, int64(v), 10), nil
-	case int16:
-		return strconv.AppendInt(nil, int64(v), 10), nil
-	case int32:
-		return strconv.AppendInt(nil, int64(v), 10), nil
-	case int64:
-		return strconv.AppendInt(nil, v, 10), nil
-	case int:
-		return strconv.AppendInt(nil, int64(v), 10), nil
-	case float32:
-		return strconv.AppendFloat(nil, float64(v), 'g', -1, 32), nil
-	case float64:
-		return strconv.AppendFloat(nil, v, 'g', -1, 64), nil
 	case fmt.Stringer:
 		return []byte(v.String()), nil
 	}
+	if b, ok := appendSimpleHeader(nil, v); ok {
+		return b, nil
+	}
 	return nil, fmt.Errorf("header value of type %T: %w", v, errUnsupportedHeader)
+}
+
+// appendSimpleHeader appends what simpleHeaderConverter.FromConnectData
+// returns for a number or a boolean to dst; ok is false for other values,
+// which FromConnectData converts.
+func appendSimpleHeader(dst []byte, v any) (_ []byte, ok bool) {
+	switch v := v.(type) {
+	case bool:
+		return strconv.AppendBool(dst, v), true
+	case int8:
+		return strconv.AppendInt(dst, int64(v), 10), true
+	case int16:
+		return strconv.AppendInt(dst, int64(v), 10), true
+	case int32:
+		return strconv.AppendInt(dst, int64(v), 10), true
+	case int64:
+		return strconv.AppendInt(dst, v, 10), true
+	case int:
+		return strconv.AppendInt(dst, int64(v), 10), true
+	case float32:
+		return strconv.AppendFloat(dst, float64(v), 'g', -1, 32), true
+	case float64:
+		return strconv.AppendFloat(dst, v, 'g', -1, 64), true
+	}
+	return dst, false
 }
 
 func (simpleHeaderConverter) ToConnectData(_ string, b []byte) (*data.Schema, any, error) {

@@ -12,19 +12,26 @@ import (
 func testConverters(class string) (Converter, error) { return converter.New(class) }
 
 // The source loop formats the simple header converter's numbers and
-// booleans into a per-batch buffer: the bytes must be the converter's,
-// and the buffer's earlier contents kept.
+// booleans into a per-batch buffer with appendSimpleHeader, which
+// FromConnectData uses too: the bytes are the converter's, and the
+// buffer's earlier contents are kept.
 func TestAppendSimpleHeaderMatchesConverter(t *testing.T) {
 	var c simpleHeaderConverter
-	for _, v := range []any{true, false, int8(-128), int16(300), int32(7), int64(1 << 40), int64(-1), int(-3),
-		float32(1.5), float32(0.1), float64(0.1), 1e21, math.Inf(-1), math.NaN()} {
-		want, err := c.FromConnectData("t", nil, v)
-		if err != nil {
-			t.Fatal(err)
+	for _, tc := range []struct {
+		v    any
+		want string
+	}{
+		{true, "true"}, {false, "false"}, {int8(-128), "-128"}, {int16(300), "300"}, {int32(7), "7"},
+		{int64(1 << 40), "1099511627776"}, {int64(-1), "-1"}, {int(-3), "-3"},
+		{float32(1.5), "1.5"}, {float32(0.1), "0.1"}, {float64(0.1), "0.1"}, {1e21, "1e+21"},
+		{math.Inf(-1), "-Inf"}, {math.NaN(), "NaN"},
+	} {
+		got, ok := appendSimpleHeader([]byte("prefix"), tc.v)
+		if !ok || string(got) != "prefix"+tc.want {
+			t.Errorf("appendSimpleHeader(%T %v) = %q (ok %v), want prefix%q", tc.v, tc.v, got, ok, tc.want)
 		}
-		got, ok := appendSimpleHeader([]byte("prefix"), v)
-		if !ok || string(got) != "prefix"+string(want) {
-			t.Errorf("%T %v: %q (ok %v), want prefix%q", v, v, got, ok, want)
+		if b, err := c.FromConnectData("t", nil, tc.v); err != nil || string(b) != tc.want {
+			t.Errorf("FromConnectData(%T %v) = %q, %v, want %q", tc.v, tc.v, b, err, tc.want)
 		}
 	}
 	// Everything else is left to FromConnectData: nil stays a null

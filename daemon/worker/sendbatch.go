@@ -1,7 +1,6 @@
 package worker
 
 import (
-	"strconv"
 	"sync"
 	"sync/atomic"
 	"unsafe"
@@ -120,29 +119,4 @@ func (b *sendBatch) done() {
 	clear(b.src)
 	b.buf, b.nh, b.st, b.base = b.buf[:0], 0, nil, 0
 	sendBatches.Put(b)
-}
-
-// appendSimpleHeader appends what simpleHeaderConverter.FromConnectData
-// returns for a number or a boolean to dst; ok is false for other values,
-// which FromConnectData converts.
-func appendSimpleHeader(dst []byte, v any) (_ []byte, ok bool) {
-	switch v := v.(type) {
-	case bool:
-		return strconv.AppendBool(dst, v), true
-	case int8:
-		return strconv.AppendInt(dst, int64(v), 10), true
-	case int16:
-		return strconv.AppendInt(dst, int64(v), 10), true
-	case int32:
-		return strconv.AppendInt(dst, int64(v), 10), true
-	case int64:
-		return strconv.AppendInt(dst, v, 10), true
-	case int:
-		return strconv.AppendInt(dst, int64(v), 10), true
-	case float32:
-		return strconv.AppendFloat(dst, float64(v), 'g', -1, 32), true
-	case float64:
-		return strconv.AppendFloat(dst, v, 'g', -1, 64), true
-	}
-	return dst, false
 }
