@@ -198,15 +198,20 @@ func TestDeployExampleLoads(t *testing.T) {
 	}
 }
 
-func TestMemoryLimit(t *testing.T) {
-	load := func(env map[string]string, args ...string) (Config, error) {
-		fs := pflag.NewFlagSet("kcd", pflag.ContinueOnError)
-		flags := RegisterFlags(fs, Default())
-		if err := fs.Parse(append([]string{"--dev-kafka"}, args...)); err != nil {
-			t.Fatal(err)
-		}
-		return Load("", envOf(env), flags)
+// loadWith loads a configuration from env and the flags args (after
+// --dev-kafka), with no file.
+func loadWith(t *testing.T, env map[string]string, args ...string) (Config, error) {
+	t.Helper()
+	fs := pflag.NewFlagSet("kcd", pflag.ContinueOnError)
+	flags := RegisterFlags(fs, Default())
+	if err := fs.Parse(append([]string{"--dev-kafka"}, args...)); err != nil {
+		t.Fatal(err)
 	}
+	return Load("", envOf(env), flags)
+}
+
+func TestMemoryLimit(t *testing.T) {
+	load := func(env map[string]string, args ...string) (Config, error) { return loadWith(t, env, args...) }
 	for _, c := range []struct {
 		name string
 		env  map[string]string
@@ -243,14 +248,7 @@ func TestMemoryLimit(t *testing.T) {
 }
 
 func TestInFlightLimits(t *testing.T) {
-	load := func(env map[string]string, args ...string) (Config, error) {
-		fs := pflag.NewFlagSet("kcd", pflag.ContinueOnError)
-		flags := RegisterFlags(fs, Default())
-		if err := fs.Parse(append([]string{"--dev-kafka"}, args...)); err != nil {
-			t.Fatal(err)
-		}
-		return Load("", envOf(env), flags)
-	}
+	load := func(env map[string]string, args ...string) (Config, error) { return loadWith(t, env, args...) }
 	c, err := load(nil)
 	if err != nil {
 		t.Fatal(err)
