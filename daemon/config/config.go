@@ -287,6 +287,21 @@ type field struct {
 	get   func(*Config) string
 }
 
+// byteSizeField is a setting written as a byte size (32MiB, or plain bytes).
+func byteSizeField(name, usage string, at func(*Config) *ByteSize) field {
+	return field{name, usage,
+		func(c *Config, v string) (err error) { *at(c), err = ParseByteSize(v); return err },
+		func(c *Config) string { return at(c).String() }}
+}
+
+// countField is a setting written as a whole number, spaces around it
+// ignored.
+func countField(name, usage string, at func(*Config) *int) field {
+	return field{name, usage,
+		func(c *Config, v string) (err error) { *at(c), err = strconv.Atoi(strings.TrimSpace(v)); return err },
+		func(c *Config) string { return strconv.Itoa(*at(c)) }}
+}
+
 func fields() []field {
 	return []field{
 		{"node-id", "Unique, non-zero id of this node in the cluster",
@@ -367,27 +382,16 @@ func fields() []field {
 				return err
 			},
 			func(c *Config) string { return strconv.FormatFloat(c.LeaderWeightFactor, 'g', -1, 64) }},
-		{"memory-limit", "Soft memory limit of the process (Go's GOMEMLIMIT), e.g. 80MiB, 1GiB; 0: none. GOMEMLIMIT, when set, replaces the default",
-			func(c *Config, v string) (err error) { c.MemoryLimit, err = ParseByteSize(v); return err },
-			func(c *Config) string { return c.MemoryLimit.String() }},
-		{"worker-in-flight-bytes", "Bytes all source tasks of the worker may have produced and not yet seen acknowledged, e.g. 32MiB; a task at a limit is not polled",
-			func(c *Config, v string) (err error) { c.WorkerInFlightBytes, err = ParseByteSize(v); return err },
-			func(c *Config) string { return c.WorkerInFlightBytes.String() }},
-		{"worker-in-flight-records", "Records all source tasks of the worker may have in flight",
-			func(c *Config, v string) (err error) {
-				c.WorkerInFlightRecords, err = strconv.Atoi(strings.TrimSpace(v))
-				return err
-			},
-			func(c *Config) string { return strconv.Itoa(c.WorkerInFlightRecords) }},
-		{"task-in-flight-bytes", "Bytes one source task may have in flight, e.g. 32MiB (at most worker-in-flight-bytes)",
-			func(c *Config, v string) (err error) { c.TaskInFlightBytes, err = ParseByteSize(v); return err },
-			func(c *Config) string { return c.TaskInFlightBytes.String() }},
-		{"task-in-flight-records", "Records one source task may have in flight (at most worker-in-flight-records)",
-			func(c *Config, v string) (err error) {
-				c.TaskInFlightRecords, err = strconv.Atoi(strings.TrimSpace(v))
-				return err
-			},
-			func(c *Config) string { return strconv.Itoa(c.TaskInFlightRecords) }},
+		byteSizeField("memory-limit", "Soft memory limit of the process (Go's GOMEMLIMIT), e.g. 80MiB, 1GiB; 0: none. GOMEMLIMIT, when set, replaces the default",
+			func(c *Config) *ByteSize { return &c.MemoryLimit }),
+		byteSizeField("worker-in-flight-bytes", "Bytes all source tasks of the worker may have produced and not yet seen acknowledged, e.g. 32MiB; a task at a limit is not polled",
+			func(c *Config) *ByteSize { return &c.WorkerInFlightBytes }),
+		countField("worker-in-flight-records", "Records all source tasks of the worker may have in flight",
+			func(c *Config) *int { return &c.WorkerInFlightRecords }),
+		byteSizeField("task-in-flight-bytes", "Bytes one source task may have in flight, e.g. 32MiB (at most worker-in-flight-bytes)",
+			func(c *Config) *ByteSize { return &c.TaskInFlightBytes }),
+		countField("task-in-flight-records", "Records one source task may have in flight (at most worker-in-flight-records)",
+			func(c *Config) *int { return &c.TaskInFlightRecords }),
 		{"log-level", "Log level: debug, info, warn or error",
 			func(c *Config, v string) error { c.LogLevel = v; return nil },
 			func(c *Config) string { return c.LogLevel }},
