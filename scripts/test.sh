@@ -30,6 +30,9 @@ make --no-print-directory lint
 echo "== unit tests (-race -short)"
 go test -race -short ./...
 
+echo "== scheduling-sensitive tests (no race detector: see raft/batching_norace_test.go)"
+go test -short -count=1 -run '^TestBatching' ./raft/
+
 echo "== waiting for the test environment"
 set +e
 wait "$envpid"
