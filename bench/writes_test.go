@@ -45,8 +45,34 @@ var syncApply = flag.Bool("bench.sync-apply", false, "BenchmarkWrites: fsync the
 // dir (logstore WAL and bbolt, fsync on) and its own peer listener on
 // 127.0.0.1 serving the default HTTP/2 transport, as kcd runs it.
 type cluster struct {
+	dir   string
 	nodes []*raft.Node
 	srvs  []*http.Server
+}
+
+// diskFlush is the mean latency of an append of 1.5 KiB and its fdatasync
+// on a file of its own in dir, over n tries: how fast the disk flushes at
+// the moment, which moves writes/s on a shared VM more than anything in
+// the code. It runs just before a measured run, not during it.
+func diskFlush(b *testing.B, dir string, n int) time.Duration {
+	b.Helper()
+	f, err := os.CreateTemp(dir, "flush-probe-")
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer os.Remove(f.Name())
+	defer f.Close()
+	buf := make([]byte, 1536)
+	start := time.Now()
+	for i := range n {
+		if _, err := f.WriteAt(buf, int64(i*len(buf))); err != nil {
+			b.Fatal(err)
+		}
+		if err := syscall.Fdatasync(int(f.Fd())); err != nil {
+			b.Fatal(err)
+		}
+	}
+	return time.Since(start) / time.Duration(n)
 }
 
 func startCluster(b *testing.B, size int) *cluster {
@@ -63,7 +89,7 @@ func startCluster(b *testing.B, size int) *cluster {
 		lns[i] = ln
 		members[i] = raft.Member{ID: uint64(i + 1), PeerURL: "http://" + ln.Addr().String()}
 	}
-	c := &cluster{}
+	c := &cluster{dir: dir}
 	b.Cleanup(c.close)
 	for i, ln := range lns {
 		n, err := raft.Start(raft.Config{
@@ -133,7 +159,9 @@ func (c *cluster) leader(b *testing.B, timeout time.Duration) *raft.Node {
 // writes/s counts every write of the run; p50-ms and p99-ms are the
 // latencies of single Puts; cpu-µs/write is the CPU time of the whole
 // process (all three nodes, the writers) per write, which other work on the
-// machine disturbs far less than writes/s.
+// machine disturbs far less than writes/s; disk-flush-ms is how long an
+// append and fdatasync took on the data dir's disk just before the run
+// (diskFlush), which writes/s follows.
 func BenchmarkWrites(b *testing.B) {
 	c := startCluster(b, 3)
 	lead := c.leader(b, 10*time.Second)
@@ -158,6 +186,7 @@ func BenchmarkWrites(b *testing.B) {
 
 	for _, writers := range []int{1, 64, 128} {
 		b.Run(fmt.Sprintf("writers=%d", writers), func(b *testing.B) {
+			flush := diskFlush(b, c.dir, 100)
 			lat := make([]time.Duration, b.N)
 			var next, failed atomic.Int64
 			var firstErr error
@@ -194,6 +223,7 @@ func BenchmarkWrites(b *testing.B) {
 			b.ReportMetric(ms(percentile(lat, 50)), "p50-ms")
 			b.ReportMetric(ms(percentile(lat, 99)), "p99-ms")
 			b.ReportMetric(float64(cpu.Microseconds())/float64(b.N), "cpu-µs/write")
+			b.ReportMetric(ms(flush), "disk-flush-ms")
 			if n := failed.Load(); n > 0 {
 				b.ReportMetric(float64(n), "failed")
 				progress("writers=%d: %d of %d writes failed, first: %v (leader now %d, was %d)", writers, n, b.N, firstErr, lead.Leader(), lead.ID())
