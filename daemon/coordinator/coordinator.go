@@ -756,7 +756,10 @@ func (c *Coordinator) Plan(ctx context.Context, drain string) (PlanResult, error
 		return PlanResult{}, fmt.Errorf("%w: no worker %q has a session", ErrUnknownWorker, drain)
 	}
 	res := c.plan(sn, drain)
-	out := PlanResult{Epoch: st.epoch, Drain: drain, Moves: []Move{}}
+	c.mu.Lock() // rebalance moves the epoch under c.mu
+	epoch := st.epoch
+	c.mu.Unlock()
+	out := PlanResult{Epoch: epoch, Drain: drain, Moves: []Move{}}
 	// A move To "" means no worker can take the unit: rebalance leaves it
 	// where it is, and the plan shows it so that an operator sees why.
 	for _, m := range res.Moves {
