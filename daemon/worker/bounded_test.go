@@ -66,7 +66,7 @@ func TestWorkerInFlightBoundedByBytes(t *testing.T) {
 		"value.converter": ByteArrayConverter})
 	waitFor(t, 30*time.Second, "the task's byte limit reached", func() (bool, string) {
 		ts, ok := w.Stats().Task(n, 0)
-		return ok && ts.InFlightBytes > 64<<10-5100, fmt.Sprintf("%+v", ts)
+		return ok && ts.InFlightBytes > 64<<10-5100, e.progress(w, n, fmt.Sprintf("task stats %+v (listed: %v)", ts, ok))
 	})
 	time.Sleep(300 * time.Millisecond)
 	ts, _ := w.Stats().Task(n, 0)

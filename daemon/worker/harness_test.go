@@ -172,6 +172,16 @@ func (e *env) create(name string, cfg map[string]string) {
 	}
 }
 
+// progress describes how far a connector got, for a wait's failure
+// message: what the worker runs, the task configs stored and the statuses.
+func (e *env) progress(w *running, name, what string) string {
+	ctx := context.Background()
+	tasks, terr := e.cs.Tasks(ctx, name)
+	all, serr := e.cs.Statuses(ctx, name)
+	return fmt.Sprintf("%s; worker runs %v; task configs: generation %d, %d tasks (err %v); statuses %+v (err %v)",
+		what, w.Running(), tasks.Generation, len(tasks.Tasks), terr, all, serr)
+}
+
 // waitFor polls cond until it holds or the timeout passes.
 func waitFor(t testing.TB, timeout time.Duration, what string, cond func() (bool, string)) {
 	t.Helper()
