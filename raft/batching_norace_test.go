@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kcd-project/kcd/raft/fsm"
 	"github.com/kcd-project/kcd/raft/rafttest"
 )
 
@@ -30,8 +31,7 @@ func TestBatchingConcurrentProposalsShareEntries(t *testing.T) {
 	}
 
 	const writers, each = 64, 10
-	revs := make(chan int64, writers*each)
-	indexes := make(chan uint64, writers*each)
+	results := make(chan fsm.Result, writers*each)
 	var wg sync.WaitGroup
 	errs := make(chan error, writers)
 	for w := range writers {
@@ -42,32 +42,28 @@ func TestBatchingConcurrentProposalsShareEntries(t *testing.T) {
 					errs <- fmt.Errorf("writer %d put %d: %w", w, i, err)
 					return
 				}
-				revs <- res.Rev
-				indexes <- res.Index
+				results <- res
 			}
 		})
 	}
 	wg.Wait()
 	close(errs)
-	close(revs)
-	close(indexes)
+	close(results)
 	for err := range errs {
 		t.Fatal(err)
 	}
 	// Each write got its own revision: grouped commands still apply one by one.
 	seen := map[int64]bool{}
-	for r := range revs {
-		if seen[r] {
-			t.Fatalf("two writes acknowledged at revision %d", r)
+	distinct := map[uint64]bool{} // the log entries that carried them
+	for r := range results {
+		if seen[r.Rev] {
+			t.Fatalf("two writes acknowledged at revision %d", r.Rev)
 		}
-		seen[r] = true
+		seen[r.Rev] = true
+		distinct[r.Index] = true
 	}
 	if len(seen) != writers*each {
 		t.Fatalf("%d writes acknowledged, want %d", len(seen), writers*each)
-	}
-	distinct := map[uint64]bool{}
-	for i := range indexes {
-		distinct[i] = true
 	}
 	entries := len(distinct)
 	t.Logf("%d writes in %d log entries (%.1f per entry)", writers*each, entries, float64(writers*each)/float64(entries))
