@@ -1,8 +1,10 @@
 package file
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"log/slog"
 	"math"
 	"os"
@@ -215,5 +217,52 @@ func TestJavaString(t *testing.T) {
 		if got := JavaString(tt.v); got != tt.want {
 			t.Errorf("JavaString(%#v) = %q, want %q", tt.v, got, tt.want)
 		}
+	}
+}
+
+// writeCalls records every Write it is given.
+type writeCalls struct{ calls [][]byte }
+
+func (w *writeCalls) Write(p []byte) (int, error) {
+	w.calls = append(w.calls, append([]byte{}, p...))
+	return len(p), nil
+}
+
+// A batch larger than the buffer reaches the file in several writes, each
+// ending at a line: a process killed between two of them leaves no torn
+// line for the replayed records to be glued to.
+func TestSinkWritesWholeLines(t *testing.T) {
+	out := &writeCalls{}
+	task := &SinkTask{w: newLineWriter(out)}
+	var recs []*connect.SinkRecord
+	var want strings.Builder
+	for i := range 10000 {
+		v := fmt.Sprintf("line-%06d-%s", i, strings.Repeat("x", i%37))
+		want.WriteString(v + "\n")
+		recs = append(recs, &connect.SinkRecord{Value: v})
+	}
+	recs = append(recs, &connect.SinkRecord{Value: []byte(strings.Repeat("y", 3*lineBuffer))})
+	want.WriteString(strings.Repeat("y", 3*lineBuffer) + "\n")
+	if err := task.Put(recs); err != nil {
+		t.Fatal(err)
+	}
+	if len(out.calls) < 5 {
+		t.Fatalf("%d writes for %d bytes: want several", len(out.calls), want.Len())
+	}
+	var got []byte
+	for i, c := range out.calls {
+		if len(c) == 0 || c[len(c)-1] != '\n' {
+			t.Fatalf("write %d of %d (%d bytes) does not end at a line: ...%q", i, len(out.calls), len(c), c[max(0, len(c)-20):])
+		}
+		if len(c) > lineBuffer+64 && !bytes.HasSuffix(c, []byte("yyyy\n")) {
+			t.Errorf("write %d holds %d bytes: beyond the buffer", i, len(c))
+		}
+		got = append(got, c...)
+	}
+	if string(got) != want.String() {
+		t.Errorf("the writes hold %d bytes, want %d", len(got), want.Len())
+	}
+	if cap(task.w.buf) > 2*lineBuffer {
+		t.Errorf("the buffer kept %d bytes after a huge record", cap(task.w.buf))
 	}
 }
