@@ -1,6 +1,7 @@
 package fsm
 
 import (
+	"bytes"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -47,10 +48,11 @@ func (f *FSM) Apply(entries []Entry) ([]Result, error) {
 	last := entries[len(entries)-1]
 
 	a := applier{
-		dedup:  f.dedup,
-		retain: f.opts.HistoryRetain,
-		events: f.events[:0],
-		revs:   f.revs[:0],
+		dedup:   f.dedup,
+		records: f.records,
+		retain:  f.opts.HistoryRetain,
+		events:  f.events[:0],
+		revs:    f.revs[:0],
 	}
 	results := make([]Result, 0, len(entries))
 	err := f.applyTx(func(tx *bolt.Tx) error {
@@ -72,13 +74,16 @@ func (f *FSM) Apply(entries []Entry) ([]Result, error) {
 				} else if err != nil {
 					return fmt.Errorf("entry %d: %w", e.Index, err)
 				}
-				continue
+			} else {
+				r, err := a.apply(e.Index, e.Data)
+				if err != nil {
+					return fmt.Errorf("entry %d: %w", e.Index, err)
+				}
+				results = append(results, r)
 			}
-			r, err := a.apply(e.Index, e.Data)
-			if err != nil {
+			if err := a.endEntry(); err != nil {
 				return fmt.Errorf("entry %d: %w", e.Index, err)
 			}
-			results = append(results, r)
 		}
 		return a.end(last.Index, last.Term)
 	}, entries)
@@ -161,8 +166,15 @@ const maxScratch = 4096
 // applier holds the state of one Apply transaction.
 type applier struct {
 	kv, hist, meta *bolt.Bucket
+	// kvc and histc are kept for lookups and deletions, which through the
+	// Bucket allocate a cursor each.
+	kvc, histc     *bolt.Cursor
 	rev, compacted int64
 	retain         int64
+	// record gathers the revisions of the entry being applied; records
+	// is the FSM's list of the history records' keys.
+	record  historyRecord
+	records *recordIndex
 
 	// ids remembers the results of recently applied commands by request
 	// id, so that a command the log holds twice (a proposal the network
@@ -178,27 +190,67 @@ type applier struct {
 
 func (a *applier) begin(tx *bolt.Tx) error {
 	a.kv, a.hist, a.meta = tx.Bucket(bucketKV), tx.Bucket(bucketHistory), tx.Bucket(bucketMeta)
-	a.ids = tx.Bucket(bucketIDs)
+	a.ids = tx.Bucket(bucketDedup)
 	if a.kv == nil || a.hist == nil || a.meta == nil || a.ids == nil {
 		return errors.New("state file lacks a bucket")
 	}
+	a.kvc, a.histc = a.kv.Cursor(), a.hist.Cursor()
 	a.rev = int64(getUint(a.meta, metaRevision))
 	a.compacted = int64(getUint(a.meta, metaCompacted))
 	return nil
 }
 
+// endEntry writes the history record of the entry just applied, and
+// deletes the records trimmed meanwhile.
+func (a *applier) endEntry() error {
+	if rec := a.record.take(); rec != nil {
+		if err := a.hist.Put(revKey(a.rev), rec); err != nil {
+			return err
+		}
+		a.records.add(a.rev)
+	}
+	// Every record whose last revision is trimmed goes.
+	for {
+		last, ok := a.records.oldest()
+		if !ok || last > a.compacted {
+			return nil
+		}
+		k := revKey(last)
+		if got, _ := a.histc.Seek(k); !bytes.Equal(got, k) {
+			return fmt.Errorf("history record of revision %d is missing", last)
+		}
+		if err := a.histc.Delete(); err != nil {
+			return err
+		}
+		a.records.drop()
+	}
+}
+
 func (a *applier) end(index, term uint64) error {
-	buf := make([]byte, 0, 32)
+	if err := a.dedup.writeTail(a.ids); err != nil {
+		return err
+	}
+	buf := make([]byte, 0, 40)
 	buf = binary.BigEndian.AppendUint64(buf, index)
 	buf = binary.BigEndian.AppendUint64(buf, term)
 	buf = binary.BigEndian.AppendUint64(buf, uint64(a.rev))
 	buf = binary.BigEndian.AppendUint64(buf, uint64(a.compacted))
-	for i, k := range [][]byte{metaApplied, metaTerm, metaRevision, metaCompacted} {
+	buf = binary.BigEndian.AppendUint64(buf, a.dedup.headSeq())
+	for i, k := range [][]byte{metaApplied, metaTerm, metaRevision, metaCompacted, metaDedupHead} {
 		if err := a.meta.Put(k, buf[i*8:i*8+8]); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// get is a.kv.Get through the kept cursor.
+func (a *applier) get(key []byte) []byte {
+	k, v := a.kvc.Seek(key)
+	if !bytes.Equal(k, key) {
+		return nil
+	}
+	return v
 }
 
 // DedupRetain is how many recent request ids the state machine remembers
@@ -220,15 +272,13 @@ func (a *applier) seen(id uint64) (Result, bool) {
 // remember records a command's result, and forgets the oldest beyond
 // DedupRetain (a few per command, so the work per entry stays bounded).
 func (a *applier) remember(r Result) error {
-	var k [8]byte
-	binary.BigEndian.PutUint64(k[:], r.ID)
-	if err := a.ids.Put(k[:], encodeDedup(r)); err != nil {
+	a.dedup.add(r)
+	if err := a.dedup.writeFull(a.ids); err != nil {
 		return err
 	}
-	a.dedup.add(r)
 	for n := 0; n < 4 && uint64(a.dedup.len()) > dedupRetain; n++ {
-		binary.BigEndian.PutUint64(k[:], a.dedup.oldest())
-		if err := a.ids.Delete(k[:]); err != nil {
+		a.dedup.oldest()
+		if err := a.dedup.forget(a.ids); err != nil {
 			return err
 		}
 	}
@@ -303,7 +353,7 @@ func (a *applier) apply(index uint64, data []byte) (Result, error) {
 			r.Err = fmt.Errorf("%w: compact revision %d is beyond the current revision %d", store.ErrInvalid, c.Rev, a.rev)
 			return r, nil
 		}
-		err = a.compactTo(c.Rev)
+		a.compactTo(c.Rev)
 	}
 	if err != nil {
 		return Result{}, err
@@ -319,7 +369,7 @@ func (a *applier) apply(index uint64, data []byte) (Result, error) {
 
 // holds says whether cond holds in the current state.
 func (a *applier) holds(cond store.Cond) bool {
-	rec := a.kv.Get([]byte(cond.Key))
+	rec := a.get([]byte(cond.Key))
 	if rec == nil {
 		return cond.ModRevision == 0
 	}
@@ -337,18 +387,17 @@ func (a *applier) change(fn func(rev int64) (bool, error)) error {
 		return err
 	}
 	evs := a.events[start:len(a.events):len(a.events)]
-	if err := a.hist.Put(revKey(rev), encodeEvents(evs)); err != nil {
-		return err
-	}
+	a.record.add(evs)
 	a.rev = rev
 	a.revs = append(a.revs, revEvents{rev: rev, events: evs})
-	return a.trim()
+	a.trim()
+	return nil
 }
 
 func (a *applier) put(key string, value []byte, rev int64) error {
 	k := []byte(key)
 	create := rev
-	if old := a.kv.Get(k); len(old) >= kvHeader {
+	if old := a.get(k); len(old) >= kvHeader {
 		create = int64(binary.BigEndian.Uint64(old))
 	}
 	// bbolt keeps the slice until commit: each record needs its own.
@@ -367,7 +416,7 @@ func (a *applier) put(key string, value []byte, rev int64) error {
 
 func (a *applier) delete(key string, rev int64) (bool, error) {
 	k := []byte(key)
-	old := a.kv.Get(k)
+	old := a.get(k)
 	if old == nil {
 		return false, nil
 	}
@@ -375,7 +424,7 @@ func (a *applier) delete(key string, rev int64) (bool, error) {
 	if len(old) >= kvHeader {
 		create = int64(binary.BigEndian.Uint64(old))
 	}
-	if err := a.kv.Delete(k); err != nil {
+	if err := a.kvc.Delete(); err != nil { // at k, where get left it
 		return false, err
 	}
 	a.events = append(a.events, store.Event{Type: store.EventDelete, KV: store.KV{
@@ -385,26 +434,19 @@ func (a *applier) delete(key string, rev int64) (bool, error) {
 }
 
 // trim drops history older than the retained window, at most compactStep
-// records for this revision.
-func (a *applier) trim() error {
+// revisions for this revision. The records go at the end of the entry.
+func (a *applier) trim() {
 	target := a.rev - a.retain
 	if target <= a.compacted {
-		return nil
+		return
 	}
-	return a.compactTo(min(target, a.compacted+compactStep))
+	a.compactTo(min(target, a.compacted+compactStep))
 }
 
-// compactTo drops the history of revisions up to rev. History is contiguous
-// from compacted+1 to the current revision, so the records are addressed
-// directly instead of through a cursor.
-func (a *applier) compactTo(rev int64) error {
-	for r := a.compacted + 1; r <= rev; r++ {
-		if err := a.hist.Delete(revKey(r)); err != nil {
-			return err
-		}
-	}
+// compactTo drops the history of revisions up to rev; endEntry deletes the
+// records.
+func (a *applier) compactTo(rev int64) {
 	a.compacted = max(a.compacted, rev)
-	return nil
 }
 
 // encodeEvents is a history record: uvarint count, then per event a type

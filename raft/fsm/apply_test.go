@@ -3,10 +3,13 @@ package fsm
 import (
 	"bytes"
 	"encoding/binary"
+	"fmt"
 	"path/filepath"
 	"testing"
 
 	bolt "go.etcd.io/bbolt"
+
+	"github.com/kcd-project/kcd/daemon/store"
 )
 
 // A command the log holds twice (a proposal delivered twice) is applied
@@ -65,10 +68,32 @@ func TestDedupTableIsBounded(t *testing.T) {
 			batch = batch[:0]
 		}
 	}
-	var count int
-	_ = f.view(func(tx *bolt.Tx) error { count = tx.Bucket(bucketIDs).Stats().KeyN; return nil })
-	if count != int(dedupRetain) {
-		t.Errorf("%d ids remembered, want %d", count, dedupRetain)
+	if got := f.dedup.len(); got != int(dedupRetain) {
+		t.Errorf("%d ids remembered, want %d", got, dedupRetain)
+	}
+	// The file holds as many, in chunks of which those with only
+	// forgotten ids are gone.
+	var chunks int
+	var d *dedupIndex
+	err = f.viewCommitted(func(tx *bolt.Tx) error {
+		chunks = tx.Bucket(bucketDedup).Stats().KeyN
+		var err error
+		d, err = loadDedup(tx)
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d.len() != int(dedupRetain) || len(d.results) != int(dedupRetain) {
+		t.Errorf("the file holds %d ids (%d results), want %d", d.len(), len(d.results), dedupRetain)
+	}
+	if max := int(dedupRetain)/dedupChunk + 2; chunks > max {
+		t.Errorf("%d chunks for %d ids, want at most %d", chunks, dedupRetain, max)
+	}
+	for id := uint64(n - dedupRetain + 1); id <= n; id++ {
+		if _, ok := d.results[id]; !ok {
+			t.Fatalf("id %d of the last %d not in the file", id, dedupRetain)
+		}
 	}
 }
 
@@ -152,7 +177,7 @@ func TestOpenConvertsFormat2(t *testing.T) {
 		if err := b["kv"].Put([]byte("k"), rec); err != nil {
 			return err
 		}
-		if err := b["ids"].Put(u(7), encodeDedup(Result{ID: 7, Index: 1, Rev: 1, OK: true})); err != nil {
+		if err := b["ids"].Put(u(7), appendDedup(nil, Result{ID: 7, Index: 1, Rev: 1, OK: true})); err != nil {
 			return err
 		}
 		return b["id-order"].Put(u(1), u(7))
@@ -183,5 +208,104 @@ func TestOpenConvertsFormat2(t *testing.T) {
 	}
 	if kv, _, _ := f.Get("k"); string(kv.Value) != "v" {
 		t.Fatalf("k = %q: the duplicate was applied", kv.Value)
+	}
+}
+
+// A file of format 3, a history record per revision and an ids record per
+// command, is converted on Open: its history reads back from any revision,
+// its ids still catch duplicates, and what is applied next goes on from
+// there.
+func TestOpenConvertsFormat3(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "state.db")
+	db, err := bolt.Open(path, 0o600, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	u := func(v uint64) []byte { return binary.BigEndian.AppendUint64(nil, v) }
+	const revs = 150 // more ids than a dedup chunk holds
+	err = db.Update(func(tx *bolt.Tx) error {
+		b := map[string]*bolt.Bucket{}
+		for _, name := range []string{"meta", "kv", "history", "ids"} {
+			if b[name], err = tx.CreateBucket([]byte(name)); err != nil {
+				return err
+			}
+		}
+		// Revision r put k<r%5> = v<r>, by command id 1000+r at index r;
+		// revisions up to 100 are compacted.
+		for k, v := range map[string]uint64{"version": 3, "applied_index": revs, "applied_term": 1, "revision": revs, "compacted": 100} {
+			if err := b["meta"].Put([]byte(k), u(v)); err != nil {
+				return err
+			}
+		}
+		for r := int64(1); r <= revs; r++ {
+			key := fmt.Sprintf("k%d", r%5)
+			val := []byte(fmt.Sprintf("v%d", r))
+			create := (r-1)%5 + 1 // the first revision of the key
+			if err := b["kv"].Put([]byte(key), append(append(u(uint64(create)), u(uint64(r))...), val...)); err != nil {
+				return err
+			}
+			if r > 100 {
+				ev := store.Event{Type: store.EventPut, KV: store.KV{Key: key, Value: val, CreateRevision: create, ModRevision: r}}
+				if err := b["history"].Put(u(uint64(r)), encodeEvents([]store.Event{ev})); err != nil {
+					return err
+				}
+			}
+			id := 1000 + uint64(r)
+			if err := b["ids"].Put(u(id), appendDedup(nil, Result{ID: id, Index: uint64(r), Rev: r, OK: true})); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	db.Close()
+
+	f, err := Open(path, Options{})
+	if err != nil {
+		t.Fatalf("Open of a format 3 file: %v", err)
+	}
+	defer f.Close()
+	_ = f.view(func(tx *bolt.Tx) error {
+		if v := getUint(tx.Bucket(bucketMeta), metaVersion); v != formatVersion {
+			t.Errorf("format version %d after Open, want %d", v, formatVersion)
+		}
+		if tx.Bucket([]byte("ids")) != nil {
+			t.Error("ids bucket kept")
+		}
+		return nil
+	})
+	if f.dedup.len() != revs {
+		t.Fatalf("%d ids after the conversion, want %d", f.dedup.len(), revs)
+	}
+	evs, next, err := f.history("", 101, revs)
+	if err != nil || next != revs+1 || len(evs) != revs-100 {
+		t.Fatalf("history 101-%d after the conversion: %d events, next %d, %v", revs, len(evs), next, err)
+	}
+	for i, ev := range evs {
+		if r := int64(101 + i); ev.KV.ModRevision != r || string(ev.KV.Value) != fmt.Sprintf("v%d", r) {
+			t.Fatalf("event %d: %+v", i, ev)
+		}
+	}
+	if _, _, err := f.history("", 100, revs); err == nil {
+		t.Error("history from the compacted revision 100 read")
+	}
+
+	// A duplicate of the oldest and of the newest id, and a new command.
+	var entries []Entry
+	for i, id := range []uint64{1001, 1000 + revs, 5000} {
+		b, _ := EncodeCommand(Command{ID: id, Kind: KindPut, Key: "new", Value: []byte("x")})
+		entries = append(entries, Entry{Index: revs + 1 + uint64(i), Term: 1, Data: b})
+	}
+	res, err := f.Apply(entries)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res[0].Index != 1 || res[1].Index != revs || res[2].Index != revs+3 || res[2].Rev != revs+1 {
+		t.Fatalf("results %+v", res)
+	}
+	if evs, _, err := f.history("", revs, revs+1); err != nil || len(evs) != 2 || evs[1].KV.Key != "new" {
+		t.Fatalf("history %d-%d after an apply: %+v, %v", revs, revs+1, evs, err)
 	}
 }

@@ -47,19 +47,29 @@
 // Revisions follow package store: the store-wide revision grows by one per
 // Put, per Delete that removed a key, and per Batch whose conditions held and
 // that changed something. Every revision's events are kept in a history
-// bucket for watchers; the oldest are dropped as new ones arrive (at most
-// compactStep per revision, so no transaction pays for a large backlog), and
-// a KindCompact command drops them up to a given revision at once.
+// bucket for watchers, in one record per Raft entry (a group of commands
+// proposed together makes many revisions and costs one write); the oldest
+// revisions are trimmed as new ones arrive (at most compactStep per
+// revision, so no transaction pays for a large backlog), a record going once
+// all of its revisions are, and a KindCompact command trims them up to a
+// given revision at once.
 //
 // # Buckets
 //
 //	kv       key → 8-byte create revision, 8-byte mod revision, value
-//	history  8-byte revision → the events of that revision
-//	ids      8-byte request id → the command's result: 8-byte index, 8-byte revision, flags
-//	meta     format version, applied index and term, revision, compacted revision
+//	history  8-byte last revision of an entry → the events of each of its revisions
+//	dedup    8-byte chunk number → the results of 64 commands in log order:
+//	         8-byte request id, 8-byte index, 8-byte revision, flags
+//	meta     format version, applied index and term, revision, compacted
+//	         revision, sequence of the oldest remembered command
 //
 // The ids of the last DedupRetain commands are also kept in memory, in log
-// order, rebuilt from the ids bucket at Open: Apply looks them up there.
+// order, rebuilt from the dedup bucket at Open: Apply looks them up there,
+// and writes their chunks once per call rather than a record per command.
+// The keys of the history records are kept in memory too, for trimming.
+// Files of formats 2 and 3 (a history record per revision, an ids record
+// per command keyed by its id) are converted at Open, and so are snapshots
+// of them.
 //
 // All integers in keys and record headers are big-endian, so that bbolt's
 // byte order is numeric order.

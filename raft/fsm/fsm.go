@@ -144,6 +144,7 @@ type FSM struct {
 	events  []store.Event
 	revs    []revEvents
 	dedup   *dedupIndex
+	records *recordIndex
 
 	// dbMu is read-locked by every use of db and write-locked to replace or
 	// close it.
@@ -186,7 +187,9 @@ var (
 	bucketKV      = []byte("kv")
 	bucketHistory = []byte("history")
 	bucketMeta    = []byte("meta")
-	bucketIDs     = []byte("ids")
+	bucketDedup   = []byte("dedup")
+	// Formats 2 and 3: a record per remembered id, keyed by it.
+	bucketIDsV3 = []byte("ids")
 	// Format 2 only: the ids in log order, now rebuilt in memory at Open.
 	bucketIDOrderV2 = []byte("id-order")
 
@@ -195,14 +198,17 @@ var (
 	metaTerm      = []byte("applied_term")
 	metaRevision  = []byte("revision")
 	metaCompacted = []byte("compacted")
+	metaDedupHead = []byte("dedup_head")
 	metaIDCountV2 = []byte("idcount") // format 2 only
 )
 
 // formatVersion is the layout of the buckets. Open refuses other versions
-// rather than misread them, except formatV2, which it converts: that format
-// kept the ids also in log order, in a bucket of their own.
+// rather than misread them, except the older ones it converts: formatV2
+// kept the ids also in log order, in a bucket of their own; formatV3 kept
+// a history record per revision and an ids record per command.
 const (
-	formatVersion = 3
+	formatVersion = 4
+	formatV3      = 3
 	formatV2      = 2
 )
 
@@ -285,9 +291,9 @@ func openDB(path string) (*bolt.DB, error) {
 	return db, nil
 }
 
-// hasBuckets tells whether tx holds every bucket of the layout.
-func hasBuckets(tx *bolt.Tx) bool {
-	for _, b := range [][]byte{bucketMeta, bucketKV, bucketHistory, bucketIDs} {
+// hasBuckets tells whether tx holds every bucket of the layout of version.
+func hasBuckets(tx *bolt.Tx, version uint64) bool {
+	for _, b := range [][]byte{bucketMeta, bucketKV, bucketHistory, idsBucket(version)} {
 		if tx.Bucket(b) == nil {
 			return false
 		}
@@ -295,18 +301,34 @@ func hasBuckets(tx *bolt.Tx) bool {
 	return true
 }
 
+// idsBucket is the bucket of the remembered ids in a format version.
+func idsBucket(version uint64) []byte {
+	if version < formatVersion {
+		return bucketIDsV3
+	}
+	return bucketDedup
+}
+
 // initBuckets creates the buckets of a new file and checks an existing one.
 func initBuckets(tx *bolt.Tx) error {
 	if meta := tx.Bucket(bucketMeta); meta != nil {
 		v := getUint(meta, metaVersion)
-		if v != formatVersion && v != formatV2 {
+		if v != formatVersion && v != formatV3 && v != formatV2 {
 			return fmt.Errorf("state format version %d, want %d", v, formatVersion)
 		}
-		if !hasBuckets(tx) {
+		if !hasBuckets(tx, v) {
 			return errors.New("state file lacks a bucket")
 		}
 		if v == formatV2 {
-			return upgradeV2(tx, meta)
+			if err := upgradeV2(tx, meta); err != nil {
+				return fmt.Errorf("convert format 2: %w", err)
+			}
+			v = formatV3
+		}
+		if v == formatV3 {
+			if err := upgradeV3(tx, meta); err != nil {
+				return fmt.Errorf("convert format 3: %w", err)
+			}
 		}
 		return nil
 	}
@@ -323,12 +345,12 @@ func initBuckets(tx *bolt.Tx) error {
 	if _, err := tx.CreateBucket(bucketKV); err != nil {
 		return err
 	}
-	for _, b := range [][]byte{bucketHistory, bucketIDs} {
+	for _, b := range [][]byte{bucketHistory, bucketDedup} {
 		if _, err := tx.CreateBucket(b); err != nil {
 			return err
 		}
 	}
-	for _, k := range [][]byte{metaApplied, metaTerm, metaRevision, metaCompacted} {
+	for _, k := range [][]byte{metaApplied, metaTerm, metaRevision, metaCompacted, metaDedupHead} {
 		if err := putUint(meta, k, 0); err != nil {
 			return err
 		}
@@ -347,6 +369,19 @@ func upgradeV2(tx *bolt.Tx, meta *bolt.Bucket) error {
 	if err := meta.Delete(metaIDCountV2); err != nil {
 		return err
 	}
+	return putUint(meta, metaVersion, formatV3)
+}
+
+// upgradeV3 converts a format 3 file: its history to records per entry
+// (of one revision each, as it does not know the entries), its ids to
+// dedup chunks.
+func upgradeV3(tx *bolt.Tx, meta *bolt.Bucket) error {
+	if err := upgradeHistoryV3(tx); err != nil {
+		return err
+	}
+	if err := upgradeDedupV3(tx, meta); err != nil {
+		return err
+	}
 	return putUint(meta, metaVersion, formatVersion)
 }
 
@@ -359,6 +394,9 @@ func (f *FSM) load(db *bolt.DB) error {
 			return err
 		}
 		f.dedup = d
+		if f.records, err = loadRecords(tx); err != nil {
+			return err
+		}
 		f.applied.Store(getUint(meta, metaApplied))
 		f.rev = int64(getUint(meta, metaRevision))
 		f.compacted = int64(getUint(meta, metaCompacted))

@@ -4,41 +4,22 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/kcd-project/kcd/daemon/store"
 	"github.com/kcd-project/kcd/raft/fsm"
 )
 
 // A group entry applies like its commands in entries of their own: the same
-// state byte for byte, one result per command, in order, each with its id.
+// keys, values and revisions, one result per command, in order, each with
+// its id.
 func TestGroupAppliesLikeSeparateEntries(t *testing.T) {
-	var log []fsm.Entry // the commands of a random log (no empty entries)
-	for _, e := range randomLog(t, 5, 300) {
-		if len(e.Data) > 0 {
-			e.Index = uint64(len(log) + 1)
-			log = append(log, e)
-		}
-	}
+	log, grouped := commandsAndGroups(t, 5, 300, 7)
 	dir := t.TempDir()
 	sep := openFSM(t, filepath.Join(dir, "sep.db"), fsm.Options{})
 	sepRes := mustApply(t, sep, log)
-
-	// The same commands, in groups of 1 to 7 per entry.
-	var grouped []fsm.Entry
-	for i := 0; i < len(log); {
-		n := min(1+i%7, len(log)-i)
-		cmds := make([][]byte, 0, n)
-		for _, e := range log[i : i+n] {
-			cmds = append(cmds, e.Data)
-		}
-		data := fsm.AppendGroup(nil, cmds)
-		if len(data) != fsm.GroupSize(cmds) {
-			t.Fatalf("GroupSize %d, encoded %d bytes", fsm.GroupSize(cmds), len(data))
-		}
-		grouped = append(grouped, fsm.Entry{Index: uint64(len(grouped) + 1), Term: 1, Data: data})
-		i += n
-	}
 	grp := openFSM(t, filepath.Join(dir, "grp.db"), fsm.Options{})
 	grpRes := mustApply(t, grp, grouped)
 
@@ -99,5 +80,116 @@ func TestMalformedGroupChangesNothing(t *testing.T) {
 		if _, found, _ := f.Get("k"); found {
 			t.Fatalf("malformed group %d applied a command", i)
 		}
+	}
+}
+
+// commandsAndGroups returns the commands of a random log (no empty
+// entries), an entry each, and the same commands in groups of 1 to max per
+// entry.
+func commandsAndGroups(t *testing.T, seed uint64, n, max int) (log, grouped []fsm.Entry) {
+	t.Helper()
+	for _, e := range randomLog(t, seed, n) {
+		if len(e.Data) > 0 {
+			e.Index = uint64(len(log) + 1)
+			log = append(log, e)
+		}
+	}
+	for i := 0; i < len(log); {
+		n := min(1+i%max, len(log)-i)
+		cmds := make([][]byte, 0, n)
+		for _, e := range log[i : i+n] {
+			cmds = append(cmds, e.Data)
+		}
+		data := fsm.AppendGroup(nil, cmds)
+		if len(data) != fsm.GroupSize(cmds) {
+			t.Fatalf("GroupSize %d, encoded %d bytes", fsm.GroupSize(cmds), len(data))
+		}
+		grouped = append(grouped, fsm.Entry{Index: uint64(len(grouped) + 1), Term: 1, Data: data})
+		i += n
+	}
+	return log, grouped
+}
+
+// history returns, as text, the events a watch from afterRev delivers up
+// to a marker put applied at index, which it applies.
+func history(t *testing.T, f *fsm.FSM, afterRev int64, index uint64) (string, error) {
+	t.Helper()
+	w, err := f.Watch(t.Context(), "", afterRev)
+	if err != nil {
+		return "", err
+	}
+	defer w.Close()
+	data, err := fsm.EncodeCommand(put("marker", fmt.Sprint(afterRev)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	mustApply(t, f, []fsm.Entry{{Index: index, Term: 1, Data: data}})
+	var b strings.Builder
+	timeout := time.After(10 * time.Second)
+	for {
+		select {
+		case ev, ok := <-w.Events():
+			if !ok {
+				t.Fatalf("watch from %d ended: %v", afterRev, w.Err())
+			}
+			if ev.KV.Key == "marker" {
+				return b.String(), nil
+			}
+			fmt.Fprintf(&b, "%d %d %s=%q (%d)\n", ev.KV.ModRevision, ev.Type, ev.KV.Key, ev.KV.Value, ev.KV.CreateRevision)
+		case <-timeout:
+			t.Fatalf("watch from %d: no marker after 10s", afterRev)
+		}
+	}
+}
+
+// History kept per entry of a group reads back, from any revision, as the
+// history of the same commands in entries of their own does, and is
+// trimmed alike: a watch may start anywhere inside a group's revisions.
+func TestGroupHistoryLikeSeparateEntries(t *testing.T) {
+	log, grouped := commandsAndGroups(t, 11, 600, 9)
+	dir := t.TempDir()
+	opts := fsm.Options{HistoryRetain: 60}
+	sep := openFSM(t, filepath.Join(dir, "sep.db"), opts)
+	mustApply(t, sep, log)
+	grp := openFSM(t, filepath.Join(dir, "grp.db"), opts)
+	mustApply(t, grp, grouped)
+	rev, _ := sep.Revision()
+	if grev, _ := grp.Revision(); grev != rev || rev < 200 {
+		t.Fatalf("revision %d after separate entries, %d after groups", rev, grev)
+	}
+	sepNext, grpNext := uint64(len(log)+1), uint64(len(grouped)+1)
+	compactedSeen := false
+	for after := rev - 70; after <= rev; after++ {
+		// Each watch adds a marker revision to both; the ones before the
+		// first marker are the commands'.
+		want, wantErr := history(t, sep, after, sepNext)
+		got, gotErr := history(t, grp, after, grpNext)
+		if wantErr == nil {
+			sepNext++
+		}
+		if gotErr == nil {
+			grpNext++
+		}
+		if (wantErr == nil) != (gotErr == nil) {
+			t.Fatalf("watch from %d: %v after separate entries, %v after groups", after, wantErr, gotErr)
+		}
+		if wantErr != nil {
+			if !errors.Is(wantErr, store.ErrCompacted) {
+				t.Fatalf("watch from %d: %v", after, wantErr)
+			}
+			compactedSeen = true
+			continue
+		}
+		if got != want {
+			t.Fatalf("watch from %d after groups:\n%s\nafter separate entries:\n%s", after, got, want)
+		}
+	}
+	if !compactedSeen {
+		t.Error("no watch started before the retained history: trimming untested")
+	}
+	sep.Close()
+	grp.Close()
+	if s, g := historyRecords(t, filepath.Join(dir, "sep.db")), historyRecords(t, filepath.Join(dir, "grp.db")); g >= s || s > 61 {
+		t.Errorf("%d history records for groups, %d for separate entries: want fewer, and at most 61", g, s)
 	}
 }

@@ -176,11 +176,15 @@ func checkSnapshot(path string) (index uint64, err error) {
 	defer db.Close()
 	err = db.View(func(tx *bolt.Tx) error {
 		meta := tx.Bucket(bucketMeta)
-		if meta == nil || !hasBuckets(tx) {
+		if meta == nil {
 			return errors.New("not a kcd state file")
 		}
-		if v := getUint(meta, metaVersion); v != formatVersion && v != formatV2 {
+		v := getUint(meta, metaVersion)
+		if v != formatVersion && v != formatV3 && v != formatV2 {
 			return fmt.Errorf("state format version %d, want %d", v, formatVersion)
+		}
+		if !hasBuckets(tx, v) {
+			return errors.New("not a kcd state file")
 		}
 		index = getUint(meta, metaApplied)
 		return nil

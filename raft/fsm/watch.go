@@ -280,21 +280,40 @@ func (f *FSM) history(prefix string, from, to int64) (evs []store.Event, next in
 		}
 		c := tx.Bucket(bucketHistory).Cursor()
 		size, revs := 0, 0
-		for k, v := c.Seek(revKey(from)); next <= to; k, v = c.Next() {
-			if k == nil || len(k) != 8 || int64(binary.BigEndian.Uint64(k)) != next {
+		full := false
+		// The record holding from is the first whose last revision is
+		// not before it; the ones after follow it without a gap.
+		for k, v := c.Seek(revKey(from)); next <= to && !full; k, v = c.Next() {
+			if k == nil || len(k) != 8 {
 				return fmt.Errorf("history of revision %d is missing", next)
 			}
-			before := len(evs)
-			if evs, err = decodeEvents(evs, v, next, prefix); err != nil {
-				return fmt.Errorf("history of revision %d: %w", next, err)
+			last := int64(binary.BigEndian.Uint64(k))
+			first, err := firstRevision(v, last)
+			if err != nil {
+				return fmt.Errorf("history record of revision %d: %w", last, err)
 			}
-			for _, ev := range evs[before:] {
-				size += eventSize(ev)
+			if first > next {
+				return fmt.Errorf("history of revision %d is missing", next)
 			}
-			next++
-			revs++
-			if revs >= replayRevs || len(evs) >= replayEvents || size >= replayBytes {
-				break
+			err = eachRevision(v, last, next, func(rev int64, rec []byte) (bool, error) {
+				if rev > to {
+					return false, nil
+				}
+				before := len(evs)
+				var err error
+				if evs, err = decodeEvents(evs, rec, rev, prefix); err != nil {
+					return false, fmt.Errorf("history of revision %d: %w", rev, err)
+				}
+				for _, ev := range evs[before:] {
+					size += eventSize(ev)
+				}
+				next = rev + 1
+				revs++
+				full = revs >= replayRevs || len(evs) >= replayEvents || size >= replayBytes
+				return !full, nil
+			})
+			if err != nil {
+				return fmt.Errorf("history record of revision %d: %w", last, err)
 			}
 		}
 		return nil
