@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	bolt "go.etcd.io/bbolt"
@@ -454,15 +455,16 @@ func (a *applier) compactTo(rev int64) {
 	a.compacted = max(a.compacted, rev)
 }
 
-// encodeEvents is a history record: uvarint count, then per event a type
-// byte, the key, the uvarint create revision, and for a put the value (key
-// and value as uvarint length and bytes). The mod revision is the record's.
-func encodeEvents(evs []store.Event) []byte {
+// appendEvents appends to b the encoding of one revision's events: uvarint
+// count, then per event a type byte, the key, the uvarint create revision,
+// and for a put the value (key and value as uvarint length and bytes). The
+// mod revision is the revision's own, which the history record gives.
+func appendEvents(b []byte, evs []store.Event) []byte {
 	n := binary.MaxVarintLen64
 	for _, ev := range evs {
 		n += 1 + 3*binary.MaxVarintLen64 + len(ev.KV.Key) + len(ev.KV.Value)
 	}
-	b := make([]byte, 0, n)
+	b = slices.Grow(b, n)
 	b = binary.AppendUvarint(b, uint64(len(evs)))
 	for _, ev := range evs {
 		b = append(b, byte(ev.Type))

@@ -247,7 +247,7 @@ func TestOpenConvertsFormat3(t *testing.T) {
 			}
 			if r > 100 {
 				ev := store.Event{Type: store.EventPut, KV: store.KV{Key: key, Value: val, CreateRevision: create, ModRevision: r}}
-				if err := b["history"].Put(u(uint64(r)), encodeEvents([]store.Event{ev})); err != nil {
+				if err := b["history"].Put(u(uint64(r)), appendEvents(nil, []store.Event{ev})); err != nil {
 					return err
 				}
 			}

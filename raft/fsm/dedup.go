@@ -1,6 +1,7 @@
 package fsm
 
 import (
+	"cmp"
 	"encoding/binary"
 	"fmt"
 	"slices"
@@ -191,15 +192,7 @@ func upgradeDedupV3(tx *bolt.Tx, meta *bolt.Bucket) error {
 	if err != nil {
 		return err
 	}
-	slices.SortFunc(all, func(a, b Result) int {
-		switch {
-		case a.Index < b.Index:
-			return -1
-		case a.Index > b.Index:
-			return 1
-		}
-		return 0
-	})
+	slices.SortFunc(all, func(a, b Result) int { return cmp.Compare(a.Index, b.Index) })
 	if err := tx.DeleteBucket(bucketIDsV3); err != nil {
 		return err
 	}

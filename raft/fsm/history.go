@@ -11,7 +11,7 @@ import (
 
 // The history bucket holds a record per Raft entry that made revisions:
 // keyed by the last of them (revKey), it holds them all, in order, each as
-// its events (encodeEvents). One record per entry rather than per revision
+// its events (appendEvents). One record per entry rather than per revision
 // saves a group of many commands a bbolt write and a deletion per command;
 // the entries are the same on every member, and so are the records.
 //
@@ -69,14 +69,15 @@ func (r *recordIndex) drop() { r.head++ }
 
 // historyRecord gathers the revisions of one entry for its record.
 type historyRecord struct {
-	revs int
-	buf  []byte // each revision's events, length first
+	revs    int
+	buf     []byte // each revision's events, length first
+	scratch []byte // one revision's events
 }
 
 func (h *historyRecord) add(evs []store.Event) {
-	enc := encodeEvents(evs)
-	h.buf = binary.AppendUvarint(h.buf, uint64(len(enc)))
-	h.buf = append(h.buf, enc...)
+	h.scratch = appendEvents(h.scratch[:0], evs)
+	h.buf = binary.AppendUvarint(h.buf, uint64(len(h.scratch)))
+	h.buf = append(h.buf, h.scratch...)
 	h.revs++
 }
 
@@ -122,17 +123,6 @@ func eachRevision(rec []byte, last, from int64, fn func(rev int64, events []byte
 		return fmt.Errorf("%d trailing bytes", len(rec)-d.off)
 	}
 	return nil
-}
-
-// firstRevision is the first revision of the history record rec keyed by
-// last.
-func firstRevision(rec []byte, last int64) (int64, error) {
-	d := decoder{buf: rec}
-	n, err := d.count(2)
-	if err != nil {
-		return 0, err
-	}
-	return last - int64(n) + 1, nil
 }
 
 // upgradeHistoryV3 converts a format 3 history, a record per revision

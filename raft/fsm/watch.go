@@ -288,14 +288,10 @@ func (f *FSM) history(prefix string, from, to int64) (evs []store.Event, next in
 				return fmt.Errorf("history of revision %d is missing", next)
 			}
 			last := int64(binary.BigEndian.Uint64(k))
-			first, err := firstRevision(v, last)
-			if err != nil {
-				return fmt.Errorf("history record of revision %d: %w", last, err)
-			}
-			if first > next {
-				return fmt.Errorf("history of revision %d is missing", next)
-			}
-			err = eachRevision(v, last, next, func(rev int64, rec []byte) (bool, error) {
+			err := eachRevision(v, last, next, func(rev int64, rec []byte) (bool, error) {
+				if rev != next { // a record starting after it: a gap
+					return false, fmt.Errorf("history of revision %d is missing", next)
+				}
 				if rev > to {
 					return false, nil
 				}
