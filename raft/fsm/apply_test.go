@@ -188,20 +188,8 @@ func TestOpenConvertsFormat2(t *testing.T) {
 	}
 	db.Close()
 
-	f, err := Open(path, Options{})
-	if err != nil {
-		t.Fatalf("Open of a format 2 file: %v", err)
-	}
+	f := openConverted(t, path, 2, "id-order")
 	defer f.Close()
-	_ = f.view(func(tx *bolt.Tx) error {
-		if v := getUint(tx.Bucket(bucketMeta), metaVersion); v != formatVersion {
-			t.Errorf("format version %d after Open, want %d", v, formatVersion)
-		}
-		if tx.Bucket([]byte("id-order")) != nil {
-			t.Error("id-order bucket kept")
-		}
-		return nil
-	})
 	b, _ := EncodeCommand(Command{ID: 7, Kind: KindPut, Key: "k", Value: []byte("again")})
 	res, err := f.Apply([]Entry{{Index: 2, Term: 1, Data: b}})
 	if err != nil || len(res) != 1 || res[0].Index != 1 {
@@ -267,20 +255,8 @@ func TestOpenConvertsFormat3(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	f, err := Open(path, Options{})
-	if err != nil {
-		t.Fatalf("Open of a format 3 file: %v", err)
-	}
+	f := openConverted(t, path, 3, "ids")
 	defer f.Close()
-	_ = f.view(func(tx *bolt.Tx) error {
-		if v := getUint(tx.Bucket(bucketMeta), metaVersion); v != formatVersion {
-			t.Errorf("format version %d after Open, want %d", v, formatVersion)
-		}
-		if tx.Bucket([]byte("ids")) != nil {
-			t.Error("ids bucket kept")
-		}
-		return nil
-	})
 	if f.dedup.len() != revs {
 		t.Fatalf("%d ids after the conversion, want %d", f.dedup.len(), revs)
 	}
@@ -329,4 +305,24 @@ func TestOpenConvertsFormat3(t *testing.T) {
 	if evs, _, err := g.history("", 101, revs); err != nil || len(evs) != revs-100 {
 		t.Errorf("history after restoring a format 3 snapshot: %d events, %v", len(evs), err)
 	}
+}
+
+// openConverted opens the file at path, of an older format, and checks
+// that it is now of the current one, the old bucket gone.
+func openConverted(t *testing.T, path string, format int, gone string) *FSM {
+	t.Helper()
+	f, err := Open(path, Options{})
+	if err != nil {
+		t.Fatalf("Open of a format %d file: %v", format, err)
+	}
+	_ = f.view(func(tx *bolt.Tx) error {
+		if v := getUint(tx.Bucket(bucketMeta), metaVersion); v != formatVersion {
+			t.Errorf("format version %d after Open, want %d", v, formatVersion)
+		}
+		if tx.Bucket([]byte(gone)) != nil {
+			t.Errorf("%s bucket kept", gone)
+		}
+		return nil
+	})
+	return f
 }

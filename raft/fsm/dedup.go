@@ -21,7 +21,7 @@ import (
 // chunks of dedupChunk by sequence, chunk n holding n*dedupChunk onwards,
 // and the meta bucket the sequence of the oldest live one (metaDedupHead):
 // a command costs the bucket no write of its own, only a share of its
-// chunk's, which Apply writes once per call (see flush).
+// chunk's, which Apply writes once per call (see writeTail).
 type dedupIndex struct {
 	results map[uint64]Result
 	order   []uint64 // ids in log order; order[head:] are live
@@ -106,8 +106,7 @@ func (d *dedupIndex) add(r Result) {
 	if d.tail == nil {
 		d.tail = make([]byte, 0, dedupChunk*dedupRecord)
 	}
-	d.tail = binary.BigEndian.AppendUint64(d.tail, r.ID)
-	d.tail = appendDedup(d.tail, r)
+	d.tail = appendDedupRecord(d.tail, r)
 	d.dirty = true
 }
 
@@ -154,6 +153,13 @@ func (d *dedupIndex) forget(b *bolt.Bucket) error {
 	return nil
 }
 
+// appendDedupRecord appends r as a record of a chunk: its id, then its
+// result.
+func appendDedupRecord(dst []byte, r Result) []byte {
+	return appendDedup(binary.BigEndian.AppendUint64(dst, r.ID), r)
+}
+
+// appendDedup appends r's result: index, revision, flags.
 func appendDedup(dst []byte, r Result) []byte {
 	dst = binary.BigEndian.AppendUint64(dst, r.Index)
 	dst = binary.BigEndian.AppendUint64(dst, uint64(r.Rev))
@@ -203,8 +209,7 @@ func upgradeDedupV3(tx *bolt.Tx, meta *bolt.Bucket) error {
 	for n := 0; n*dedupChunk < len(all); n++ {
 		var v []byte
 		for _, r := range all[n*dedupChunk : min(len(all), (n+1)*dedupChunk)] {
-			v = binary.BigEndian.AppendUint64(v, r.ID)
-			v = appendDedup(v, r)
+			v = appendDedupRecord(v, r)
 		}
 		if err := b.Put(chunkKey(uint64(n)), v); err != nil {
 			return err
