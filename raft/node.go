@@ -127,13 +127,19 @@ func Start(cfg Config) (*Node, error) {
 		return nil, err
 	}
 	if n.logs, err = logstore.Open(filepath.Join(cfg.Dir, "wal"), logstore.Options{Logger: n.log}); err != nil {
+		if errors.Is(err, logstore.ErrCorrupt) {
+			return nil, fmt.Errorf("raft: open log: %w; %s", err, n.recovery())
+		}
 		return nil, fmt.Errorf("raft: open log: %w", err)
 	}
 	if n.sm, err = n.openStateMachine(); err != nil {
+		if errors.Is(err, fsm.ErrDamaged) {
+			return nil, fmt.Errorf("raft: open state machine: %w; %s", err, n.recovery())
+		}
 		return nil, fmt.Errorf("raft: open state machine: %w", err)
 	}
-	if n.logs.IsEmpty() && n.sm.AppliedIndex() > 0 {
-		return nil, fmt.Errorf("raft: %s holds applied state (index %d) but no log: the data dir is damaged or mixed up", cfg.Dir, n.sm.AppliedIndex())
+	if err := n.checkLogCovers(); err != nil {
+		return nil, err
 	}
 	if n.peers, err = loadMembership(cfg.Dir); err != nil {
 		return nil, err
@@ -273,6 +279,39 @@ func (n *Node) openStateMachine() (*fsm.FSM, error) {
 	}
 	n.log.Info("state machine rebuilt from the snapshot; the log replays the rest", "snapshot_index", snap.GetMetadata().GetIndex())
 	return sm, nil
+}
+
+// checkLogCovers refuses a data dir whose log ends before what the state
+// machine has applied or the hard state says is committed: the log lost
+// entries this node had acknowledged (a lost disk cache, a restored or
+// copied file). Such a node must not run: it could vote twice in a term,
+// and a leader elected with it would skip its own new entries up to the
+// applied index, so that replicas diverge and acknowledged writes are lost.
+func (n *Node) checkLogCovers() error {
+	last, err := n.logs.LastIndex()
+	if err != nil {
+		return fmt.Errorf("raft: last index: %w", err)
+	}
+	hs, _, err := n.logs.InitialState()
+	if err != nil {
+		return fmt.Errorf("raft: initial state: %w", err)
+	}
+	applied := n.sm.AppliedIndex()
+	switch {
+	case applied > last && n.logs.IsEmpty():
+		return fmt.Errorf("raft: %s holds applied state (index %d) but no log: the data dir is damaged or mixed up; %s", n.cfg.Dir, applied, n.recovery())
+	case applied > last:
+		return fmt.Errorf("raft: the state machine in %s has applied index %d but the log ends at %d: the log lost entries this node had acknowledged; %s", n.cfg.Dir, applied, last, n.recovery())
+	case hs.GetCommit() > last:
+		return fmt.Errorf("raft: the hard state in %s says index %d is committed but the log ends at %d: the log lost entries this node had acknowledged; %s", n.cfg.Dir, hs.GetCommit(), last, n.recovery())
+	}
+	return nil
+}
+
+// recovery says how to bring back a node whose data dir cannot be trusted.
+func (n *Node) recovery() string {
+	return fmt.Sprintf("this node must not rejoin with this data dir: remove it from the cluster (kcctl cluster remove %d, on a healthy member), "+
+		"wipe its data dir, and start it again with a new --node-id and --join", n.cfg.ID)
 }
 
 // checkIdentity makes sure the data dir belongs to this node and cluster,
