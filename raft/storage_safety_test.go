@@ -1,6 +1,7 @@
 package raft_test
 
 import (
+	"bytes"
 	"context"
 	"encoding/binary"
 	"fmt"
@@ -10,6 +11,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	bolt "go.etcd.io/bbolt"
 
 	"github.com/kcd-project/kcd/raft"
 	"github.com/kcd-project/kcd/raft/rafttest"
@@ -117,4 +120,96 @@ func walUsed(t *testing.T, path string) int64 {
 		}
 		off += 9 + int64(n)
 	}
+}
+
+// A damaged page in a member's state file stops its start with an error
+// that names the file and the recovery, not a panic of bbolt's.
+func TestStartRefusesDamagedStateFile(t *testing.T) {
+	c := rafttest.NewCluster(t, 3, nil)
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	defer cancel()
+	const marker = "value-to-damage-0123456789"
+	for i := range 200 {
+		mustPutOnLeader(ctx, t, c, fmt.Sprintf("k%03d", i), fmt.Sprintf("%s-%03d", marker, i))
+	}
+	victim := c.Follower().ID()
+	if err := readBarrier(ctx, c.Node(victim), 5*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Node(victim).Stop(); err != nil {
+		t.Fatal(err)
+	}
+	c.Kill(victim)
+
+	// Zero the page that holds one of the values: a leaf of the key space.
+	cfg := c.Config(victim, false)
+	path := filepath.Join(cfg.Dir, "state.db")
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	page, pageSize := liveLeafWith(t, path, []byte(marker+"-100"))
+	clear(data[page*pageSize : (page+1)*pageSize])
+	if err := os.WriteFile(path, data, 0o600); err != nil {
+		t.Fatal(err)
+	}
+
+	n, err := raft.Start(cfg)
+	if err == nil {
+		n.Halt()
+		t.Fatal("node started on a damaged state file")
+	}
+	for _, want := range []string{"state.db", "damaged", fmt.Sprintf("kcctl cluster remove %d", victim), "--join"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("start error %q does not say %q", err, want)
+		}
+	}
+	mustPutOnLeader(ctx, t, c, "after", "still served")
+}
+
+// liveLeafWith returns a leaf page in use of the bbolt file at path that
+// holds b (copies of it may linger in free pages), and the page size.
+func liveLeafWith(t *testing.T, path string, b []byte) (page, pageSize int) {
+	t.Helper()
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cp := filepath.Join(t.TempDir(), "copy.db") // bbolt writes its free list at Open
+	if err := os.WriteFile(cp, data, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	db, err := bolt.Open(cp, 0o600, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	pageSize = db.Info().PageSize
+	err = db.View(func(tx *bolt.Tx) error {
+		for off := 0; ; {
+			i := bytes.Index(data[off:], b)
+			if i < 0 {
+				return fmt.Errorf("no leaf in use holds %q", b)
+			}
+			off += i
+			id := off / pageSize
+			// The start of the page (or of the run of pages it overflows).
+			for ; id >= 2; id-- {
+				if p, err := tx.Page(id); err != nil {
+					return err
+				} else if p != nil && p.Type != "free" && p.Type != "" {
+					if p.Type == "leaf" && (id+p.OverflowCount+1)*pageSize > off {
+						page = id
+						return nil
+					}
+					break
+				}
+			}
+			off += len(b)
+		}
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return page, pageSize
 }
