@@ -88,6 +88,12 @@ type Node struct {
 	leading bool
 	early   []*pb.Message // sendEarly's scratch
 
+	// The corruption check (corruption.go): reports and alarms, whether
+	// this member is fenced, and the voters as of the applied log.
+	check     checker
+	corrupt   atomic.Bool
+	votersNow atomic.Pointer[[]uint64]
+
 	halted   atomic.Bool // Halt: close the state machine as a crash would
 	stopOnce sync.Once
 	stopc    chan struct{}
@@ -152,6 +158,10 @@ func Start(cfg Config) (*Node, error) {
 		return nil, fmt.Errorf("raft: initial state: %w", err)
 	}
 	n.confState = cs
+	n.setVoters(cs)
+	if err := n.loadAlarm(); err != nil {
+		return nil, err
+	}
 	snap, err := n.logs.Snapshot()
 	if err != nil {
 		return nil, fmt.Errorf("raft: snapshot: %w", err)
@@ -229,6 +239,10 @@ func Start(cfg Config) (*Node, error) {
 	go n.reads.run()
 	go n.runProposer()
 	go n.runApplier()
+	go n.runCorruptionCheck()
+	if n.isCorrupt() {
+		go n.leaveLeadership()
+	}
 	n.log.Info("raft node started", "cluster_id", n.clusterID, "applied", n.applied.Load(), "peer_url", cfg.Self.PeerURL)
 	return n, nil
 }
@@ -395,6 +409,10 @@ func (n *Node) Err() error {
 // Propose replicates cmd and returns its result once this node has applied
 // it. cmd.ID is set by Propose.
 func (n *Node) Propose(ctx context.Context, cmd fsm.Command) (fsm.Result, error) {
+	if n.isCorrupt() {
+		// Its result would come from this member's own, corrupt, state.
+		return fsm.Result{}, n.Corrupt()
+	}
 	cmd.ID = n.nextID()
 	if err := cmd.Validate(); err != nil {
 		return fsm.Result{}, err
@@ -609,6 +627,9 @@ func (n *Node) setApplied(index uint64) {
 // LinearizableRead returns once this node's state machine reflects every
 // write acknowledged before the call: reads made after it are linearizable.
 func (n *Node) LinearizableRead(ctx context.Context) error {
+	if n.isCorrupt() {
+		return n.Corrupt()
+	}
 	return n.reads.read(ctx)
 }
 
@@ -725,6 +746,9 @@ func (n *Node) handleReady(rd etcdraft.Ready) error {
 			return err
 		}
 	}
+	if n.isCorrupt() {
+		later = n.dropOwnVoteRequests(later)
+	}
 	n.tr.Send(later)
 	if inLoop {
 		if err := n.applyEntries(committed); err != nil {
@@ -817,6 +841,16 @@ func (n *Node) applyEntries(ents []*pb.Entry) error {
 	for _, e := range ents {
 		switch e.GetType() {
 		case pb.EntryType_EntryNormal:
+			if isCheckEntry(e.GetData()) {
+				// The state machine takes it as an empty entry; the
+				// check sees the state as of its index.
+				batch = append(batch, fsm.Entry{Index: e.GetIndex(), Term: e.GetTerm()})
+				if err := flush(); err != nil {
+					return err
+				}
+				n.applyCheckEntry(e)
+				continue
+			}
 			batch = append(batch, fsm.Entry{Index: e.GetIndex(), Term: e.GetTerm(), Data: e.GetData()})
 			n.logBytes.Add(uint64(len(e.GetData())))
 		case pb.EntryType_EntryConfChange, pb.EntryType_EntryConfChangeV2:

@@ -4,17 +4,20 @@ import (
 	"bytes"
 	"context"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	bolt "go.etcd.io/bbolt"
 
 	"github.com/kcd-project/kcd/raft"
+	"github.com/kcd-project/kcd/raft/fsm"
 	"github.com/kcd-project/kcd/raft/rafttest"
 )
 
@@ -212,4 +215,156 @@ func liveLeafWith(t *testing.T, path string, b []byte) (page, pageSize int) {
 		t.Fatal(err)
 	}
 	return page, pageSize
+}
+
+// Flipped bytes in a value of one member's state file (bbolt keeps no
+// checksum of values, so the member would serve them as data): the
+// periodic corruption check finds that its state's hash differs from the
+// majority's, raises an alarm on every member, and the corrupt member stops
+// serving — no reads, no writes, no leadership, no campaign — while the
+// others serve on, electing a leader with its vote if they must.
+func TestCorruptMemberIsFencedAndOthersServe(t *testing.T) {
+	c := rafttest.NewCluster(t, 3, func(cfg *raft.Config) {
+		cfg.CorruptionCheckInterval = 200 * time.Millisecond
+	})
+	ctx, cancel := context.WithTimeout(t.Context(), 60*time.Second)
+	defer cancel()
+	const marker = "value-to-flip-0123456789"
+	victim := c.Follower().ID()
+	flipValueOf(ctx, t, c, victim, marker)
+	bad := c.Start(victim, false)
+
+	waitFor(t, 15*time.Second, "the corrupt member's alarm", func() bool { return bad.Corrupt() != nil })
+	if !errors.Is(bad.Corrupt(), raft.ErrCorrupt) {
+		t.Fatalf("Corrupt: %v", bad.Corrupt())
+	}
+	var healthy []*raft.Node
+	for _, n := range c.Nodes() {
+		if n.ID() != victim {
+			healthy = append(healthy, n)
+		}
+	}
+	for _, n := range healthy {
+		if err := n.Corrupt(); err != nil {
+			t.Fatalf("healthy node %d has an alarm: %v", n.ID(), err)
+		}
+		waitFor(t, 10*time.Second, "the alarm on a healthy member", func() bool {
+			return slices.ContainsFunc(n.Alarms(), func(a raft.Alarm) bool { return a.Member == victim })
+		})
+	}
+
+	// The corrupt member serves nothing.
+	if _, _, err := bad.FSM().Get("k100"); !errors.Is(err, raft.ErrCorrupt) {
+		t.Errorf("corrupt member's Get: %v, want ErrCorrupt", err)
+	}
+	if err := bad.LinearizableRead(ctx); !errors.Is(err, raft.ErrCorrupt) {
+		t.Errorf("corrupt member's LinearizableRead: %v, want ErrCorrupt", err)
+	}
+	if _, err := putKV(ctx, bad, "via-bad", "x"); !errors.Is(err, raft.ErrCorrupt) {
+		t.Errorf("corrupt member's Propose: %v, want ErrCorrupt", err)
+	}
+	if err := c.Leader(5*time.Second).TransferLeadership(ctx, victim); err == nil {
+		t.Error("leadership was transferred to the corrupt member")
+	}
+
+	// The others serve on, and lose their leader: the survivor is elected
+	// with the corrupt member's vote, which never campaigns.
+	mustPutOnLeader(ctx, t, c, "after-alarm", "ok", victim)
+	lead := c.Leader(5 * time.Second)
+	if lead.ID() == victim {
+		t.Fatal("the corrupt member leads")
+	}
+	c.Kill(lead.ID())
+	var survivor *raft.Node
+	for _, n := range healthy {
+		if n.ID() != lead.ID() {
+			survivor = n
+		}
+	}
+	waitFor(t, 15*time.Second, "the survivor to lead", func() bool {
+		if bad.IsLeader() {
+			t.Fatal("the corrupt member became leader")
+		}
+		return survivor.IsLeader()
+	})
+	if _, err := putKV(ctx, survivor, "after-failover", "ok"); err != nil {
+		t.Fatalf("write after failover: %v", err)
+	}
+	if got := mustGet(t, survivor, "k100"); got != marker+"-100" {
+		t.Fatalf("survivor k100=%q", got)
+	}
+}
+
+// flipValueOf writes keys k000… with values marker-000…, stops member id
+// and flips a bit of one of its values in its state file (the copy in the
+// key space: the watch history is compacted away first).
+func flipValueOf(ctx context.Context, t *testing.T, c *rafttest.Cluster, id uint64, marker string) {
+	t.Helper()
+	for i := range 150 {
+		mustPutOnLeader(ctx, t, c, fmt.Sprintf("k%03d", i), fmt.Sprintf("%s-%03d", marker, i))
+	}
+	if err := c.OnLeader(ctx, func(n *raft.Node) error {
+		rev, err := n.FSM().Revision()
+		if err == nil {
+			_, err = n.Propose(ctx, fsm.Command{Kind: fsm.KindCompact, Rev: rev})
+		}
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if err := readBarrier(ctx, c.Node(id), 5*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Node(id).Stop(); err != nil {
+		t.Fatal(err)
+	}
+	c.Kill(id)
+
+	path := filepath.Join(c.Config(id, false).Dir, "state.db")
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	target := []byte(marker + "-100")
+	page, pageSize := liveLeafWith(t, path, target)
+	at := bytes.Index(data[page*pageSize:(page+1)*pageSize], target)
+	data[page*pageSize+at+len(target)-1] ^= 0x01 // "…-100" becomes "…-101"
+	if err := os.WriteFile(path, data, 0o600); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// A corrupt member that leads when the alarm is raised hands leadership
+// to a healthy member.
+func TestCorruptLeaderStepsDown(t *testing.T) {
+	// Only the restarted member checks, so that no check runs before it
+	// leads.
+	var every atomic.Int64
+	every.Store(int64(time.Hour))
+	c := rafttest.NewCluster(t, 3, func(cfg *raft.Config) {
+		cfg.CorruptionCheckInterval = time.Duration(every.Load())
+	})
+	ctx, cancel := context.WithTimeout(t.Context(), 60*time.Second)
+	defer cancel()
+	victim := c.Follower().ID()
+	flipValueOf(ctx, t, c, victim, "leader-value-0123456789")
+	every.Store(int64(200 * time.Millisecond))
+	bad := c.Start(victim, false)
+	for !bad.IsLeader() && bad.Corrupt() == nil {
+		tctx, tcancel := context.WithTimeout(ctx, 2*time.Second)
+		err := c.Leader(5*time.Second).TransferLeadership(tctx, victim)
+		tcancel()
+		if ctx.Err() != nil {
+			t.Fatalf("transfer to %d: %v", victim, err)
+		}
+	}
+	if !bad.IsLeader() {
+		t.Fatal("the corrupt member was fenced before it led")
+	}
+	waitFor(t, 15*time.Second, "the corrupt member's alarm", func() bool { return bad.Corrupt() != nil })
+	waitFor(t, 15*time.Second, "another member to lead", func() bool {
+		l := currentLeader(c)
+		return l != nil && l.ID() != victim && !bad.IsLeader()
+	})
+	mustPutOnLeader(ctx, t, c, "after-alarm", "ok", victim)
 }

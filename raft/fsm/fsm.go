@@ -167,6 +167,11 @@ type FSM struct {
 
 	applied atomic.Uint64
 
+	// epoch moves when the file is replaced or closed, aborting the
+	// HashViews of the old one; fence is Fence's error.
+	epoch atomic.Uint64
+	fence atomic.Pointer[error]
+
 	// wmu guards the watcher set and the revision watchers are told about:
 	// Watch registers under it, and Apply publishes each commit under it,
 	// which is what makes replay and live events meet with no gap.
@@ -425,6 +430,7 @@ func (f *FSM) Close() error {
 	f.stopWatchersLocked(store.ErrClosed)
 	f.wmu.Unlock()
 
+	f.epoch.Add(1)
 	f.dbMu.Lock()
 	defer f.dbMu.Unlock()
 	f.txMu.Lock()
@@ -460,6 +466,7 @@ func (f *FSM) Abandon() {
 	f.closed = true
 	f.stopWatchersLocked(store.ErrClosed)
 	f.wmu.Unlock()
+	f.epoch.Add(1)
 	f.dbMu.Lock()
 	defer f.dbMu.Unlock()
 	f.txMu.Lock()
@@ -473,6 +480,9 @@ func (f *FSM) Abandon() {
 // there is one (fn must only read), else in a read transaction.
 func (f *FSM) view(fn func(*bolt.Tx) error) (err error) {
 	defer recoverDamage(f.path, &err)
+	if err := f.fenced(); err != nil {
+		return err
+	}
 	f.dbMu.RLock()
 	defer f.dbMu.RUnlock()
 	if f.db == nil {
