@@ -267,6 +267,16 @@ func TestCorruptMemberIsFencedAndOthersServe(t *testing.T) {
 		t.Error("leadership was transferred to the corrupt member")
 	}
 
+	// The alarm outlives a restart of the corrupt member.
+	c.Kill(victim)
+	bad = c.Start(victim, false)
+	if !errors.Is(bad.Corrupt(), raft.ErrCorrupt) {
+		t.Fatalf("after a restart the corrupt member has no alarm: %v", bad.Corrupt())
+	}
+	if _, _, err := bad.FSM().Get("k100"); !errors.Is(err, raft.ErrCorrupt) {
+		t.Errorf("restarted corrupt member's Get: %v, want ErrCorrupt", err)
+	}
+
 	// The others serve on, and lose their leader: the survivor is elected
 	// with the corrupt member's vote, which never campaigns.
 	mustPutOnLeader(ctx, t, c, "after-alarm", "ok", victim)
