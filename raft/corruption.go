@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	pb "go.etcd.io/raft/v3/raftpb"
@@ -121,6 +122,8 @@ type checker struct {
 	rounds map[uint64]map[uint64]hashReport // check index → member → report
 	alarms map[uint64]Alarm                 // member → alarm (0: no majority)
 	self   *Alarm                           // this member's own alarm
+	// hashing is set while this member hashes its state.
+	hashing atomic.Bool
 }
 
 // alarmFile remembers this member's own alarm in its data dir.
@@ -231,8 +234,15 @@ func (n *Node) applyCheckEntry(e *pb.Entry) {
 		if n.sm.AppliedIndex() != e.GetIndex() {
 			return
 		}
+		// One hash at a time: a state so large that hashing it outlasts
+		// the interval skips checks rather than pile them up.
+		if !n.check.hashing.CompareAndSwap(false, true) {
+			n.log.Warn("corruption check skipped: the previous hash is still running", "index", e.GetIndex())
+			return
+		}
 		v, err := n.sm.ViewForHash()
 		if err != nil {
+			n.check.hashing.Store(false)
 			n.log.Warn("corruption check: cannot read the state", "index", e.GetIndex(), "err", err)
 			return
 		}
@@ -259,6 +269,7 @@ func (n *Node) hashAndReport(v *fsm.HashView) {
 	start := time.Now()
 	h, err := v.Sum(ctx)
 	v.Close()
+	n.check.hashing.Store(false)
 	if err != nil {
 		n.log.Debug("corruption check: hash aborted", "index", v.Index(), "err", err)
 		return
@@ -340,24 +351,22 @@ func (n *Node) addReport(r hashReport) {
 }
 
 // judge returns the alarms a check's reports raise: against every member
-// whose hash differs from one a majority of voters reported, or, when
-// hashes differ without such a majority, one with Member 0.
+// whose hash differs from one a majority of voters reported, or, once every
+// voter reported and they disagree without such a majority, one with
+// Member 0.
 func judge(round map[uint64]hashReport, voters *[]uint64) []Alarm {
 	counts := map[uint32]int{}
-	nvoters := 0
+	nvoters, reported := 0, 0
+	var any hashReport
 	if voters != nil {
 		nvoters = len(*voters)
 		for _, id := range *voters {
 			if r, ok := round[id]; ok {
 				counts[r.hash]++
+				reported++
+				any = r
 			}
 		}
-	}
-	var any hashReport
-	distinct := map[uint32]bool{}
-	for _, r := range round {
-		any = r
-		distinct[r.hash] = true
 	}
 	for h, c := range counts {
 		if c > nvoters/2 {
@@ -370,7 +379,7 @@ func judge(round map[uint64]hashReport, voters *[]uint64) []Alarm {
 			return out
 		}
 	}
-	if len(distinct) > 1 && len(round) >= nvoters {
+	if len(counts) > 1 && reported == nvoters {
 		return []Alarm{{Index: any.index, Revision: any.rev}}
 	}
 	return nil
