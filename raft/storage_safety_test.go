@@ -232,9 +232,11 @@ func TestCorruptMemberIsFencedAndOthersServe(t *testing.T) {
 	const marker = "value-to-flip-0123456789"
 	victim := c.Follower().ID()
 	flipValueOf(ctx, t, c, victim, marker)
+	started := time.Now()
 	bad := c.Start(victim, false)
 
 	waitFor(t, 15*time.Second, "the corrupt member's alarm", func() bool { return bad.Corrupt() != nil })
+	t.Logf("alarm raised %v after the restart (check interval 200ms)", time.Since(started).Round(time.Millisecond))
 	if !errors.Is(bad.Corrupt(), raft.ErrCorrupt) {
 		t.Fatalf("Corrupt: %v", bad.Corrupt())
 	}
