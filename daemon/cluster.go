@@ -42,6 +42,9 @@ func (c raftCluster) Info(context.Context) (restapi.ClusterInfo, error) {
 		}
 		info.Members = append(info.Members, mi)
 	}
+	for _, a := range c.n.Alarms() {
+		info.Alarms = append(info.Alarms, restapi.CorruptionAlarm{Member: a.Member, Index: a.Index, Revision: a.Revision, Message: a.String()})
+	}
 	return info, nil
 }
 
@@ -188,6 +191,8 @@ func (n *Node) startRaft(ctx context.Context) error {
 		SnapshotEntries: cfg.SnapshotEntries,
 		SnapshotCatchUp: max(cfg.SnapshotEntries/2, 1),
 		Logger:          n.log,
+
+		CorruptionCheckInterval: cfg.CorruptionCheckInterval,
 	}
 	if cfg.PeerTLS() {
 		if rc.ServerTLS, rc.ClientTLS, err = peerTLS(cfg.PeerTLSCert, cfg.PeerTLSKey, cfg.PeerTLSCA); err != nil {

@@ -376,6 +376,14 @@ func (n *Node) Ready() bool {
 	return ok
 }
 
+// Alarm implements restapi.Alarmed: this member's corruption alarm.
+func (n *Node) Alarm() error {
+	if n.raft == nil {
+		return nil
+	}
+	return n.raft.Corrupt()
+}
+
 // discoverKafkaCluster asks the brokers for the cluster id until one answers,
 // backing off between tries.
 func (n *Node) discoverKafkaCluster(ctx context.Context) {

@@ -104,10 +104,17 @@ func (n *Node) TransferLeadership(ctx context.Context, to uint64) error {
 	if to == st.ID {
 		return nil
 	}
+	alarmed := map[uint64]bool{}
+	for _, a := range n.Alarms() {
+		alarmed[a.Member] = true
+	}
+	if alarmed[to] && to != 0 {
+		return fmt.Errorf("raft: member %d has a corruption alarm and must not lead", to)
+	}
 	if to == 0 {
 		var best uint64
 		for id := range st.Config.Voters.IDs() {
-			if id != st.ID && (to == 0 || st.Progress[id].Match > best) {
+			if id != st.ID && !alarmed[id] && (to == 0 || st.Progress[id].Match > best) {
 				to, best = id, st.Progress[id].Match
 			}
 		}

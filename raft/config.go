@@ -56,6 +56,10 @@ type Config struct {
 	// a crash of the machine the state is rebuilt from those.
 	SyncApply bool
 
+	// CorruptionCheckInterval is how often the leader has the members
+	// compare hashes of their states (see corruption.go); 0: never.
+	CorruptionCheckInterval time.Duration
+
 	// ClientTLS and ServerTLS secure peer traffic (nil: cleartext HTTP/2).
 	ClientTLS *tls.Config
 	ServerTLS *tls.Config

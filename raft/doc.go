@@ -11,4 +11,10 @@
 //
 // Reads that must be linearizable go through ReadIndex, batched so that many
 // concurrent readers share one round of heartbeats.
+//
+// A node refuses to start on a data dir it cannot trust: a log that ends
+// before the applied index or the commit, a damaged log or state file. The
+// members compare hashes of their states at the same log index
+// periodically (corruption.go); a member that differs from the majority
+// stops serving.
 package raft

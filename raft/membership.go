@@ -202,6 +202,7 @@ func (n *Node) applyConfChange(e *pb.Entry) error {
 		n.log.Warn("conf change without a readable member", "index", e.GetIndex(), "err", err)
 	}
 	n.confState = n.rn.ApplyConfChange(cc)
+	n.setVoters(n.confState)
 	for _, ch := range cc.AsV2().GetChanges() {
 		id := ch.GetNodeId()
 		switch ch.GetType() {
@@ -284,6 +285,7 @@ func (n *Node) restoreSnapshot(snap *pb.Snapshot) error {
 		}
 	}
 	n.confState = snap.GetMetadata().GetConfState()
+	n.setVoters(n.confState)
 	n.snapIndex = snap.GetMetadata().GetIndex()
 	n.snapBytes, _ = uint64(len(snap.GetData())), n.logBytes.Swap(0)
 	n.setApplied(n.snapIndex)

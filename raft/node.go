@@ -88,6 +88,12 @@ type Node struct {
 	leading bool
 	early   []*pb.Message // sendEarly's scratch
 
+	// The corruption check (corruption.go): reports and alarms, whether
+	// this member is fenced, and the voters as of the applied log.
+	check     checker
+	corrupt   atomic.Bool
+	votersNow atomic.Pointer[[]uint64]
+
 	halted   atomic.Bool // Halt: close the state machine as a crash would
 	stopOnce sync.Once
 	stopc    chan struct{}
@@ -127,13 +133,19 @@ func Start(cfg Config) (*Node, error) {
 		return nil, err
 	}
 	if n.logs, err = logstore.Open(filepath.Join(cfg.Dir, "wal"), logstore.Options{Logger: n.log}); err != nil {
+		if errors.Is(err, logstore.ErrCorrupt) {
+			return nil, fmt.Errorf("raft: open log: %w; %s", err, n.recovery())
+		}
 		return nil, fmt.Errorf("raft: open log: %w", err)
 	}
 	if n.sm, err = n.openStateMachine(); err != nil {
+		if errors.Is(err, fsm.ErrDamaged) {
+			return nil, fmt.Errorf("raft: open state machine: %w; %s", err, n.recovery())
+		}
 		return nil, fmt.Errorf("raft: open state machine: %w", err)
 	}
-	if n.logs.IsEmpty() && n.sm.AppliedIndex() > 0 {
-		return nil, fmt.Errorf("raft: %s holds applied state (index %d) but no log: the data dir is damaged or mixed up", cfg.Dir, n.sm.AppliedIndex())
+	if err := n.checkLogCovers(); err != nil {
+		return nil, err
 	}
 	if n.peers, err = loadMembership(cfg.Dir); err != nil {
 		return nil, err
@@ -146,6 +158,10 @@ func Start(cfg Config) (*Node, error) {
 		return nil, fmt.Errorf("raft: initial state: %w", err)
 	}
 	n.confState = cs
+	n.setVoters(cs)
+	if err := n.loadAlarm(); err != nil {
+		return nil, err
+	}
 	snap, err := n.logs.Snapshot()
 	if err != nil {
 		return nil, fmt.Errorf("raft: snapshot: %w", err)
@@ -223,6 +239,10 @@ func Start(cfg Config) (*Node, error) {
 	go n.reads.run()
 	go n.runProposer()
 	go n.runApplier()
+	go n.runCorruptionCheck()
+	if n.isCorrupt() {
+		go n.leaveLeadership()
+	}
 	n.log.Info("raft node started", "cluster_id", n.clusterID, "applied", n.applied.Load(), "peer_url", cfg.Self.PeerURL)
 	return n, nil
 }
@@ -273,6 +293,39 @@ func (n *Node) openStateMachine() (*fsm.FSM, error) {
 	}
 	n.log.Info("state machine rebuilt from the snapshot; the log replays the rest", "snapshot_index", snap.GetMetadata().GetIndex())
 	return sm, nil
+}
+
+// checkLogCovers refuses a data dir whose log ends before what the state
+// machine has applied or the hard state says is committed: the log lost
+// entries this node had acknowledged (a lost disk cache, a restored or
+// copied file). Such a node must not run: it could vote twice in a term,
+// and a leader elected with it would skip its own new entries up to the
+// applied index, so that replicas diverge and acknowledged writes are lost.
+func (n *Node) checkLogCovers() error {
+	last, err := n.logs.LastIndex()
+	if err != nil {
+		return fmt.Errorf("raft: last index: %w", err)
+	}
+	hs, _, err := n.logs.InitialState()
+	if err != nil {
+		return fmt.Errorf("raft: initial state: %w", err)
+	}
+	applied := n.sm.AppliedIndex()
+	switch {
+	case applied > last && n.logs.IsEmpty():
+		return fmt.Errorf("raft: %s holds applied state (index %d) but no log: the data dir is damaged or mixed up; %s", n.cfg.Dir, applied, n.recovery())
+	case applied > last:
+		return fmt.Errorf("raft: the state machine in %s has applied index %d but the log ends at %d: the log lost entries this node had acknowledged; %s", n.cfg.Dir, applied, last, n.recovery())
+	case hs.GetCommit() > last:
+		return fmt.Errorf("raft: the hard state in %s says index %d is committed but the log ends at %d: the log lost entries this node had acknowledged; %s", n.cfg.Dir, hs.GetCommit(), last, n.recovery())
+	}
+	return nil
+}
+
+// recovery says how to bring back a node whose data dir cannot be trusted.
+func (n *Node) recovery() string {
+	return fmt.Sprintf("this node must not rejoin with this data dir: remove it from the cluster (kcctl cluster remove %d, on a healthy member), "+
+		"wipe its data dir, and start it again with a new --node-id and --join", n.cfg.ID)
 }
 
 // checkIdentity makes sure the data dir belongs to this node and cluster,
@@ -356,6 +409,10 @@ func (n *Node) Err() error {
 // Propose replicates cmd and returns its result once this node has applied
 // it. cmd.ID is set by Propose.
 func (n *Node) Propose(ctx context.Context, cmd fsm.Command) (fsm.Result, error) {
+	if n.isCorrupt() {
+		// Its result would come from this member's own, corrupt, state.
+		return fsm.Result{}, n.Corrupt()
+	}
 	cmd.ID = n.nextID()
 	if err := cmd.Validate(); err != nil {
 		return fsm.Result{}, err
@@ -570,6 +627,9 @@ func (n *Node) setApplied(index uint64) {
 // LinearizableRead returns once this node's state machine reflects every
 // write acknowledged before the call: reads made after it are linearizable.
 func (n *Node) LinearizableRead(ctx context.Context) error {
+	if n.isCorrupt() {
+		return n.Corrupt()
+	}
 	return n.reads.read(ctx)
 }
 
@@ -686,6 +746,9 @@ func (n *Node) handleReady(rd etcdraft.Ready) error {
 			return err
 		}
 	}
+	if n.isCorrupt() {
+		later = n.dropOwnVoteRequests(later)
+	}
 	n.tr.Send(later)
 	if inLoop {
 		if err := n.applyEntries(committed); err != nil {
@@ -778,6 +841,16 @@ func (n *Node) applyEntries(ents []*pb.Entry) error {
 	for _, e := range ents {
 		switch e.GetType() {
 		case pb.EntryType_EntryNormal:
+			if isCheckEntry(e.GetData()) {
+				// The state machine takes it as an empty entry; the
+				// check sees the state as of its index.
+				batch = append(batch, fsm.Entry{Index: e.GetIndex(), Term: e.GetTerm()})
+				if err := flush(); err != nil {
+					return err
+				}
+				n.applyCheckEntry(e)
+				continue
+			}
 			batch = append(batch, fsm.Entry{Index: e.GetIndex(), Term: e.GetTerm(), Data: e.GetData()})
 			n.logBytes.Add(uint64(len(e.GetData())))
 		case pb.EntryType_EntryConfChange, pb.EntryType_EntryConfChangeV2:

@@ -42,11 +42,24 @@ func newClusterStatusCmd(g *globals) *cobra.Command {
 				fmt.Fprintf(cmd.OutOrStdout(), "cluster %s, leader %s, term %d, commit index %d\n\n",
 					info.ClusterID, idOrNone(info.Leader), info.Term, info.CommitIndex)
 			}
-			return printer.Print(cmd.OutOrStdout(), output, clusterPrintable(info))
+			if err := printer.Print(cmd.OutOrStdout(), output, clusterPrintable(info)); err != nil {
+				return err
+			}
+			if output == "table" || output == "wide" {
+				printAlarms(cmd, info.Alarms)
+			}
+			return nil
 		},
 	}
 	addOutputFlag(cmd, &output)
 	return cmd
+}
+
+// printAlarms prints the corruption alarms under the members' table.
+func printAlarms(cmd *cobra.Command, alarms []restapi.CorruptionAlarm) {
+	for _, a := range alarms {
+		fmt.Fprintf(cmd.OutOrStdout(), "\nCORRUPTION ALARM: %s (see docs/cluster.md)\n", a.Message)
+	}
 }
 
 func idOrNone(id uint64) string {

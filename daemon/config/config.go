@@ -58,6 +58,9 @@ type Config struct {
 	// ElectionTimeout is how long followers wait for a leader before
 	// electing a new one (randomised up to twice that).
 	ElectionTimeout time.Duration `yaml:"raft-election-timeout"`
+	// CorruptionCheckInterval is how often the Raft members compare hashes
+	// of their states (0: never).
+	CorruptionCheckInterval time.Duration `yaml:"corruption-check-interval"`
 	// OffsetFlushInterval is how often tasks commit their offsets, as
 	// Kafka Connect's offset.flush.interval.ms.
 	OffsetFlushInterval time.Duration `yaml:"offset-flush-interval"`
@@ -125,6 +128,8 @@ func Default() Config {
 		FenceMargin:         500 * time.Millisecond,
 		LeaderWeightFactor:  0.5,
 		MemoryLimit:         DefaultMemoryLimit,
+		// raft/corruption.go
+		CorruptionCheckInterval: 5 * time.Minute,
 		// The worker's defaults (worker.Default; a test keeps them equal).
 		WorkerInFlightBytes:   32 << 20,
 		WorkerInFlightRecords: 100_000,
@@ -195,6 +200,9 @@ func (c *Config) Validate() error {
 		}
 		if c.ElectionTimeout < 100*time.Millisecond {
 			errs = append(errs, fmt.Errorf("raft-election-timeout %v is below 100ms", c.ElectionTimeout))
+		}
+		if c.CorruptionCheckInterval != 0 && c.CorruptionCheckInterval < 100*time.Millisecond {
+			errs = append(errs, fmt.Errorf("corruption-check-interval %v is below 100ms (0 turns the check off)", c.CorruptionCheckInterval))
 		}
 	} else if len(c.Seeds) == 0 {
 		errs = append(errs, errors.New("a worker-only node needs seeds: REST URLs of cluster members"))
@@ -355,6 +363,12 @@ func fields() []field {
 		{"raft-election-timeout", "How long followers wait for a leader before electing one",
 			func(c *Config, v string) (err error) { c.ElectionTimeout, err = time.ParseDuration(v); return err },
 			func(c *Config) string { return c.ElectionTimeout.String() }},
+		{"corruption-check-interval", "How often the Raft members compare hashes of their states (0: never)",
+			func(c *Config, v string) (err error) {
+				c.CorruptionCheckInterval, err = time.ParseDuration(v)
+				return err
+			},
+			func(c *Config) string { return c.CorruptionCheckInterval.String() }},
 		{"offset-flush-interval", "How often tasks commit their offsets (Kafka Connect's offset.flush.interval.ms)",
 			func(c *Config, v string) (err error) { c.OffsetFlushInterval, err = time.ParseDuration(v); return err },
 			func(c *Config) string { return c.OffsetFlushInterval.String() }},

@@ -19,6 +19,18 @@ type ClusterInfo struct {
 	Term        uint64       `json:"term"`
 	CommitIndex uint64       `json:"commit_index"`
 	Members     []MemberInfo `json:"members"`
+	// Alarms are the corruption alarms this node knows of (omitted: none).
+	Alarms []CorruptionAlarm `json:"alarms,omitempty"`
+}
+
+// CorruptionAlarm is a member whose state differs from the majority's, as
+// the Raft members' periodic hash comparison found (member 0: the states
+// differ and no majority says which is right).
+type CorruptionAlarm struct {
+	Member   uint64 `json:"member"`
+	Index    uint64 `json:"index"`
+	Revision int64  `json:"revision"`
+	Message  string `json:"message"`
 }
 
 // MemberInfo is one member in ClusterInfo.

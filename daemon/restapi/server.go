@@ -233,7 +233,18 @@ func (a *api) serverInfo(*http.Request) (int, any, *Error) {
 	return http.StatusOK, ServerInfo{Version: ConnectAPIVersion, Commit: version.Commit, KafkaClusterID: id}, nil
 }
 
+// Alarmed is implemented by a node that can find its own state corrupt.
+type Alarmed interface {
+	// Alarm returns why the node must not serve, or nil.
+	Alarm() error
+}
+
 func (a *api) health(*http.Request) (int, any, *Error) {
+	if al, ok := a.node.(Alarmed); ok {
+		if err := al.Alarm(); err != nil {
+			return http.StatusServiceUnavailable, WorkerStatus{Status: "unhealthy", Message: err.Error()}, nil
+		}
+	}
 	if !a.node.Ready() {
 		return http.StatusServiceUnavailable, WorkerStatus{Status: "starting", Message: startingMessage}, nil
 	}

@@ -2,6 +2,7 @@ package restapi
 
 import (
 	"encoding/json"
+	"errors"
 	"io"
 	"log/slog"
 	"net/http"
@@ -91,5 +92,26 @@ func TestVersion(t *testing.T) {
 	status, body := get(t, h, "GET", "/kcd/v1/version")
 	if status != 200 || body["version"] == "" || body["connect_api_version"] != ConnectAPIVersion {
 		t.Errorf("%d %v", status, body)
+	}
+}
+
+type alarmedNode struct {
+	fakeNode
+	alarm error
+}
+
+func (n *alarmedNode) Alarm() error { return n.alarm }
+
+// A member whose state was found corrupt is unhealthy, ready or not.
+func TestHealthCorruptionAlarm(t *testing.T) {
+	node := &alarmedNode{fakeNode: fakeNode{ready: true, clusterID: "x"}}
+	h := NewHandler(node, Options{})
+	if status, body := get(t, h, "GET", "/health"); status != 200 {
+		t.Fatalf("no alarm: %d %v", status, body)
+	}
+	node.alarm = errors.New("this member's state differs from the majority's")
+	status, body := get(t, h, "GET", "/health")
+	if status != 503 || body["status"] != "unhealthy" || body["message"] != node.alarm.Error() {
+		t.Errorf("with an alarm: %d %v", status, body)
 	}
 }

@@ -111,7 +111,13 @@ func (f *FSM) Apply(entries []Entry) ([]Result, error) {
 // it opens and commits when due. An error rolls back everything the open
 // transaction held (the node must stop: the file no longer follows the
 // applied index, and a restart replays the log from what it does hold).
-func (f *FSM) applyTx(fn func(*bolt.Tx) error, entries []Entry) error {
+func (f *FSM) applyTx(apply func(*bolt.Tx) error, entries []Entry) error {
+	// A panic of bbolt's on a damaged page ends the transaction as an
+	// error would (db.Update rolls its own back).
+	fn := func(tx *bolt.Tx) (err error) {
+		defer recoverDamage(f.path, &err)
+		return apply(tx)
+	}
 	if f.opts.CommitInterval == 0 {
 		// Reads go on in their own transactions meanwhile: txMu is not
 		// held across the commit and its fsync.

@@ -74,6 +74,16 @@
 // All integers in keys and record headers are big-endian, so that bbolt's
 // byte order is numeric order.
 //
+// # Damage
+//
+// bbolt keeps no checksum of pages or values and panics on a damaged page.
+// Open therefore walks every page in use, bounds checked, before bbolt
+// opens the file, and fails with an error wrapping ErrDamaged; panics of
+// bbolt on later reads, applies and commits are recovered into the same
+// error. A changed value is found by comparing members: HashView hashes
+// the key space as of an applied index, and Fence makes a state that
+// differs from the majority's refuse reads.
+//
 // Local wraps one FSM as a single-process store.Store, with no Raft; it is
 // what the tests run the store conformance suite against and the model for
 // the Raft backend.

@@ -167,6 +167,11 @@ type FSM struct {
 
 	applied atomic.Uint64
 
+	// epoch moves when the file is replaced or closed, aborting the
+	// HashViews of the old one; fence is Fence's error.
+	epoch atomic.Uint64
+	fence atomic.Pointer[error]
+
 	// wmu guards the watcher set and the revision watchers are told about:
 	// Watch registers under it, and Apply publishes each commit under it,
 	// which is what makes replay and live events meet with no gap.
@@ -265,8 +270,12 @@ func (f *FSM) openDB() (*bolt.DB, error) {
 	return db, nil
 }
 
-func openDB(path string) (*bolt.DB, error) {
-	db, err := bolt.Open(path, 0o600, &bolt.Options{
+func openDB(path string) (db *bolt.DB, err error) {
+	if err := checkFile(path); err != nil {
+		return nil, err
+	}
+	defer recoverDamage(path, &err)
+	db, err = bolt.Open(path, 0o600, &bolt.Options{
 		// Fail instead of waiting forever when another process holds it.
 		Timeout: 5 * time.Second,
 		// As etcd runs bbolt: the hashmap free list (the array one degrades
@@ -386,7 +395,8 @@ func upgradeV3(tx *bolt.Tx, meta *bolt.Bucket) error {
 }
 
 // load reads the cached values from db's meta bucket and the ids.
-func (f *FSM) load(db *bolt.DB) error {
+func (f *FSM) load(db *bolt.DB) (err error) {
+	defer recoverDamage(f.path, &err)
 	return db.View(func(tx *bolt.Tx) error {
 		meta := tx.Bucket(bucketMeta)
 		d, err := loadDedup(tx)
@@ -420,6 +430,7 @@ func (f *FSM) Close() error {
 	f.stopWatchersLocked(store.ErrClosed)
 	f.wmu.Unlock()
 
+	f.epoch.Add(1)
 	f.dbMu.Lock()
 	defer f.dbMu.Unlock()
 	f.txMu.Lock()
@@ -455,6 +466,7 @@ func (f *FSM) Abandon() {
 	f.closed = true
 	f.stopWatchersLocked(store.ErrClosed)
 	f.wmu.Unlock()
+	f.epoch.Add(1)
 	f.dbMu.Lock()
 	defer f.dbMu.Unlock()
 	f.txMu.Lock()
@@ -466,7 +478,11 @@ func (f *FSM) Abandon() {
 
 // view runs fn on the current state: in the open write transaction when
 // there is one (fn must only read), else in a read transaction.
-func (f *FSM) view(fn func(*bolt.Tx) error) error {
+func (f *FSM) view(fn func(*bolt.Tx) error) (err error) {
+	defer recoverDamage(f.path, &err)
+	if err := f.fenced(); err != nil {
+		return err
+	}
 	f.dbMu.RLock()
 	defer f.dbMu.RUnlock()
 	if f.db == nil {
@@ -486,14 +502,15 @@ func (f *FSM) view(fn func(*bolt.Tx) error) error {
 // viewCommitted commits the open write transaction and runs fn in a read
 // transaction, which Apply does not wait for: for long reads (snapshots)
 // and for what needs the file itself.
-func (f *FSM) viewCommitted(fn func(*bolt.Tx) error) error {
+func (f *FSM) viewCommitted(fn func(*bolt.Tx) error) (err error) {
+	defer recoverDamage(f.path, &err)
 	f.dbMu.RLock()
 	defer f.dbMu.RUnlock()
 	if f.db == nil {
 		return store.ErrClosed
 	}
 	f.txMu.Lock()
-	err := f.commitLocked()
+	err = f.commitLocked()
 	f.txMu.Unlock()
 	if err != nil {
 		return err
@@ -515,11 +532,26 @@ func (f *FSM) commitLocked() error {
 	}
 	tx := f.wtx
 	f.wtx, f.wtxEntries, f.wtxBytes = nil, 0, 0
-	if err := tx.Commit(); err != nil {
+	if err := f.commitTx(tx); err != nil {
 		f.commitErr = fmt.Errorf("fsm: commit: %w", err)
 		return f.commitErr
 	}
 	return nil
+}
+
+// commitTx commits tx, which on a damaged page may panic in bbolt: the
+// transaction is then rolled back and the error names the file.
+func (f *FSM) commitTx(tx *bolt.Tx) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			func() {
+				defer func() { _ = recover() }()
+				_ = tx.Rollback()
+			}()
+			err = damaged(f.path, "bbolt failed writing it: %v", r)
+		}
+	}()
+	return tx.Commit()
 }
 
 // commitDue is the timer of an open transaction.

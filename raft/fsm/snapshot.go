@@ -113,6 +113,7 @@ func (f *FSM) Restore(r io.Reader) error {
 	}
 	f.stopWatchersLocked(fmt.Errorf("%w: state replaced by a snapshot", store.ErrCompacted))
 
+	f.epoch.Add(1)
 	f.dbMu.Lock()
 	defer f.dbMu.Unlock()
 	// The open transaction holds nothing the snapshot lacks (its index is
@@ -169,6 +170,10 @@ func writeFileSync(path string, r io.Reader) error {
 // checkSnapshot opens a received snapshot and returns its applied index,
 // refusing anything that is not a state file of this format.
 func checkSnapshot(path string) (index uint64, err error) {
+	if err := checkFile(path); err != nil {
+		return 0, fmt.Errorf("snapshot: %w", err)
+	}
+	defer recoverDamage(path, &err)
 	db, err := bolt.Open(path, 0o600, &bolt.Options{ReadOnly: true, Timeout: 5 * time.Second})
 	if err != nil {
 		return 0, fmt.Errorf("snapshot: %w", err)

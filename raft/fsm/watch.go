@@ -63,6 +63,10 @@ func (f *FSM) Watch(ctx context.Context, prefix string, afterRev int64) (store.W
 		f.wmu.Unlock()
 		return nil, store.ErrClosed
 	}
+	if err := f.fenced(); err != nil { // under wmu: Fence stops those registered before
+		f.wmu.Unlock()
+		return nil, err
+	}
 	// Revisions up to cur are committed and in history; every later one
 	// will be offered to w by publish, since publish runs under wmu too.
 	cur := f.rev

@@ -39,6 +39,10 @@ func (s *Store) check(ctx context.Context) error {
 	if s.life.Err() != nil {
 		return store.ErrClosed
 	}
+	if err := s.n.Corrupt(); err != nil {
+		// This replica serves nothing more: another member must.
+		return fmt.Errorf("%w: %w", store.ErrClosed, err)
+	}
 	return ctx.Err()
 }
 
