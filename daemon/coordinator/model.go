@@ -174,4 +174,13 @@ type HeartbeatReply struct {
 	Epoch            Epoch  `json:"epoch"`
 	Leader           uint64 `json:"leader"`
 	SessionTimeoutMS int64  `json:"session_timeout_ms"`
+	// Assigned: the worker's session is counted in the stored
+	// assignment. A session the coordinator has just (re)started is not,
+	// until a rebalance that includes it is written; the worker runs
+	// nothing until then.
+	Assigned bool `json:"assigned"`
+	// Revision is a store revision at or after every assignment change
+	// made so far; a worker whose session lapsed runs nothing until it has
+	// followed the assignment up to it.
+	Revision int64 `json:"revision"`
 }
