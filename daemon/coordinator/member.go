@@ -469,15 +469,16 @@ func (m *Member) load(ctx context.Context) (int64, error) {
 		m.decode(kv, owners, revokes)
 	}
 	m.mu.Lock()
-	// A read from before what the member followed already (a lagging
-	// replica) would take it back in time: keep the newer.
-	if rev >= m.seenRev || !m.synced {
-		m.owners, m.revokes, m.seenRev, m.synced = owners, revokes, rev, true
-		if rev >= m.confirmRev {
-			m.reload = false
-		}
-	} else {
-		rev = m.seenRev
+	if m.synced && rev < m.seenRev {
+		// A read from before what the watch delivered (a lagging
+		// replica) would take the member back in time.
+		seen := m.seenRev
+		m.mu.Unlock()
+		return 0, fmt.Errorf("read the assignment: read at revision %d, older than revision %d already seen", rev, seen)
+	}
+	m.owners, m.revokes, m.seenRev, m.synced = owners, revokes, rev, true
+	if rev >= m.confirmRev {
+		m.reload = false
 	}
 	m.mu.Unlock()
 	m.signal()
