@@ -62,6 +62,10 @@ type Coordinator struct {
 
 	mu   sync.Mutex
 	lead *leadState // nil while not leading
+
+	// hold, set by tests only, is called by a rebalance that changes
+	// something, after it read what it plans from and before it writes.
+	hold func()
 }
 
 // session is a worker's session with this coordinator.
@@ -748,6 +752,9 @@ func (c *Coordinator) rebalance(ctx context.Context, st *leadState) error {
 		}
 	}
 
+	if c.hold != nil {
+		c.hold()
+	}
 	// Everything under the epoch this coordinator wrote: a coordinator
 	// that was replaced cannot change the assignment any more.
 	rev := st.epochRev

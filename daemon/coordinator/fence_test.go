@@ -9,6 +9,7 @@ import (
 	"net/http/httptest"
 	"runtime"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -158,11 +159,26 @@ func (m *Member) ownsUnit(u Unit) bool {
 	return m.Task(u.Connector, u.Task)
 }
 
-// A worker frozen for longer than its session (SIGSTOP), whose units
-// moved meanwhile, must not own any of the moved units at any moment after
-// it resumes, even when its heartbeats are answered before its watch of
-// the assignment delivers the moves.
-func TestFrozenWorkerNeverOwnsMovedUnitsAfterResume(t *testing.T) {
+// fenceRig is a coordinator on a one-node Raft cluster and two members
+// that heartbeat it over HTTP, with 6 units split 3/3 between them. w1
+// can be frozen (fz), w2 never gives back a unit revoked from it, and its
+// capacity is 4: when w1's session expires, one of w1's units moves to w2
+// and two stay with w1.
+type fenceRig struct {
+	st     store.Store
+	coord  *Coordinator
+	w1, w2 *Member
+	fz     *freezer
+	// gate, once armed, stops the next rebalance that writes before it
+	// does: entered receives, and it goes on when release is closed.
+	armed   atomic.Bool
+	entered chan struct{}
+	release chan struct{}
+	// releaseGate closes release once.
+	releaseGate func()
+}
+
+func newFenceRig(t *testing.T) *fenceRig {
 	const (
 		sessionTimeout = time.Second
 		interval       = 100 * time.Millisecond
@@ -172,16 +188,25 @@ func TestFrozenWorkerNeverOwnsMovedUnitsAfterResume(t *testing.T) {
 	st := raftstore.New(node)
 	t.Cleanup(func() { st.Close() })
 	ctx, cancel := context.WithCancel(t.Context())
+	r := &fenceRig{st: st, fz: newFreezer(), entered: make(chan struct{}, 1), release: make(chan struct{})}
 
 	coord, err := New(Config{Store: st, Raft: node, SessionTimeout: sessionTimeout, FenceMargin: 200 * time.Millisecond,
 		Logger: rafttest.Logger()})
 	if err != nil {
 		t.Fatal(err)
 	}
+	coord.hold = func() {
+		if r.armed.CompareAndSwap(true, false) {
+			r.entered <- struct{}{}
+			<-r.release
+		}
+	}
+	r.coord = coord
 	var wg sync.WaitGroup
-	fz := newFreezer()
+	var releaseOnce sync.Once
 	t.Cleanup(func() {
-		fz.release("heartbeat", "watchdog", "watch")
+		r.fz.release("heartbeat", "watchdog", "watch")
+		releaseOnce.Do(func() { close(r.release) })
 		cancel()
 		wg.Wait()
 	})
@@ -197,7 +222,6 @@ func TestFrozenWorkerNeverOwnsMovedUnitsAfterResume(t *testing.T) {
 	if _, err := cs.SetTasks(ctx, "gen", make([]map[string]string, 5), nil); err != nil {
 		t.Fatal(err)
 	}
-
 	member := func(id string, capacity int) *Member {
 		m, err := NewMember(MemberConfig{
 			Worker:         WorkerInfo{ID: id, Weight: 1, Capacity: capacity},
@@ -214,40 +238,44 @@ func TestFrozenWorkerNeverOwnsMovedUnitsAfterResume(t *testing.T) {
 	// w1 reports nothing running, so what is revoked from it moves at
 	// once; w2 reports everything it owns as running, so nothing revoked
 	// from it ever moves back (a unit moved to w2 stays there).
-	w1 := member("w1", 0)
-	w1.hold = fz.hold
-	w2 := member("w2", 4)
-	w2.SetRunning(w2.Owned)
+	r.w1 = member("w1", 0)
+	r.w1.hold = r.fz.hold
+	r.w2 = member("w2", 4)
+	r.w2.SetRunning(r.w2.Owned)
 	wg.Add(1)
-	go func() { defer wg.Done(); w1.Run(ctx) }()
+	go func() { defer wg.Done(); r.w1.Run(ctx) }()
 	waitFor(t, 10*time.Second, "w1 to own all 6 units", func() bool {
 		owners, _ := storedOwners(t, st)
-		return len(ownedBy(owners, "w1")) == 6 && w1.Alive()
+		return len(ownedBy(owners, "w1")) == 6 && r.w1.Alive()
 	})
 	wg.Add(1)
-	go func() { defer wg.Done(); w2.Run(ctx) }()
+	go func() { defer wg.Done(); r.w2.Run(ctx) }()
 	waitFor(t, 10*time.Second, "3 units on each worker", func() bool {
 		owners, revokes := storedOwners(t, st)
-		return len(ownedBy(owners, "w1")) == 3 && len(ownedBy(owners, "w2")) == 3 && len(revokes) == 0 && w2.Alive()
+		return len(ownedBy(owners, "w1")) == 3 && len(ownedBy(owners, "w2")) == 3 && len(revokes) == 0 && r.w2.Alive()
 	})
+	r.releaseGate = func() { releaseOnce.Do(func() { close(r.release) }) }
+	return r
+}
 
-	// Freeze w1, and make sure its watch is parked before anything moves
-	// (a harmless key under the watched prefix wakes it).
-	fz.freeze("heartbeat", "watchdog", "watch")
-	if _, err := st.Put(ctx, AssignPrefix+"nudge", []byte("{}")); err != nil {
+// freeze freezes w1's loops and waits until they are parked (a harmless
+// key under the watched prefix wakes its watch).
+func (r *fenceRig) freeze(t *testing.T, loops ...string) {
+	t.Helper()
+	r.fz.freeze(loops...)
+	if _, err := r.st.Put(t.Context(), AssignPrefix+"nudge", []byte("{}")); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, 10*time.Second, "w1's loops to park", func() bool { return fz.allParked("heartbeat", "watchdog", "watch") })
-	before, _ := storedOwners(t, st)
-	mine := ownedBy(before, "w1")
+	waitFor(t, 10*time.Second, fmt.Sprintf("w1's loops %v to park", loops), func() bool { return r.fz.allParked(loops...) })
+}
 
-	// The coordinator expires w1's session and gives w2 what fits (its
-	// capacity is 4): one unit moves, two stay with w1.
-	var moved, kept []Unit
+// split waits until one of units has moved to w2 and two stayed with w1.
+func (r *fenceRig) split(t *testing.T, units []Unit) (moved, kept []Unit) {
+	t.Helper()
 	waitFor(t, 10*time.Second, "a unit of w1 to move to w2", func() bool {
-		owners, _ := storedOwners(t, st)
+		owners, _ := storedOwners(t, r.st)
 		moved, kept = nil, nil
-		for _, u := range mine {
+		for _, u := range units {
 			switch owners[u] {
 			case "w2":
 				moved = append(moved, u)
@@ -257,8 +285,83 @@ func TestFrozenWorkerNeverOwnsMovedUnitsAfterResume(t *testing.T) {
 		}
 		return len(moved) == 1 && len(kept) == 2
 	})
+	return moved, kept
+}
+
+// answeredSince waits until a heartbeat of w1 sent after since is answered.
+func (r *fenceRig) answeredSince(t *testing.T, since time.Time, what string) {
+	t.Helper()
+	waitFor(t, 10*time.Second, what, func() bool {
+		r.w1.mu.Lock()
+		defer r.w1.mu.Unlock()
+		return r.w1.lastAck.After(since)
+	})
+}
+
+// poller checks from now on, as fast as it can, that w1 never owns any of
+// units.
+type poller struct {
+	stop       atomic.Bool
+	done       chan struct{}
+	violations atomic.Int64
+	first      atomic.Value
+}
+
+func pollNeverOwns(m *Member, units []Unit) *poller {
+	p := &poller{done: make(chan struct{})}
+	start := time.Now()
+	go func() {
+		defer close(p.done)
+		for !p.stop.Load() {
+			for _, u := range units {
+				if m.ownsUnit(u) && p.violations.Add(1) == 1 {
+					p.first.Store(fmt.Sprintf("%s, %v after polling began", u, time.Since(start)))
+				}
+			}
+			runtime.Gosched()
+		}
+	}()
+	return p
+}
+
+func (p *poller) check(t *testing.T, what string) {
+	t.Helper()
+	p.stop.Store(true)
+	<-p.done
+	if n := p.violations.Load(); n > 0 {
+		t.Fatalf("%s: w1 owned a unit that had moved to w2, %d times; first: %v", what, n, p.first.Load())
+	}
+}
+
+// caughtUp waits until w1 runs what stayed its own and sees what moved.
+func (r *fenceRig) caughtUp(t *testing.T, moved, kept []Unit) {
+	t.Helper()
+	waitFor(t, 10*time.Second, "w1 to catch up and own what it kept", func() bool {
+		for _, u := range moved {
+			if r.w1.hasOwner(u, "w1") {
+				return false
+			}
+		}
+		for _, u := range kept {
+			if !r.w1.ownsUnit(u) {
+				return false
+			}
+		}
+		return r.w1.Alive()
+	})
+}
+
+// A worker frozen for longer than its session (SIGSTOP), whose units
+// moved meanwhile, must not own any of the moved units at any moment after
+// it resumes, even when its heartbeats are answered before its watch of
+// the assignment delivers the moves.
+func TestFrozenWorkerNeverOwnsMovedUnitsAfterResume(t *testing.T) {
+	r := newFenceRig(t)
+	r.freeze(t, "heartbeat", "watchdog", "watch")
+	before, _ := storedOwners(t, r.st)
+	moved, kept := r.split(t, ownedBy(before, "w1"))
 	for _, u := range moved {
-		if !w1.hasOwner(u, "w1") {
+		if !r.w1.hasOwner(u, "w1") {
 			t.Fatalf("w1's frozen watch saw %s move: the test does not test what it should", u)
 		}
 	}
@@ -266,74 +369,80 @@ func TestFrozenWorkerNeverOwnsMovedUnitsAfterResume(t *testing.T) {
 	// Resume: the heartbeat loop first, the watch later (SIGCONT resumes
 	// every goroutine; nothing orders them). From that moment on, w1 must
 	// never own a moved unit.
-	var stop atomic.Bool
-	var violations atomic.Int64
-	var firstViolation atomic.Value
-	pollDone := make(chan struct{})
 	resumed := time.Now()
-	fz.release("heartbeat", "watchdog")
-	go func() {
-		defer close(pollDone)
-		for !stop.Load() {
-			for _, u := range moved {
-				if w1.ownsUnit(u) {
-					if violations.Add(1) == 1 {
-						firstViolation.Store(fmt.Sprintf("%s after %v", u, time.Since(resumed)))
-					}
-				}
-			}
-			runtime.Gosched()
-		}
-	}()
-
+	r.fz.release("heartbeat", "watchdog")
+	p := pollNeverOwns(r.w1, moved)
 	// w1's heartbeats are answered, and the coordinator counts w1 again:
 	// it asks w2 to give a unit back (which w2 never does).
-	waitFor(t, 10*time.Second, "a heartbeat of w1 answered after it resumed", func() bool {
-		w1.mu.Lock()
-		defer w1.mu.Unlock()
-		return w1.lastAck.After(resumed)
-	})
+	r.answeredSince(t, resumed, "a heartbeat of w1 answered after it resumed")
 	waitFor(t, 10*time.Second, "a revoke from w2 to w1", func() bool {
-		_, revokes := storedOwners(t, st)
-		for _, r := range revokes {
-			if r.From == "w2" && r.To == "w1" {
+		_, revokes := storedOwners(t, r.st)
+		for _, rv := range revokes {
+			if rv.From == "w2" && rv.To == "w1" {
 				return true
 			}
 		}
 		return false
 	})
-	rebalanced := time.Now()
-	waitFor(t, 10*time.Second, "a heartbeat of w1 answered after that rebalance", func() bool {
-		w1.mu.Lock()
-		defer w1.mu.Unlock()
-		return w1.lastAck.After(rebalanced)
-	})
+	r.answeredSince(t, time.Now(), "a heartbeat of w1 answered after that rebalance")
 	for _, u := range moved {
-		if w1.ownsUnit(u) {
+		if r.w1.ownsUnit(u) {
 			t.Errorf("w1 owns %s, moved to w2 while it was frozen, with its watch still frozen", u)
 		}
 	}
+	r.w1.mu.Lock()
+	lastAck := r.w1.lastAck.String()
+	r.w1.mu.Unlock()
+	if !strings.Contains(lastAck, "m=+") {
+		t.Errorf("the lease is not measured on the monotonic clock: lastAck %s", lastAck)
+	}
 
 	// Now the watch resumes; w1 catches up, and runs what stayed its own.
-	fz.release("watch")
-	waitFor(t, 10*time.Second, "w1 to catch up and own what it kept", func() bool {
-		for _, u := range moved {
-			if w1.hasOwner(u, "w1") {
-				return false
-			}
-		}
-		for _, u := range kept {
-			if !w1.ownsUnit(u) {
-				return false
-			}
-		}
-		return w1.Alive()
-	})
-	stop.Store(true)
-	<-pollDone
-	if n := violations.Load(); n > 0 {
-		t.Fatalf("w1 owned a unit moved to w2 after it resumed, %d times; first: %v", n, firstViolation.Load())
+	r.fz.release("watch")
+	r.caughtUp(t, moved, kept)
+	p.check(t, "after resume")
+}
+
+// A worker whose expired session comes back while the coordinator is
+// writing the rebalance that moves its units (planned without it) must
+// not be told it holds them: it gets nothing until a rebalance that
+// counts it is written, and so never owns what that first one moved.
+func TestWorkerBackDuringAMovingRebalanceGetsNothingUntilCounted(t *testing.T) {
+	r := newFenceRig(t)
+	r.freeze(t, "heartbeat", "watchdog", "watch")
+	before, _ := storedOwners(t, r.st)
+	mine := ownedBy(before, "w1")
+	r.armed.Store(true)
+	select {
+	case <-r.entered:
+	case <-time.After(10 * time.Second):
+		t.Fatal("no rebalance after w1's session expired")
 	}
+	if owners, _ := storedOwners(t, r.st); len(ownedBy(owners, "w1")) != 3 {
+		t.Fatalf("the rebalance wrote before the gate: owners %v", owners)
+	}
+
+	// w1 resumes while that rebalance waits to write; its heartbeats and
+	// its watch run (three heartbeats answered).
+	r.fz.release("heartbeat", "watchdog", "watch")
+	for i := range 3 {
+		r.answeredSince(t, time.Now(), fmt.Sprintf("heartbeat %d of w1 answered after it resumed", i+1))
+	}
+	// Its watch stops again (the moves would otherwise reach it at once);
+	// the rebalance writes.
+	r.freeze(t, "watch")
+	r.releaseGate()
+	moved, kept := r.split(t, mine)
+	p := pollNeverOwns(r.w1, moved)
+	r.answeredSince(t, time.Now(), "a heartbeat of w1 answered after the move")
+	for _, u := range moved {
+		if r.w1.ownsUnit(u) {
+			t.Errorf("w1 owns %s, which the rebalance moved to w2 after w1 came back", u)
+		}
+	}
+	r.fz.release("watch")
+	r.caughtUp(t, moved, kept)
+	p.check(t, "after the move")
 }
 
 // hasOwner tells whether the member's view of the assignment has u owned
