@@ -117,6 +117,7 @@ func (b *readBatcher) readIndex(ctx context.Context, wait time.Duration) (uint64
 	}()
 	var rctx [8]byte
 	binary.BigEndian.PutUint64(rctx[:], id)
+	lead, term := b.n.Leader(), b.n.Term()
 	if err := b.n.rn.ReadIndex(ctx, rctx[:]); err != nil {
 		if ctx.Err() != nil {
 			return 0, errNoAnswer
@@ -125,15 +126,27 @@ func (b *readBatcher) readIndex(ctx context.Context, wait time.Duration) (uint64
 	}
 	timer := time.NewTimer(wait)
 	defer timer.Stop()
-	select {
-	case index := <-ch:
-		return index, nil
-	case <-timer.C:
-		return 0, errNoAnswer
-	case <-ctx.Done():
-		return 0, errNoAnswer
-	case <-b.n.donec:
-		return 0, ErrStopped
+	// raft drops a request made with no leader or to a leader that lost
+	// its place: once a leader of another term is known, send again at
+	// once rather than after wait (a leadership transfer takes
+	// milliseconds).
+	tick := time.NewTicker(b.n.cfg.TickInterval)
+	defer tick.Stop()
+	for {
+		select {
+		case index := <-ch:
+			return index, nil
+		case <-tick.C:
+			if l := b.n.Leader(); l != 0 && (l != lead || b.n.Term() != term) {
+				return 0, errNoAnswer
+			}
+		case <-timer.C:
+			return 0, errNoAnswer
+		case <-ctx.Done():
+			return 0, errNoAnswer
+		case <-b.n.donec:
+			return 0, ErrStopped
+		}
 	}
 }
 

@@ -57,9 +57,15 @@ type Coordinator struct {
 	log  *slog.Logger
 	cs   *connectstore.Store
 	kick chan struct{}
+	// recheck wakes Run: Heartbeat saw the term move on.
+	recheck chan struct{}
 
 	mu   sync.Mutex
 	lead *leadState // nil while not leading
+
+	// hold, set by tests only, is called by a rebalance that changes
+	// something, after it read what it plans from and before it writes.
+	hold func()
 }
 
 // session is a worker's session with this coordinator.
@@ -70,7 +76,12 @@ type session struct {
 	// over from the previous leader is not, until it does: its units stay
 	// where they are, and it gets no new ones (it may be dead).
 	confirmed bool
-	lastSeen  time.Time
+	// assigned: a rebalance that counted this session has been written
+	// (or needed no write). Until then the worker runs nothing: a
+	// rebalance that started before the session did (it expired, and the
+	// worker came back) may still hand its units to others.
+	assigned bool
+	lastSeen time.Time
 	// The last two heartbeats' seen revisions and running units: a
 	// revoked unit has stopped once absent from both, with both having
 	// seen the revoke.
@@ -129,6 +140,8 @@ func New(cfg Config) (*Coordinator, error) {
 		log:  cfg.Logger.With("subsys", "coordinator"),
 		cs:   connectstore.New(cfg.Store),
 		kick: make(chan struct{}, 1),
+
+		recheck: make(chan struct{}, 1),
 	}, nil
 }
 
@@ -139,46 +152,75 @@ func (c *Coordinator) poke() {
 	}
 }
 
-// Run coordinates whenever this node leads, until ctx ends.
+// Run coordinates whenever this node leads, until ctx ends. It follows
+// the Raft term, not only leadership: a node that lost leadership and won
+// it back between two looks (A→B→A) leads a new term, and the lead loop of
+// the old one must not go on (its heartbeat answers and epochs carry the
+// old term, and Heartbeat refuses every worker under it).
 func (c *Coordinator) Run(ctx context.Context) {
-	t := time.NewTicker(50 * time.Millisecond)
+	t := time.NewTicker(leaderPoll)
 	defer t.Stop()
-	for {
-		if c.cfg.Raft.IsLeader() {
-			lctx, cancel := context.WithCancel(ctx)
-			done := make(chan struct{})
-			go func() {
-				defer close(done)
-				c.leadLoop(lctx)
-			}()
-			for c.cfg.Raft.IsLeader() && ctx.Err() == nil {
-				select {
-				case <-ctx.Done():
-				case <-t.C:
-				}
+	for ctx.Err() == nil {
+		// The term before leadership: if it moves in between, leads
+		// below sees it at once and the loop starts again.
+		term := c.cfg.Raft.Term()
+		if !c.cfg.Raft.IsLeader() {
+			select {
+			case <-ctx.Done():
+			case <-t.C:
+			case <-c.recheck:
 			}
-			cancel()
-			<-done
-			c.mu.Lock()
-			c.lead = nil
-			c.mu.Unlock()
+			continue
+		}
+		lctx, cancel := context.WithCancel(ctx)
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			c.leadLoop(lctx, term)
+		}()
+		for c.leads(term) && ctx.Err() == nil {
+			select {
+			case <-ctx.Done():
+			case <-t.C:
+			case <-c.recheck:
+			}
+		}
+		cancel()
+		<-done
+		c.mu.Lock()
+		c.lead = nil
+		c.mu.Unlock()
+		if ctx.Err() == nil && c.cfg.Raft.IsLeader() {
+			c.log.Info("coordinator restarts: the Raft term changed", "term", term, "now", c.cfg.Raft.Term())
+		} else {
 			c.log.Info("coordinator stopped: no longer the leader")
 		}
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
+	}
+}
+
+// leaderPoll is how often Run looks at leadership and the term.
+const leaderPoll = 20 * time.Millisecond
+
+// leads tells whether this node still leads in term.
+func (c *Coordinator) leads(term uint64) bool {
+	return c.cfg.Raft.IsLeader() && c.cfg.Raft.Term() == term
+}
+
+// wakeRun makes Run look at leadership and the term now.
+func (c *Coordinator) wakeRun() {
+	select {
+	case c.recheck <- struct{}{}:
+	default:
 	}
 }
 
 // leadLoop takes over from the stored assignment and keeps it up to date
 // until ctx ends.
-func (c *Coordinator) leadLoop(ctx context.Context) {
+func (c *Coordinator) leadLoop(ctx context.Context, term uint64) {
 	var st *leadState
 	for st == nil {
 		var err error
-		if st, err = c.takeOver(ctx); err != nil {
+		if st, err = c.takeOver(ctx, term); err != nil {
 			if ctx.Err() != nil {
 				return
 			}
@@ -229,12 +271,11 @@ func (c *Coordinator) leadLoop(ctx context.Context) {
 	}
 }
 
-// takeOver writes a new epoch for this term and starts a session for every
+// takeOver writes a new epoch for term and starts a session for every
 // worker the store knows of, as if it had just heartbeated: a worker cut
 // off from the old leader has stopped its units by the time that session
 // expires.
-func (c *Coordinator) takeOver(ctx context.Context) (*leadState, error) {
-	term := c.cfg.Raft.Term()
+func (c *Coordinator) takeOver(ctx context.Context, term uint64) (*leadState, error) {
 	kv, found, err := c.cfg.Store.Get(ctx, EpochKey)
 	if err != nil {
 		return nil, fmt.Errorf("read the epoch: %w", err)
@@ -264,7 +305,9 @@ func (c *Coordinator) takeOver(ctx context.Context) (*leadState, error) {
 	for _, kv := range kvs {
 		var w WorkerInfo
 		if json.Unmarshal(kv.Value, &w) == nil && w.ID != "" {
-			st.sessions[w.ID] = &session{info: w, stored: true, lastSeen: now}
+			// Assigned: the stored assignment counted it; what its units
+			// are is settled at epochRev.
+			st.sessions[w.ID] = &session{info: w, stored: true, assigned: true, lastSeen: now}
 		}
 	}
 	jkvs, _, err := c.cfg.Store.Scan(ctx, RebalancePrefix, 0)
@@ -379,7 +422,10 @@ func (c *Coordinator) Heartbeat(ctx context.Context, hb Heartbeat) (HeartbeatRep
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	st := c.lead
-	if st == nil || st.term != c.cfg.Raft.Term() {
+	if st == nil || st.term != c.cfg.Raft.Term() || !c.cfg.Raft.IsLeader() {
+		if st != nil {
+			c.wakeRun() // a lead loop of an older term: Run restarts it
+		}
 		return HeartbeatReply{}, ErrNotLeader
 	}
 	s := st.sessions[hb.Worker.ID]
@@ -421,7 +467,11 @@ func (c *Coordinator) Heartbeat(ctx context.Context, hb Heartbeat) (HeartbeatRep
 		st.dirty = true
 		c.poke()
 	}
-	return HeartbeatReply{Epoch: st.epoch, Leader: c.cfg.Raft.ID(), SessionTimeoutMS: c.cfg.SessionTimeout.Milliseconds()}, nil
+	// Every owner and revoke key is written by a coordinator under the
+	// epoch key, so epochRev bounds them all: once the worker has
+	// followed the assignment up to it, it knows what it owns.
+	return HeartbeatReply{Epoch: st.epoch, Leader: c.cfg.Raft.ID(), SessionTimeoutMS: c.cfg.SessionTimeout.Milliseconds(),
+		Assigned: s.assigned, Revision: st.epochRev}, nil
 }
 
 // Leave ends a worker's session at once.
@@ -447,6 +497,7 @@ func (c *Coordinator) Leave(_ context.Context, id string) error {
 type snapshot struct {
 	workers  []assignor.Worker
 	infos    map[string]*session
+	orig     map[string]*session // the sessions infos copies, to tell a session that started since
 	leader   string
 	units    []Unit
 	owners   map[Unit]store.KV
@@ -470,7 +521,7 @@ func (c *Coordinator) read(ctx context.Context, st *leadState) (*snapshot, error
 	if err != nil {
 		return nil, fmt.Errorf("read the worker settings: %w", err)
 	}
-	sn := &snapshot{infos: map[string]*session{}, owners: map[Unit]store.KV{}, owner: map[Unit]Owner{},
+	sn := &snapshot{infos: map[string]*session{}, orig: map[string]*session{}, owners: map[Unit]store.KV{}, owner: map[Unit]Owner{},
 		revokes: map[Unit]store.KV{}, revoke: map[Unit]Revoke{}, settings: map[string]Settings{}, held: map[string]bool{}}
 	for name, n := range counts {
 		sn.units = append(sn.units, Unit{Connector: name, Task: -1})
@@ -506,7 +557,7 @@ func (c *Coordinator) read(ctx context.Context, st *leadState) (*snapshot, error
 	now := time.Now()
 	for id, s := range st.sessions {
 		cp := *s
-		sn.infos[id] = &cp
+		sn.infos[id], sn.orig[id] = &cp, s
 		if !s.confirmed {
 			sn.held[id] = true
 			continue
@@ -672,6 +723,9 @@ func (c *Coordinator) rebalance(ctx context.Context, st *leadState) error {
 	}
 
 	if len(ops) == 0 && len(triggers) == 0 {
+		c.mu.Lock()
+		c.admit(st, sn)
+		c.mu.Unlock()
 		return nil
 	}
 	sort.Slice(moves, func(i, j int) bool { return moves[i].Unit < moves[j].Unit })
@@ -698,6 +752,9 @@ func (c *Coordinator) rebalance(ctx context.Context, st *leadState) error {
 		}
 	}
 
+	if c.hold != nil {
+		c.hold()
+	}
 	// Everything under the epoch this coordinator wrote: a coordinator
 	// that was replaced cannot change the assignment any more.
 	rev := st.epochRev
@@ -721,6 +778,7 @@ func (c *Coordinator) rebalance(ctx context.Context, st *leadState) error {
 	}
 	c.mu.Lock()
 	st.epoch, st.epochRev, st.journal = next, rev, journal
+	c.admit(st, sn)
 	for id := range stored {
 		if s := st.sessions[id]; s != nil && s.info == sn.infos[id].info {
 			s.stored = true
@@ -737,6 +795,17 @@ func (c *Coordinator) rebalance(ctx context.Context, st *leadState) error {
 		}
 	}
 	return nil
+}
+
+// admit marks the sessions a rebalance counted as assigned, once what it
+// planned is in the store: a session that started after its snapshot
+// waits for the next one. c.mu is held.
+func (c *Coordinator) admit(st *leadState, sn *snapshot) {
+	for id, s := range sn.orig {
+		if st.sessions[id] == s {
+			s.assigned = true
+		}
+	}
 }
 
 // Plan returns the moves the assignor would make now, or with worker

@@ -56,17 +56,33 @@ type Member struct {
 	cfg     MemberConfig
 	log     *slog.Logger
 	changed chan struct{}
+	resync  chan struct{} // asks follow to read the whole assignment again
 
 	mu      sync.Mutex
 	owners  map[Unit]ownerEntry
 	revokes map[Unit]string // unit → the worker it is revoked from
 	seenRev int64
 	synced  bool      // the assignment was read at least once
-	lastAck time.Time // when the last answered heartbeat was sent
+	lastAck time.Time // when the last answered heartbeat was sent (monotonic)
 	fenced  bool      // no heartbeat answered for SessionTimeout
-	epoch   Epoch
-	leader  uint64
-	running func() []Unit
+	// confirmed: since the session last lapsed (or the member started),
+	// the coordinator answered that it counts this worker in the stored
+	// assignment, which is settled at confirmRev. Until then, and until
+	// the assignment was read again at confirmRev or later (reload),
+	// nothing runs: the units of a lapsed session may have moved while
+	// this process did not look. (A read, not the watch: the watch may
+	// stop halfway through the batch of a revision.)
+	confirmed  bool
+	confirmRev int64
+	reload     bool
+	epoch      Epoch
+	leader     uint64
+	running    func() []Unit
+
+	// hold, set by tests only, is called by the member's loops
+	// ("heartbeat", "watchdog", "watch") before each step; it blocks to
+	// freeze them, as a SIGSTOP would.
+	hold func(loop string)
 }
 
 // NewMember returns a member; it does nothing until Run.
@@ -96,6 +112,7 @@ func NewMember(cfg MemberConfig) (*Member, error) {
 		cfg:     cfg,
 		log:     cfg.Logger.With("subsys", "member", "worker_id", cfg.Worker.ID),
 		changed: make(chan struct{}, 1),
+		resync:  make(chan struct{}, 1),
 		owners:  map[Unit]ownerEntry{},
 		revokes: map[Unit]string{},
 		fenced:  true, // nothing runs before the coordinator answered
@@ -121,13 +138,23 @@ func (m *Member) Task(name string, id int) bool { return m.owns(Unit{Connector: 
 func (m *Member) owns(u Unit) bool {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	// The clock, not only the watchdog: a process frozen (SIGSTOP, a long
-	// pause) and resumed must see its session lapsed before anything runs.
-	if m.fenced || !m.synced || time.Since(m.lastAck) >= m.cfg.SessionTimeout {
+	if !m.holdsLocked() {
 		return false
 	}
 	_, revoked := m.revokes[u]
 	return !revoked && m.owners[u].worker == m.cfg.Worker.ID
+}
+
+// holdsLocked tells whether the worker may run what it owns: the session
+// is held by the clock, and confirmed by the coordinator since it last
+// lapsed, with the assignment followed up to the confirmation. m.mu is
+// held.
+func (m *Member) holdsLocked() bool {
+	// The clock, not only the watchdog: a process frozen (SIGSTOP, a long
+	// pause) and resumed must see its session lapsed before anything runs.
+	// lastAck keeps its monotonic reading: it is never serialized.
+	return !m.fenced && m.confirmed && !m.reload && m.synced &&
+		time.Since(m.lastAck) < m.cfg.SessionTimeout
 }
 
 // Changed implements worker.Assignment.
@@ -147,11 +174,13 @@ func (m *Member) Fence(name string, task int) connectstore.Fence {
 }
 
 // Alive tells whether the worker's session is held: a heartbeat was
-// answered within the session timeout.
+// answered within the session timeout, and since the session last lapsed
+// the coordinator confirmed it and the assignment was followed up to that
+// confirmation.
 func (m *Member) Alive() bool {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	return !m.fenced
+	return m.holdsLocked()
 }
 
 // Owned lists the units this worker owns now (whether or not it runs them).
@@ -195,10 +224,11 @@ func (m *Member) watchdog(ctx context.Context) {
 			return
 		case <-t.C:
 		}
+		m.step("watchdog")
 		m.mu.Lock()
 		expired := !m.fenced && time.Since(m.lastAck) >= m.cfg.SessionTimeout
 		if expired {
-			m.fenced = true
+			m.fenced, m.confirmed = true, false
 		}
 		m.mu.Unlock()
 		if expired {
@@ -208,31 +238,36 @@ func (m *Member) watchdog(ctx context.Context) {
 	}
 }
 
+// step lets a test freeze loop; nothing otherwise.
+func (m *Member) step(loop string) {
+	if m.hold != nil {
+		m.hold(loop)
+	}
+}
+
 func (m *Member) heartbeats(ctx context.Context) {
-	t := time.NewTicker(m.cfg.HeartbeatInterval)
+	t := time.NewTimer(0)
 	defer t.Stop()
 	failures := 0
 	for {
-		sent := time.Now()
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		m.step("heartbeat")
+		next := m.cfg.HeartbeatInterval
+		sent := time.Now() // with its monotonic reading: the lease runs from here
 		reply, err := m.beat(ctx)
 		if ctx.Err() != nil {
 			return
 		}
 		if err == nil {
 			failures = 0
-			m.mu.Lock()
-			m.lastAck = sent
-			was := m.fenced
-			// A reply sent later than the session timeout is no good.
-			m.fenced = time.Since(sent) >= m.cfg.SessionTimeout
-			changed := was != m.fenced || m.epoch.Term != reply.Epoch.Term
-			m.epoch, m.leader = reply.Epoch, reply.Leader
-			m.mu.Unlock()
-			if changed {
-				if was && !m.fenced {
-					m.log.Info("session with the coordinator held", "leader", reply.Leader, "epoch", reply.Epoch)
-				}
-				m.signal()
+			if !m.answered(sent, reply) {
+				// Waiting to be counted in the assignment: a rebalance
+				// follows a new session at once, so ask again soon.
+				next = min(next, 100*time.Millisecond)
 			}
 		} else {
 			failures++
@@ -240,12 +275,48 @@ func (m *Member) heartbeats(ctx context.Context) {
 				m.log.Warn("heartbeat failed", "err", err, "failures", failures)
 			}
 		}
+		t.Reset(next)
+	}
+}
+
+// answered takes the reply to a heartbeat sent at sent, and tells whether
+// the coordinator counts this worker in the assignment.
+func (m *Member) answered(sent time.Time, reply HeartbeatReply) bool {
+	m.mu.Lock()
+	was := m.holdsLocked()
+	// The session lapsed if, by the clock, it ran out before this reply:
+	// whatever the member knew of its units may be stale.
+	lapsed := m.fenced || time.Since(m.lastAck) >= m.cfg.SessionTimeout
+	m.lastAck = sent
+	// A reply sent later than the session timeout is no good.
+	m.fenced = time.Since(sent) >= m.cfg.SessionTimeout
+	if lapsed || m.fenced || !reply.Assigned {
+		m.confirmed = false
+	}
+	resync := false
+	if !m.confirmed && !m.fenced && reply.Assigned {
+		// Confirmed now, but only what the assignment says at
+		// reply.Revision counts: read it again.
+		m.confirmed, m.confirmRev, m.reload = true, reply.Revision, true
+		resync = true
+	}
+	now := m.holdsLocked()
+	changed := was != now || m.epoch.Term != reply.Epoch.Term
+	m.epoch, m.leader = reply.Epoch, reply.Leader
+	m.mu.Unlock()
+	if resync {
 		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
+		case m.resync <- struct{}{}:
+		default:
 		}
 	}
+	if changed {
+		if !was && now {
+			m.log.Info("session with the coordinator held", "leader", reply.Leader, "epoch", reply.Epoch)
+		}
+		m.signal()
+	}
+	return reply.Assigned
 }
 
 // beat sends one heartbeat to the first endpoint that answers.
@@ -327,16 +398,25 @@ func (m *Member) Leave(ctx context.Context) {
 	m.log.Warn("could not end the worker session; the coordinator will expire it")
 }
 
+// errResync: the member asked for the whole assignment to be read again.
+var errResync = errors.New("read the assignment again")
+
 // follow reads the assignment and then watches it.
 func (m *Member) follow(ctx context.Context) {
 	var rev int64
 	resync := true
 	failures := 0
 	for ctx.Err() == nil {
+		m.step("watch")
 		var err error
 		if resync {
 			if rev, err = m.load(ctx); err == nil {
 				resync = false
+				if m.behind() {
+					// The store answered from before the confirmation
+					// (a replica behind): read again.
+					resync, err = true, fmt.Errorf("the assignment read at revision %d is older than the coordinator's confirmation", rev)
+				}
 			}
 		}
 		var w store.Watcher
@@ -353,7 +433,7 @@ func (m *Member) follow(ctx context.Context) {
 		case errors.Is(err, store.ErrWatcherLagging):
 			failures = 0
 			continue
-		case errors.Is(err, store.ErrCompacted):
+		case errors.Is(err, store.ErrCompacted), errors.Is(err, errResync):
 			resync, failures = true, 0
 			continue
 		}
@@ -369,6 +449,14 @@ func (m *Member) follow(ctx context.Context) {
 	}
 }
 
+// behind tells whether the assignment still has to be read at the
+// coordinator's last confirmation or later.
+func (m *Member) behind() bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.reload
+}
+
 // load reads the whole assignment.
 func (m *Member) load(ctx context.Context) (int64, error) {
 	kvs, rev, err := m.cfg.Store.Scan(ctx, AssignPrefix, 0)
@@ -381,7 +469,17 @@ func (m *Member) load(ctx context.Context) (int64, error) {
 		m.decode(kv, owners, revokes)
 	}
 	m.mu.Lock()
+	if m.synced && rev < m.seenRev {
+		// A read from before what the watch delivered (a lagging
+		// replica) would take the member back in time.
+		seen := m.seenRev
+		m.mu.Unlock()
+		return 0, fmt.Errorf("read the assignment: read at revision %d, older than revision %d already seen", rev, seen)
+	}
 	m.owners, m.revokes, m.seenRev, m.synced = owners, revokes, rev, true
+	if rev >= m.confirmRev {
+		m.reload = false
+	}
 	m.mu.Unlock()
 	m.signal()
 	return rev, nil
@@ -409,9 +507,12 @@ func (m *Member) decode(kv store.KV, owners map[Unit]ownerEntry, revokes map[Uni
 func (m *Member) apply(ctx context.Context, w store.Watcher, rev int64) (int64, error) {
 	self := m.cfg.Worker.ID
 	for {
+		m.step("watch")
 		select {
 		case <-ctx.Done():
 			return rev, ctx.Err()
+		case <-m.resync:
+			return rev, errResync
 		case ev, ok := <-w.Events():
 			if !ok {
 				if err := w.Err(); err != nil {

@@ -6,7 +6,7 @@
 // heartbeats the coordinator, follows the stored assignment, and tells the
 // worker what to run and under which fence.
 //
-// Safety rests on three rules:
+// Safety rests on four rules:
 //   - A unit (a connector instance or a task) is owned through its owner
 //     key. Statuses, offsets and task configs are written under a fence on
 //     that key (connectstore.Fence), so a worker whose unit moved on cannot
@@ -19,6 +19,10 @@
 //     SessionTimeout plus FenceMargin without a heartbeat, and a new
 //     coordinator starts every session afresh. So a cut-off worker has
 //     stopped its units before they are handed to another.
+//   - A worker whose session lapsed runs nothing again until the
+//     coordinator has confirmed that it counts the worker in the stored
+//     assignment, and the worker has read that assignment at the revision
+//     of the confirmation or later: what it knew before may be stale.
 package coordinator
 
 import (
@@ -174,4 +178,13 @@ type HeartbeatReply struct {
 	Epoch            Epoch  `json:"epoch"`
 	Leader           uint64 `json:"leader"`
 	SessionTimeoutMS int64  `json:"session_timeout_ms"`
+	// Assigned: the worker's session is counted in the stored
+	// assignment. A session the coordinator has just (re)started is not,
+	// until a rebalance that includes it is written; the worker runs
+	// nothing until then.
+	Assigned bool `json:"assigned"`
+	// Revision is a store revision at or after every assignment change
+	// made so far; a worker whose session lapsed runs nothing until it has
+	// followed the assignment up to it.
+	Revision int64 `json:"revision"`
 }
