@@ -51,6 +51,7 @@ fi
 
 rm -rf "$dir"
 mkdir -p "$dir"
+dir=$(cd "$dir" && pwd -P) # go test runs in the package's directory
 echo "== make chaos: $duration of faults on Kafka $KCD_TEST_KAFKA; report, logs and records in $dir/"
 CI=true go test -count=1 -timeout "$((secs + 600))s" -run '^TestIntegrationChaos$' -v ./daemon/systemtest/ \
 	-chaos.duration="$duration" -chaos.seed="$seed" \

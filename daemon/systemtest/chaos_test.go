@@ -511,7 +511,12 @@ func shortErr(err error) string {
 	case errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF):
 		return "connection closed"
 	}
-	return "error"
+	// The last part of the message, without the URL and addresses.
+	msg := err.Error()
+	if i := strings.LastIndex(msg, ": "); i >= 0 {
+		msg = msg[i+2:]
+	}
+	return "error: " + msg[:min(len(msg), 60)]
 }
 
 // startSamplers starts the status poller of every node and the RSS
