@@ -503,7 +503,7 @@ func shortErr(err error) string {
 	var ne net.Error
 	switch {
 	case errors.Is(err, context.DeadlineExceeded), errors.As(err, &ne) && ne.Timeout():
-		return "no answer within 1s"
+		return "timeout"
 	case errors.Is(err, syscall.ECONNREFUSED):
 		return "connection refused"
 	case errors.Is(err, syscall.ECONNRESET):
@@ -777,8 +777,9 @@ func (r *chaosRun) copyLogs(dir string) {
 	}
 }
 
-// waitSink waits up to a minute until the sink file holds every value of
-// recs, and returns how many it lacks and a few of them.
+// waitSink waits until the sink file holds every value of recs, for up to
+// a minute while the file grows (15 s once it stops growing), and returns
+// how many values it lacks and a few of them.
 func waitSink(ctx context.Context, file string, recs []chaosRecord) (missing int, examples []string) {
 	want := map[string]struct{}{}
 	for _, r := range recs {
@@ -786,8 +787,14 @@ func waitSink(ctx context.Context, file string, recs []chaosRecord) (missing int
 	}
 	wctx, cancel := context.WithTimeout(ctx, time.Minute)
 	defer cancel()
+	size, grew := -1, time.Now()
 	_ = WaitFor(wctx, 500*time.Millisecond, func() (bool, error) {
 		b, _ := os.ReadFile(file)
+		if len(b) != size {
+			size, grew = len(b), time.Now()
+		} else if time.Since(grew) > 15*time.Second {
+			cancel() // the sink has stopped: report what it lacks
+		}
 		have := make(map[string]struct{}, len(want))
 		for line := range strings.SplitSeq(string(b), "\n") {
 			have[line] = struct{}{}
@@ -860,7 +867,7 @@ func (r *chaosRun) verify(ctx context.Context, sinkFile string, memLimit config.
 
 	var b strings.Builder
 	fmt.Fprintf(&b, "kcd chaos report — %s\n", r.start.UTC().Format(time.RFC3339))
-	fmt.Fprintf(&b, "seed %d, %v of faults (%d), 3 raft+worker nodes + 1 worker-only node on Kafka, topic %s (%d partitions)\n",
+	fmt.Fprintf(&b, "seed %d (make chaos CHAOS_SEED=%[1]d replays the schedule's choices)\n%v of faults (%d), 3 raft+worker nodes + 1 worker-only node on Kafka, topic %s (%d partitions)\n",
 		r.seed, r.end.Sub(r.start).Round(time.Second), len(r.faults), r.topic, chaosPartitions)
 	fmt.Fprintf(&b, "Datagen %d tasks × %g records/s, FileStreamSink; --offset-flush-interval 1s, --memory-limit %s\n\n", chaosTasks, *chaosRate, memLimit)
 
