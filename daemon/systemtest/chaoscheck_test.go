@@ -165,9 +165,11 @@ func checkTask(task int, rs []chaosRecord) taskCheck {
 		in.pos = append(in.pos, r.Pos)
 	}
 	c.Instances = len(all)
+	// One producer's instances follow each other (a jump closes its
+	// instance), so only pairs of different producers can intersect.
 	for i, a := range all {
 		for _, b := range all[i+1:] {
-			if a.Producer == b.Producer || b.firstPos() > a.lastPos() {
+			if b.firstPos() > a.lastPos() {
 				continue // b starts after a ended: a hand-over
 			}
 			if o, ok := interleaved(task, a, b); ok {
@@ -178,8 +180,8 @@ func checkTask(task int, rs []chaosRecord) taskCheck {
 	return c
 }
 
-// interleaved decides whether instances a and b (a started first, their
-// spans intersect) overlap; see checkTasks.
+// interleaved decides whether instances a and b overlap, where b starts
+// inside a's span; see checkTasks.
 func interleaved(task int, a, b *instance) (overlap, bool) {
 	// Count blocks in the merged log order, up to 4.
 	runs, last := 0, 0
@@ -199,11 +201,9 @@ func interleaved(task int, a, b *instance) (overlap, bool) {
 			j++
 		}
 	}
+	// b starts inside a's span: at least a b a.
 	o := overlap{Task: task, A: a, B: b, Runs: runs}
-	switch {
-	case runs <= 2:
-		return o, false
-	case runs >= 4:
+	if runs >= 4 {
 		return o, true
 	}
 	// a b a: b sits in one gap of a. A hand-over and back gives b starting
@@ -352,11 +352,15 @@ func TestChaosCheckTasks(t *testing.T) {
 		{name: "restarted on the same worker", log: logOf(0, 0, seg{a, 0, 50}, seg{a, 30, 70}), dups: 20},
 		{name: "transactional producer, new epoch per start",
 			log: logOf(0, 0, seg{tx0, 0, 50}, seg{tx1, 40, 60}), dups: 10},
+		{name: "the same worker's old and new instance interleave (one process: not two workers)",
+			log: logOf(0, 0, seg{a, 0, 10}, seg{a, 5, 3}, seg{a, 10, 3}, seg{a, 8, 5}), dups: 3 + 5},
 		{name: "three workers in turn", log: logOf(0, 3, seg{a, 0, 10}, seg{b, 5, 10}, seg{c, 12, 10}, seg{a, 20, 10}), dups: 5 + 3 + 2},
 
 		// A task running in two places at once.
 		{name: "zombie goes on after SIGCONT while the new owner runs",
 			log: logOf(0, 0, seg{a, 0, 50}, seg{b, 40, 30}, seg{a, 50, 10}, seg{b, 70, 30}), dups: 10 + 10, overlaps: 1},
+		{name: "the old owner ignores a hand-over and goes on",
+			log: logOf(0, 0, seg{a, 0, 10}, seg{b, 10, 10}, seg{a, 10, 10}, seg{b, 20, 10}), dups: 10, overlaps: 1},
 		{name: "two producers alternate",
 			log: logOf(0, 2, seg{a, 0, 10}, seg{b, 0, 10}, seg{a, 10, 10}, seg{b, 10, 10}, seg{a, 20, 10}), dups: 20, overlaps: 1},
 		{name: "a zombie batch from an older offset inside the owner's run",
