@@ -283,7 +283,8 @@ func (r *chaosRun) logf(format string, args ...any) {
 	r.t.Logf("chaos %6.1fs: %s", time.Since(r.start).Seconds(), fmt.Sprintf(format, args...))
 }
 
-// create POSTs a connector, retrying while the cluster settles.
+// create POSTs a connector, retrying while the cluster settles (a 409 after
+// a retry: an earlier attempt created it).
 func (r *chaosRun) create(ctx context.Context, body string) {
 	r.t.Helper()
 	cctx, cancel := context.WithTimeout(ctx, 30*time.Second)
@@ -291,8 +292,9 @@ func (r *chaosRun) create(ctx context.Context, body string) {
 	var last error
 	if err := WaitFor(cctx, 200*time.Millisecond, func() (bool, error) {
 		status, err := r.nodes[0].do(cctx, http.MethodPost, "/connectors", []byte(body), nil)
+		done := (err == nil && status == http.StatusCreated) || (last != nil && status == http.StatusConflict)
 		last = err
-		return err == nil && status == http.StatusCreated, nil
+		return done, nil
 	}); err != nil {
 		r.t.Fatalf("create connector %s: %v (last answer: %v)", body, err, last)
 	}
@@ -300,10 +302,10 @@ func (r *chaosRun) create(ctx context.Context, body string) {
 
 // running tells whether every task's highest number grew within
 // chaosFresh, and since since.
-func (r *chaosRun) running(tail *chaosTail, since time.Time) bool {
-	tail.mu.Lock()
-	defer tail.mu.Unlock()
-	for _, at := range tail.advanced {
+func (r *chaosRun) running(since time.Time) bool {
+	r.tail.mu.Lock()
+	defer r.tail.mu.Unlock()
+	for _, at := range r.tail.advanced {
 		if at.Before(since) || time.Since(at) > chaosFresh {
 			return false
 		}
@@ -319,7 +321,7 @@ func (r *chaosRun) waitRunning(ctx context.Context, since time.Time, limit time.
 	defer cancel()
 	var from time.Time
 	err := WaitFor(wctx, 100*time.Millisecond, func() (bool, error) {
-		if !r.running(r.tail, since) {
+		if !r.running(since) {
 			from = time.Time{}
 			return false, nil
 		}
@@ -914,7 +916,11 @@ func (r *chaosRun) verify(ctx context.Context, sinkFile string, memLimit config.
 		if f.Node != 0 {
 			node = fmt.Sprint(f.Node)
 		}
-		fmt.Fprintf(w, "%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", f.N, f.Kind, node, at(f.Start), at(f.End), gapOf(f, f.Rec), gapOf(f, f.New), f.Note)
+		note := f.Note
+		if !f.Steady {
+			note += fmt.Sprintf("; the tasks did not run steadily within %v", chaosRecoverWait)
+		}
+		fmt.Fprintf(w, "%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", f.N, f.Kind, node, at(f.Start), at(f.End), gapOf(f, f.Rec), gapOf(f, f.New), note)
 	}
 	w.Flush()
 	fmt.Fprintf(&b, "gap p50 %s, p99 %s, max %s over %d recovered faults; %d not recovered\n",
