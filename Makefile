@@ -5,7 +5,7 @@ COMMIT  := $(shell git rev-parse --short HEAD 2>/dev/null || echo unknown)
 LDFLAGS := -X $(MODULE)/internal/version.Commit=$(COMMIT)
 RUN_DIR ?= .data/run
 
-.PHONY: all build run test test-unit test-integration lint testenv-up testenv-down cluster cluster-down bench clean
+.PHONY: all build run test test-unit test-integration chaos lint testenv-up testenv-down cluster cluster-down bench clean
 
 all: build
 
@@ -29,6 +29,13 @@ test-unit:
 # Integration tests only, against an environment that is already up.
 test-integration:
 	$(GO) test -race -count=1 -run '^TestIntegration' ./...
+
+# The fault schedule against a 4-node cluster on the test environment's Kafka
+# (docs/testing.md): CHAOS_DURATION of faults, then the data is checked;
+# report in .data/chaos/report.txt. make test runs it for 2 minutes.
+CHAOS_DURATION ?= 10m
+chaos:
+	CHAOS_DURATION=$(CHAOS_DURATION) scripts/chaos.sh
 
 lint:
 	@out=$$(gofmt -l $$(git ls-files '*.go')); \

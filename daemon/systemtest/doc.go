@@ -9,6 +9,10 @@
 //
 //	go test -count=1 -run '^TestIntegrationProcess' -v ./daemon/systemtest/
 //
+// TestIntegrationChaos is the fault schedule of make chaos (flags
+// -chaos.duration, -chaos.seed, -chaos.report, …; see docs/testing.md); its
+// verifier is a pure function over the records read back, tested on its own.
+//
 // Every node gets free loopback ports, a data dir under the test's temp dir
 // and a log file; the harness kills every process it started when the test
 // ends (and, on Linux, the kernel kills them if the test binary dies first),
