@@ -78,6 +78,9 @@ type Options struct {
 	Coordinator Coordinator
 	// Worker serves GET /kcd/v1/worker; nil on nodes without a worker.
 	Worker LocalWorker
+	// HealthChecks are checked by GET /health after the node's readiness
+	// (health.go); each reports one part of the node.
+	HealthChecks []HealthCheck
 	// LeaderWait is how long a leader-only request waits for a leader to be
 	// elected before it fails (default 5 s).
 	LeaderWait time.Duration
@@ -95,6 +98,7 @@ func NewHandler(node Node, opts Options) http.Handler {
 	a := &api{
 		node: node, cluster: opts.Cluster, store: opts.Store, connect: opts.Connect, coord: opts.Coordinator, worker: opts.Worker, log: opts.Logger, leaderWait: opts.LeaderWait,
 		forwardClient: &http.Client{Timeout: 90 * time.Second},
+		healthChecks:  append([]HealthCheck{readyCheck(node)}, opts.HealthChecks...),
 	}
 	routes := []route{
 		{"GET", "/{$}", a.serverInfo},
@@ -171,6 +175,7 @@ type api struct {
 	log           *slog.Logger
 	leaderWait    time.Duration
 	forwardClient *http.Client
+	healthChecks  []HealthCheck
 }
 
 func (a *api) withCluster(fn func(*http.Request) (int, any, *Error)) func(*http.Request) (int, any, *Error) {
@@ -231,13 +236,6 @@ func (a *api) serverInfo(*http.Request) (int, any, *Error) {
 		return 0, nil, Errorf(http.StatusServiceUnavailable, "kcd is starting: the Kafka cluster id is not known yet")
 	}
 	return http.StatusOK, ServerInfo{Version: ConnectAPIVersion, Commit: version.Commit, KafkaClusterID: id}, nil
-}
-
-func (a *api) health(*http.Request) (int, any, *Error) {
-	if !a.node.Ready() {
-		return http.StatusServiceUnavailable, WorkerStatus{Status: "starting", Message: startingMessage}, nil
-	}
-	return http.StatusOK, WorkerStatus{Status: "healthy", Message: healthyMessage}, nil
 }
 
 func (a *api) version(*http.Request) (int, any, *Error) {
