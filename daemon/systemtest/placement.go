@@ -140,12 +140,12 @@ func Workers(ctx context.Context, via *Node) ([]WorkerState, error) {
 }
 
 // AliveWorkers counts the workers that hold a session (alive or
-// draining), as via lists them.
+// draining; a kcd without states lists only those), as via lists them.
 func AliveWorkers(ctx context.Context, via *Node) (int, error) {
 	ws, err := Workers(ctx, via)
 	n := 0
 	for _, w := range ws {
-		if w.State == "alive" || w.State == "draining" {
+		if w.State == "alive" || w.State == "draining" || w.State == "" {
 			n++
 		}
 	}
