@@ -109,7 +109,7 @@ func (a *api) clusterInfo(r *http.Request) (int, any, *Error) {
 }
 
 // leaderAskTimeout bounds how long a follower waits for the leader's view.
-const leaderAskTimeout = time.Second
+const leaderAskTimeout = 500 * time.Millisecond
 
 // leaderView replaces a follower's view of the members' reachability with
 // the leader's: a follower talks only to the leader, the leader to every

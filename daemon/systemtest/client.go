@@ -98,10 +98,12 @@ func (n *Node) do(ctx context.Context, method, path string, body []byte, out any
 	return res.StatusCode, nil
 }
 
-// Info is GET /kcd/v1/cluster.
+// Info is GET /kcd/v1/cluster?view=local: the node's own view, without
+// asking the leader for the members' reachability (a frozen leader would
+// slow the answer down).
 func (n *Node) Info(ctx context.Context) (ClusterInfo, error) {
 	var info ClusterInfo
-	_, err := n.do(ctx, http.MethodGet, "/kcd/v1/cluster", nil, &info)
+	_, err := n.do(ctx, http.MethodGet, "/kcd/v1/cluster?view=local", nil, &info)
 	return info, err
 }
 
