@@ -27,9 +27,11 @@ type raftCluster struct {
 func (c raftCluster) Info(context.Context) (restapi.ClusterInfo, error) {
 	st := c.n.Status()
 	recs := memberRecords(c.n)
-	info := restapi.ClusterInfo{ClusterID: st.ClusterID, Leader: st.Leader, Term: st.Term, CommitIndex: st.CommitIndex}
+	info := restapi.ClusterInfo{ClusterID: st.ClusterID, Self: st.ID, Leader: st.Leader, Term: st.Term, CommitIndex: st.CommitIndex, ReachabilityFrom: st.ID}
 	for _, m := range st.Members {
-		mi := restapi.MemberInfo{ID: m.ID, RESTURL: m.RESTURL, PeerURL: m.PeerURL, Roles: m.Roles, Raft: m.Raft, Reachable: m.Reachable}
+		mi := restapi.MemberInfo{ID: m.ID, RESTURL: m.RESTURL, PeerURL: m.PeerURL, Roles: m.Roles, Raft: m.Raft}
+		mi.Reachability = reachability(st, m)
+		mi.Reachable = mi.Reachability == restapi.Reachable
 		if rec, ok := recs[m.ID]; ok {
 			mi.RESTURL, mi.Roles = rec.RESTURL, rec.Roles
 		}
@@ -44,8 +46,26 @@ func (c raftCluster) Info(context.Context) (restapi.ClusterInfo, error) {
 	}
 	for _, a := range c.n.Alarms() {
 		info.Alarms = append(info.Alarms, restapi.CorruptionAlarm{Member: a.Member, Index: a.Index, Revision: a.Revision, Message: a.String()})
+		info.Health.Alarms = append(info.Health.Alarms, "corruption: "+a.String())
 	}
 	return info, nil
+}
+
+// reachability is what this node can tell of member m: a leader talks to
+// every member, a follower only to the leader (so the others are unknown
+// to it), and a node without a leader campaigns, talking to every voter.
+func reachability(st raft.Status, m raft.MemberStatus) string {
+	switch {
+	case m.ID == st.ID:
+		return restapi.Reachable
+	case m.Reachable:
+		if st.Leader == st.ID || m.ID == st.Leader || st.Leader == 0 {
+			return restapi.Reachable
+		}
+	case st.Leader == st.ID || m.ID == st.Leader || (st.Leader == 0 && m.Raft == "voter"):
+		return restapi.Unreachable
+	}
+	return restapi.Unknown
 }
 
 func (c raftCluster) AddMember(ctx context.Context, m restapi.NewMember) error {

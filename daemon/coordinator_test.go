@@ -289,6 +289,21 @@ func TestCoordinatorSpreadsWeighsDrainsAndMovesOnlyWhatMust(t *testing.T) {
 	}
 	runs4, starts4 := settle(t, live, live[0].RESTURL(), tasks, "leave")
 	unchanged(t, "leave", runs3, starts3, runs4, starts4, id)
+	// The worker list keeps it, as left, owning nothing.
+	var ws []restapi.WorkerView
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		ws = nil
+		call(t, "GET", live[1].RESTURL()+"/kcd/v1/workers", nil, &ws)
+		if len(ws) == 3 && ws[2].ID == id {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the worker that left is not listed last: %+v", ws)
+		}
+	}
+	if w := ws[2]; w.State != "left" || w.GoneAt == nil || w.Connectors+w.Tasks != 0 || ws[0].State != "alive" || ws[1].State != "alive" {
+		t.Errorf("worker list after %s left: %+v", id, ws)
+	}
 
 	// The journal tells what happened.
 	var journal []struct {

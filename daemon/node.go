@@ -110,6 +110,7 @@ func (n *Node) Start(ctx context.Context) (err error) {
 			Converters:       converter.Classes(),
 			HeaderConverters: append(converter.Classes(), herder.SimpleHeaderConverter),
 			Logger:           n.log.With("subsys", "herder"),
+			Owners:           n.unitOwners,
 		})
 		coord, err := coordinator.New(coordinator.Config{
 			Store: n.store, Raft: n.raft,
@@ -136,6 +137,7 @@ func (n *Node) Start(ctx context.Context) (err error) {
 				return err
 			}
 			opts.Worker = n
+			opts.HealthChecks = append(opts.HealthChecks, n.workerHealth)
 		}
 	} else if err := n.startRemote(ctx, &opts, seeds); err != nil { // remote.go
 		return err

@@ -30,12 +30,14 @@ func (n *Node) startRemote(ctx context.Context, opts *restapi.Options, kafkaSeed
 		Converters:       converter.Classes(),
 		HeaderConverters: append(converter.Classes(), herder.SimpleHeaderConverter),
 		Logger:           n.log.With("subsys", "herder"),
+		Owners:           n.unitOwners,
 	})
 	if n.cfg.HasRole(config.RoleWorker) {
 		if err := n.startWorker(ctx, kafkaSeeds, rs.Endpoints); err != nil {
 			return err
 		}
 		opts.Worker = n
+		opts.HealthChecks = append(opts.HealthChecks, n.workerHealth)
 	}
 	return nil
 }

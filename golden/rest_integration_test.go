@@ -284,6 +284,42 @@ func (s side) do(t *testing.T, method, path, body string) reply {
 	return reply{res.StatusCode, res.Header, b}
 }
 
+// retriable tells whether Kafka Connect said the request failed for now
+// and may be sent again: altering or resetting a sink's offsets right
+// after it stopped answers 500 "...its tasks haven't stopped completely
+// yet... this operation can be safely retried" while its consumers leave
+// the group.
+func retriable(r reply) bool {
+	var e restapi.ErrorMessage
+	return r.status == http.StatusInternalServerError && json.Unmarshal(r.body, &e) == nil &&
+		strings.Contains(e.Message, "can be safely retried")
+}
+
+// doRetrying is do, sending the request again, with a short backoff,
+// while the answer says it can be retried, for up to a minute: a stopped
+// sink task that did not stop within Kafka Connect's graceful shutdown
+// timeout keeps its consumer in the group until the consumer's session
+// times out (session.timeout.ms, 45 s by default).
+func (s side) doRetrying(t *testing.T, method, path, body string) reply {
+	t.Helper()
+	start := time.Now()
+	backoff := 100 * time.Millisecond
+	for tries := 1; ; tries++ {
+		r := s.do(t, method, path, body)
+		if !retriable(r) || time.Since(start) > time.Minute {
+			if tries > 1 {
+				t.Logf("%s: %s %s: %d after %d tries in %v", s.name, method, path, r.status, tries, time.Since(start).Round(time.Millisecond))
+			}
+			return r
+		}
+		if tries == 1 {
+			t.Logf("%s: %s %s: %d %s; retrying", s.name, method, path, r.status, r.body)
+		}
+		time.Sleep(backoff)
+		backoff = min(2*backoff, time.Second)
+	}
+}
+
 // comparer sends each request to both sides and compares the answers.
 type comparer struct {
 	t      *testing.T
@@ -297,7 +333,7 @@ func (m comparer) with(t *testing.T) comparer { m.t = t; return m }
 // and returns the bodies.
 func (m comparer) both(status int, method, path, body string) ([]byte, []byte) {
 	m.t.Helper()
-	kr, cr := m.k.do(m.t, method, path, body), m.c.do(m.t, method, path, body)
+	kr, cr := m.k.do(m.t, method, path, body), m.c.doRetrying(m.t, method, path, body)
 	if kr.status != status || cr.status != status {
 		m.t.Errorf("%s %s %s: kcd %d %s; Kafka Connect %d %s; want %d", method, path, body, kr.status, kr.body, cr.status, cr.body, status)
 	}

@@ -26,7 +26,12 @@ func newClusterStatusCmd(g *globals) *cobra.Command {
 	var output string
 	cmd := &cobra.Command{
 		Use:   "status",
-		Short: "Show the cluster: leader, term, members and their Raft roles",
+		Short: "Show the cluster: leader, term, quorum and alarms, members, their Raft roles and reachability",
+		Long: `Show the cluster: its leader and term, whether a quorum of voters is up,
+the alarms raised, and every member with its Raft role and reachability.
+Reachability is as the leader sees it (it talks to every member); a follower
+asks the leader for it, and when the leader does not answer shows what it
+cannot know itself as unknown.`,
 		Example: `  # The cluster as the default server sees it
   kcctl cluster status
 
@@ -39,27 +44,36 @@ func newClusterStatusCmd(g *globals) *cobra.Command {
 				return err
 			}
 			if output == "table" || output == "wide" {
-				fmt.Fprintf(cmd.OutOrStdout(), "cluster %s, leader %s, term %d, commit index %d\n\n",
-					info.ClusterID, idOrNone(info.Leader), info.Term, info.CommitIndex)
+				fmt.Fprint(cmd.OutOrStdout(), clusterSummary(info))
 			}
-			if err := printer.Print(cmd.OutOrStdout(), output, clusterPrintable(info)); err != nil {
-				return err
-			}
-			if output == "table" || output == "wide" {
-				printAlarms(cmd, info.Alarms)
-			}
-			return nil
+			return printer.Print(cmd.OutOrStdout(), output, clusterPrintable(info))
 		},
 	}
 	addOutputFlag(cmd, &output)
 	return cmd
 }
 
-// printAlarms prints the corruption alarms under the members' table.
-func printAlarms(cmd *cobra.Command, alarms []restapi.CorruptionAlarm) {
-	for _, a := range alarms {
-		fmt.Fprintf(cmd.OutOrStdout(), "\nCORRUPTION ALARM: %s (see docs/cluster.md)\n", a.Message)
+// clusterSummary is the lines above the members table: leader, quorum,
+// alarms, and whose view the reachability is.
+func clusterSummary(info restapi.ClusterInfo) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "cluster %s, leader %s, term %d, commit index %d\n", info.ClusterID, idOrNone(info.Leader), info.Term, info.CommitIndex)
+	h := info.Health
+	quorum := "ok"
+	if !h.QuorumOK {
+		quorum = "NOT OK"
 	}
+	fmt.Fprintf(&b, "quorum %s: %d of %d voters up, %d needed\n", quorum, h.VotersUp, h.Voters, h.Quorum)
+	if len(h.Alarms) == 0 {
+		fmt.Fprintln(&b, "alarms: none")
+	} else {
+		fmt.Fprintf(&b, "alarms: %s\n", strings.Join(h.Alarms, "; "))
+	}
+	if info.ReachabilityFrom != 0 && info.ReachabilityFrom != info.Leader {
+		fmt.Fprintf(&b, "reachability as member %d sees it (the leader could not be asked)\n", info.ReachabilityFrom)
+	}
+	b.WriteString("\n")
+	return b.String()
 }
 
 func idOrNone(id uint64) string {
@@ -92,7 +106,14 @@ func clusterPrintable(info restapi.ClusterInfo) printer.Printable {
 		if m.LastContactMS != nil {
 			contact = (time.Duration(*m.LastContactMS) * time.Millisecond).String()
 		}
-		t.Rows = append(t.Rows, []string{strconv.FormatUint(m.ID, 10), m.Raft, roles, leader, strconv.FormatBool(m.Reachable), rest})
+		reach := m.Reachability
+		if reach == "" { // an older server
+			reach = restapi.Unreachable
+			if m.Reachable {
+				reach = restapi.Reachable
+			}
+		}
+		t.Rows = append(t.Rows, []string{strconv.FormatUint(m.ID, 10), m.Raft, roles, leader, reach, rest})
 		t.WideRows = append(t.WideRows, []string{m.PeerURL, contact})
 		names = append(names, "member/"+strconv.FormatUint(m.ID, 10))
 	}

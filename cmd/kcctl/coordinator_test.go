@@ -99,16 +99,16 @@ func TestCoordinatorCommands(t *testing.T) {
 		if !strings.HasPrefix(out, "ID ") || !strings.Contains(out, "CONNECTORS") || !strings.Contains(out, "AGE") {
 			t.Errorf("header:\n%s", out)
 		}
-		// ID NODE WEIGHT DRAINING CONNECTORS TASKS AGE
+		// ID STATE NODE WEIGHT DRAINING CONNECTORS TASKS AGE
 		r := row(t, out, id)
-		if len(r) != 7 || r[1] != "1" || r[2] != "1" || r[3] != "false" || r[4] != "1" || r[5] != "3" {
+		if len(r) != 8 || r[1] != "alive" || r[2] != "1" || r[3] != "1" || r[4] != "false" || r[5] != "1" || r[6] != "3" {
 			t.Errorf("row %q", r)
 		}
-		if wide := ok(t, url, "worker", "list", "-o", "wide"); !strings.Contains(wide, "REST-URL") || !strings.Contains(row(t, wide, id)[7], url) {
+		if wide := ok(t, url, "worker", "list", "-o", "wide"); !strings.Contains(wide, "REST-URL") || !strings.Contains(row(t, wide, id)[8], url) {
 			t.Errorf("wide:\n%s", wide)
 		}
 		ws := workers(t, url)
-		if len(ws) != 1 || ws[0].ID != id || ws[0].NodeID != 1 || ws[0].Tasks != 3 || ws[0].Connectors != 1 || ws[0].RESTURL != url {
+		if len(ws) != 1 || ws[0].ID != id || ws[0].State != "alive" || ws[0].NodeID != 1 || ws[0].Tasks != 3 || ws[0].Connectors != 1 || ws[0].RESTURL != url {
 			t.Errorf("json: %+v", ws)
 		}
 		if name := ok(t, url, "worker", "list", "-o", "name"); name != "worker/"+id+"\n" {
@@ -203,7 +203,7 @@ func TestCoordinatorCommands(t *testing.T) {
 		if out := ok(t, url, "worker", "weight", id, "2.5"); out != "worker/"+id+" weight set to 2.5\n" {
 			t.Errorf("out %q", out)
 		}
-		if r := row(t, ok(t, url, "worker", "list"), id); r[2] != "2.5" {
+		if r := row(t, ok(t, url, "worker", "list"), id); r[3] != "2.5" {
 			t.Errorf("list after weight 2.5: %q", r)
 		}
 		var s workerSettings
@@ -251,7 +251,7 @@ func TestCoordinatorCommands(t *testing.T) {
 		if !strings.HasPrefix(out, "draining "+id+" moves 4 units:\n") || !strings.HasSuffix(out, "worker/"+id+" draining\n") {
 			t.Errorf("drain:\n%s", out)
 		}
-		if r := row(t, ok(t, url, "worker", "list"), id); r[3] != "true" {
+		if r := row(t, ok(t, url, "worker", "list"), id); r[1] != "draining" || r[4] != "true" {
 			t.Errorf("list after drain: %q", r)
 		}
 		var p coordinator.PlanResult

@@ -32,9 +32,14 @@ func newWorkerListCmd(g *globals) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:     "list",
 		Aliases: []string{"ls"},
-		Short:   "List the workers with a session: weight, drain state, what they run",
+		Short:   "List the workers: state, weight, what they own; gone ones too, for a while",
+		Long: `List the workers. STATE is alive, draining (alive, and drained), expired
+(its session expired: it went silent, e.g. it crashed or froze) or left (it
+stopped cleanly). A worker that is gone runs nothing; it stays listed while
+it still owns connectors or tasks (they wait for another worker) and for 10
+minutes after it went, at most 100 of them.`,
 		Example: `  kcctl worker list
-  kcctl worker list -o wide     # plus each worker's REST URL`,
+  kcctl worker list -o wide     # plus each worker's REST URL and when it went`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ws, err := g.client().Workers(cmd.Context())
@@ -54,14 +59,21 @@ func newWorkerListCmd(g *globals) *cobra.Command {
 
 func workersPrintable(ws []restapi.WorkerView, now time.Time) printer.Printable {
 	t := printer.Table{
-		Header:     []string{"ID", "NODE", "WEIGHT", "DRAINING", "CONNECTORS", "TASKS", "AGE"},
-		WideHeader: []string{"REST-URL"},
+		Header:     []string{"ID", "STATE", "NODE", "WEIGHT", "DRAINING", "CONNECTORS", "TASKS", "AGE"},
+		WideHeader: []string{"REST-URL", "GONE"},
 	}
 	var names []string
 	for _, w := range ws {
-		t.Rows = append(t.Rows, []string{w.ID, strconv.FormatUint(w.NodeID, 10), formatWeight(w.Weight),
-			strconv.FormatBool(w.Draining), strconv.Itoa(w.Connectors), strconv.Itoa(w.Tasks), printer.Age(now.Sub(w.Since))})
-		t.WideRows = append(t.WideRows, []string{orNone(w.RESTURL)})
+		age, gone := "<unknown>", "<none>"
+		if !w.Since.IsZero() {
+			age = printer.Age(now.Sub(w.Since))
+		}
+		if w.GoneAt != nil {
+			gone = printer.Age(now.Sub(*w.GoneAt)) + " ago"
+		}
+		t.Rows = append(t.Rows, []string{w.ID, orNone(w.State), strconv.FormatUint(w.NodeID, 10), formatWeight(w.Weight),
+			strconv.FormatBool(w.Draining), strconv.Itoa(w.Connectors), strconv.Itoa(w.Tasks), age})
+		t.WideRows = append(t.WideRows, []string{orNone(w.RESTURL), gone})
 		names = append(names, "worker/"+w.ID)
 	}
 	return printer.Printable{Data: ws, Table: t, Names: names}
@@ -249,7 +261,7 @@ func warnIfNoSession(cmd *cobra.Command, c *client.Client, id string) {
 		return // the change itself will say what is wrong
 	}
 	for _, w := range ws {
-		if w.ID == id {
+		if w.ID == id && w.GoneAt == nil {
 			return
 		}
 	}

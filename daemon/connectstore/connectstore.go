@@ -90,6 +90,9 @@ type Status struct {
 	Generation int64 `json:"generation"`
 	// Restarts counts automatic restarts after failures.
 	Restarts int `json:"restarts,omitempty"`
+	// ModRevision is the store revision the status was written at, as
+	// Statuses read it; not stored.
+	ModRevision int64 `json:"-"`
 }
 
 // SourceOffset is one source partition's offset.

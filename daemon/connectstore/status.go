@@ -59,6 +59,7 @@ func (c *Store) Statuses(ctx context.Context, name string) (Statuses, error) {
 		if err := json.Unmarshal(kv.Value, &st); err != nil {
 			return Statuses{}, fmt.Errorf("connectstore: %s holds bad JSON: %w", kv.Key, err)
 		}
+		st.ModRevision = kv.ModRevision
 		rest := strings.TrimPrefix(kv.Key, statusPrefix(name))
 		if rest == "connector" {
 			out.Connector = &st

@@ -110,6 +110,7 @@ type leadState struct {
 	epochRev int64 // ModRevision of EpochKey as this coordinator wrote it
 	sessions map[string]*session
 	departed map[string]time.Time // worker → when its session ended
+	gone     map[string]string    // worker → WorkerExpired or WorkerLeft, until its record says so
 	triggers []string
 	dirty    bool
 	journal  []string // keys of the journal, oldest first
@@ -295,7 +296,7 @@ func (c *Coordinator) takeOver(ctx context.Context, term uint64) (*leadState, er
 	if !ok {
 		return nil, errors.New("the epoch changed while taking over")
 	}
-	st := &leadState{term: term, epoch: epoch, epochRev: rev, sessions: map[string]*session{}, departed: map[string]time.Time{},
+	st := &leadState{term: term, epoch: epoch, epochRev: rev, sessions: map[string]*session{}, departed: map[string]time.Time{}, gone: map[string]string{},
 		triggers: []string{"leader changed"}, dirty: true}
 	kvs, _, err := c.cfg.Store.Scan(ctx, WorkerPrefix, 0)
 	if err != nil {
@@ -388,6 +389,7 @@ func (c *Coordinator) expire(st *leadState, now time.Time) {
 		if now.Sub(s.lastSeen) > limit {
 			delete(st.sessions, id)
 			st.departed[id] = now
+			st.gone[id] = WorkerExpired
 			st.dirty = true
 			st.triggers = appendTrigger(st.triggers, "worker left (session expired): "+id)
 			c.log.Info("worker session expired", "worker", id, "silent_for", now.Sub(s.lastSeen).Round(time.Millisecond))
@@ -434,6 +436,7 @@ func (c *Coordinator) Heartbeat(ctx context.Context, hb Heartbeat) (HeartbeatRep
 		s.info.Since = received
 		st.sessions[hb.Worker.ID] = s
 		delete(st.departed, hb.Worker.ID)
+		delete(st.gone, hb.Worker.ID)
 		st.dirty = true
 		st.triggers = appendTrigger(st.triggers, "worker joined: "+hb.Worker.ID)
 		c.log.Info("worker joined", "worker", hb.Worker.ID, "rest_url", hb.Worker.RESTURL, "weight", hb.Worker.Weight)
@@ -485,6 +488,7 @@ func (c *Coordinator) Leave(_ context.Context, id string) error {
 	if _, ok := st.sessions[id]; ok {
 		delete(st.sessions, id)
 		st.departed[id] = time.Now() // its units move after RebalanceDelay (at once by default)
+		st.gone[id] = WorkerLeft
 		st.dirty = true
 		st.triggers = appendTrigger(st.triggers, "worker left: "+id)
 		c.log.Info("worker left", "worker", id)
@@ -498,6 +502,7 @@ type snapshot struct {
 	workers  []assignor.Worker
 	infos    map[string]*session
 	orig     map[string]*session // the sessions infos copies, to tell a session that started since
+	gone     map[string]string   // departed workers whose record is still to say so
 	leader   string
 	units    []Unit
 	owners   map[Unit]store.KV
@@ -579,6 +584,7 @@ func (c *Coordinator) read(ctx context.Context, st *leadState) (*snapshot, error
 			sn.held[id] = true
 		}
 	}
+	sn.gone = maps.Clone(st.gone)
 	sort.Slice(sn.workers, func(i, j int) bool { return sn.workers[i].ID < sn.workers[j].ID })
 	return sn, nil
 }
@@ -721,6 +727,11 @@ func (c *Coordinator) rebalance(ctx context.Context, st *leadState) error {
 			ops = append(ops, store.Delete(kv.Key))
 		}
 	}
+	gops, err := c.goneOps(ctx, sn, wkvs, start)
+	if err != nil {
+		return fail(err)
+	}
+	ops = append(ops, gops...)
 
 	if len(ops) == 0 && len(triggers) == 0 {
 		c.mu.Lock()
@@ -782,6 +793,11 @@ func (c *Coordinator) rebalance(ctx context.Context, st *leadState) error {
 	for id := range stored {
 		if s := st.sessions[id]; s != nil && s.info == sn.infos[id].info {
 			s.stored = true
+		}
+	}
+	for id, state := range sn.gone {
+		if st.gone[id] == state {
+			delete(st.gone, id) // its record says so now
 		}
 	}
 	c.mu.Unlock()

@@ -183,6 +183,14 @@ func (m *Member) Alive() bool {
 	return m.holdsLocked()
 }
 
+// Session tells whether the worker's session is held and when the last
+// answered heartbeat was sent (zero: none ever was).
+func (m *Member) Session() (held bool, lastAck time.Time) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return !m.fenced, m.lastAck
+}
+
 // Owned lists the units this worker owns now (whether or not it runs them).
 func (m *Member) Owned() []Unit {
 	m.mu.Lock()

@@ -12,12 +12,14 @@
 package herder
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"log/slog"
 
 	"github.com/kcd-project/kcd/daemon/connect"
 	"github.com/kcd-project/kcd/daemon/connectstore"
+	"github.com/kcd-project/kcd/daemon/coordinator"
 	"github.com/kcd-project/kcd/internal/version"
 )
 
@@ -74,7 +76,12 @@ type Options struct {
 	// KeyConverter, ValueConverter and HeaderConverter are the workers'
 	// defaults (JSONConverter, JSONConverter, SimpleHeaderConverter).
 	KeyConverter, ValueConverter, HeaderConverter string
-	Logger                                        *slog.Logger
+	// Owners, when set, reads who owns each unit of a connector now and
+	// whether that worker holds a session (coordinator.Owners over the
+	// store); statuses are then shown as they hold now, not only as last
+	// reported. Nil shows them as reported.
+	Owners func(ctx context.Context, name string) (map[int]coordinator.UnitOwner, int64, error)
+	Logger *slog.Logger
 }
 
 // DefaultConverters and DefaultHeaderConverters are the converter classes

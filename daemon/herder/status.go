@@ -7,15 +7,17 @@ import (
 
 	"github.com/kcd-project/kcd/daemon/connect"
 	"github.com/kcd-project/kcd/daemon/connectstore"
+	"github.com/kcd-project/kcd/daemon/coordinator"
 )
 
-// Status returns what the workers report of a connector and its tasks,
-// tasks by id. A connector no worker reported on yet has no status (404),
-// as in Kafka Connect; tasks without a status are not listed.
+// Status returns a connector's status and its tasks', tasks by id: what
+// the workers reported, as it holds now (see current). A connector no
+// worker reported on yet has no status (404), as in Kafka Connect; tasks
+// without a status are not listed.
 func (h *Herder) Status(ctx context.Context, name string) (ConnectorStateInfo, error) {
-	st, err := h.store.Statuses(ctx, name)
+	st, err := h.statuses(ctx, name)
 	if err != nil {
-		return ConnectorStateInfo{}, fmt.Errorf("read the status of connector %s: %w", name, err)
+		return ConnectorStateInfo{}, err
 	}
 	if st.Connector == nil {
 		return ConnectorStateInfo{}, errorf(ErrNotFound, "No status found for connector %s", name)
@@ -36,6 +38,53 @@ func (h *Herder) Status(ctx context.Context, name string) (ConnectorStateInfo, e
 		out.Tasks = append(out.Tasks, taskState(id, st.Tasks[id], version))
 	}
 	return out, nil
+}
+
+// statuses reads a connector's reported statuses and turns each into what
+// holds now. The owners are read first: a status written after them was
+// written by the owner of its unit at that time (status writes are fenced
+// on the owner key), so it stands as reported.
+func (h *Herder) statuses(ctx context.Context, name string) (connectstore.Statuses, error) {
+	var owners map[int]coordinator.UnitOwner
+	var rev int64
+	if h.opts.Owners != nil {
+		var err error
+		if owners, rev, err = h.opts.Owners(ctx, name); err != nil {
+			return connectstore.Statuses{}, fmt.Errorf("read the status of connector %s: %w", name, err)
+		}
+	}
+	st, err := h.store.Statuses(ctx, name)
+	if err != nil {
+		return connectstore.Statuses{}, fmt.Errorf("read the status of connector %s: %w", name, err)
+	}
+	if owners == nil {
+		return st, nil
+	}
+	if st.Connector != nil {
+		c := current(*st.Connector, owners[-1], rev)
+		st.Connector = &c
+	}
+	for id, s := range st.Tasks {
+		st.Tasks[id] = current(s, owners[id], rev)
+	}
+	return st, nil
+}
+
+// current is what a reported status says now. It stands while the worker
+// that reported it owns the unit and holds a session. Otherwise nothing
+// runs the unit: its owner's session ended (the worker died, froze or was
+// cut off, and has stopped it), it has no owner (no worker can take it),
+// or it moved to another worker that has not reported yet. Then it is
+// UNASSIGNED, with the id of the worker that reported last, as Kafka
+// Connect shows a unit its worker stopped.
+func current(s connectstore.Status, o coordinator.UnitOwner, ownersRev int64) connectstore.Status {
+	if s.ModRevision > ownersRev || s.State == connectstore.StateUnassigned {
+		return s
+	}
+	if o.Alive && o.Worker == s.WorkerID {
+		return s
+	}
+	return connectstore.Status{State: connectstore.StateUnassigned, WorkerID: s.WorkerID, Generation: s.Generation, ModRevision: s.ModRevision}
 }
 
 func taskState(id int, s connectstore.Status, version string) TaskState {
@@ -61,9 +110,9 @@ func (h *Herder) typeAndVersion(ctx context.Context, name string) (ConnectorType
 
 // TaskStatus returns one task's status.
 func (h *Herder) TaskStatus(ctx context.Context, name string, id int) (TaskState, error) {
-	st, err := h.store.Statuses(ctx, name)
+	st, err := h.statuses(ctx, name)
 	if err != nil {
-		return TaskState{}, fmt.Errorf("read the status of connector %s: %w", name, err)
+		return TaskState{}, err
 	}
 	s, ok := st.Tasks[id]
 	if !ok {

@@ -2,10 +2,13 @@ package herder_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
+	"log/slog"
 	"testing"
 
 	"github.com/kcd-project/kcd/daemon/connectstore"
+	"github.com/kcd-project/kcd/daemon/coordinator"
 	"github.com/kcd-project/kcd/daemon/herder"
 	"github.com/kcd-project/kcd/daemon/herder/herdertest"
 )
@@ -134,5 +137,79 @@ func TestTasks(t *testing.T) {
 	tasks, err := h.Tasks(ctx, "c")
 	if err != nil || len(tasks) != 2 || tasks[1].ID != (herder.TaskID{Connector: "c", Task: 1}) || tasks[1].Config["a"] != "1" {
 		t.Errorf("tasks %+v %v", tasks, err)
+	}
+}
+
+// A status stands while the worker that reported it owns the unit and
+// holds a session; otherwise the unit runs nowhere and shows UNASSIGNED
+// with the last worker's id, as Kafka Connect shows a unit its worker
+// stopped.
+func TestStatusIsUnassignedWhereNoLiveWorkerRunsIt(t *testing.T) {
+	ctx := context.Background()
+	herdertest.Register()
+	s := herdertest.Store(t)
+	raw := s.Raw()
+	h := herder.New(s, herder.Options{Logger: slog.New(slog.DiscardHandler),
+		Owners: func(ctx context.Context, name string) (map[int]coordinator.UnitOwner, int64, error) {
+			return coordinator.Owners(ctx, raw, name)
+		}})
+	if _, err := h.CreateConnector(ctx, "c", sourceConfig("c"), connectstore.TargetStarted); err != nil {
+		t.Fatal(err)
+	}
+	own := func(task int, worker string) {
+		t.Helper()
+		b, _ := json.Marshal(coordinator.Owner{Worker: worker})
+		if _, err := raw.Put(ctx, coordinator.OwnerKey(coordinator.Unit{Connector: "c", Task: task}), b); err != nil {
+			t.Fatal(err)
+		}
+	}
+	session := func(worker string, alive bool) {
+		t.Helper()
+		var err error
+		if alive {
+			b, _ := json.Marshal(coordinator.WorkerInfo{ID: worker})
+			_, err = raw.Put(ctx, coordinator.WorkerPrefix+worker, b)
+		} else {
+			_, _, err = raw.Delete(ctx, coordinator.WorkerPrefix+worker)
+		}
+		must(t, err)
+	}
+	session("w1", true)
+	session("w2", true)
+	own(-1, "w1")
+	own(0, "w1")
+	own(1, "w2")
+	must(t, s.PutConnectorStatus(ctx, "c", connectstore.Status{State: "RUNNING", WorkerID: "w1"}, nil))
+	for id := range 3 {
+		must(t, s.PutTaskStatus(ctx, "c", id, connectstore.Status{State: "RUNNING", WorkerID: "w1"}, nil))
+	}
+	// Task 1 moved to w2, which has not reported yet; task 2 has no owner.
+	states := func() string {
+		t.Helper()
+		st, err := h.Status(ctx, "c")
+		if err != nil {
+			t.Fatal(err)
+		}
+		out := st.Connector.State + "@" + st.Connector.WorkerID
+		for _, ts := range st.Tasks {
+			out += " " + ts.State + "@" + ts.WorkerID
+			one, err := h.TaskStatus(ctx, "c", ts.ID)
+			if err != nil || one != ts {
+				t.Errorf("task %d: TaskStatus %+v %v, Status %+v", ts.ID, one, err, ts)
+			}
+		}
+		return out
+	}
+	if got, want := states(), "RUNNING@w1 RUNNING@w1 UNASSIGNED@w1 UNASSIGNED@w1"; got != want {
+		t.Errorf("status %q, want %q", got, want)
+	}
+	must(t, s.PutTaskStatus(ctx, "c", 1, connectstore.Status{State: "RUNNING", WorkerID: "w2"}, nil))
+	if got, want := states(), "RUNNING@w1 RUNNING@w1 RUNNING@w2 UNASSIGNED@w1"; got != want {
+		t.Errorf("after w2 reported: status %q, want %q", got, want)
+	}
+	// w1's session ends: nothing it owned runs.
+	session("w1", false)
+	if got, want := states(), "UNASSIGNED@w1 UNASSIGNED@w1 RUNNING@w2 UNASSIGNED@w1"; got != want {
+		t.Errorf("after w1's session ended: status %q, want %q", got, want)
 	}
 }

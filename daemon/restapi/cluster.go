@@ -14,12 +14,21 @@ import (
 
 // ClusterInfo is the body of GET /kcd/v1/cluster.
 type ClusterInfo struct {
-	ClusterID   string       `json:"cluster_id"`
+	ClusterID string `json:"cluster_id"`
+	// Self is the member that answered (on a worker-only node: the Raft
+	// node it asked).
+	Self        uint64       `json:"self"`
 	Leader      uint64       `json:"leader"`
 	Term        uint64       `json:"term"`
 	CommitIndex uint64       `json:"commit_index"`
 	Members     []MemberInfo `json:"members"`
-	// Alarms are the corruption alarms this node knows of (omitted: none).
+	// ReachabilityFrom is the member whose view the members' reachability
+	// is: the leader's, which talks to every member, whenever it could be
+	// asked; else Self's, which marks what it cannot know as unknown.
+	ReachabilityFrom uint64        `json:"reachability_from"`
+	Health           ClusterHealth `json:"health"`
+	// Alarms are the corruption alarms this node knows of (omitted: none);
+	// Health.Alarms has their messages.
 	Alarms []CorruptionAlarm `json:"alarms,omitempty"`
 }
 
@@ -33,16 +42,41 @@ type CorruptionAlarm struct {
 	Message  string `json:"message"`
 }
 
+// ClusterHealth sums up the Raft group: whether a quorum of voters is up
+// and any alarm raised.
+type ClusterHealth struct {
+	Voters int `json:"voters"`
+	// VotersUp counts the voters known reachable (the leader included).
+	VotersUp int `json:"voters_up"`
+	// Quorum is how many voters must be up for the group to work.
+	Quorum int `json:"quorum"`
+	// QuorumOK: there is a leader and a quorum of voters is known up.
+	QuorumOK bool     `json:"quorum_ok"`
+	Alarms   []string `json:"alarms"`
+}
+
+// The reachability of a member.
+const (
+	Reachable   = "reachable"
+	Unreachable = "unreachable"
+	// Unknown: the node that answered does not talk to the member (a
+	// follower talks only to the leader) and could not ask the leader.
+	Unknown = "unknown"
+)
+
 // MemberInfo is one member in ClusterInfo.
 type MemberInfo struct {
-	ID        uint64   `json:"id"`
-	RESTURL   string   `json:"rest_url"`
-	PeerURL   string   `json:"peer_url"`
-	Roles     []string `json:"roles"`
-	Raft      string   `json:"raft"` // voter, learner or none
-	Reachable bool     `json:"reachable"`
-	// LastContactMS is how long ago this node last reached the member; null
-	// for the node itself and for members never reached.
+	ID      uint64   `json:"id"`
+	RESTURL string   `json:"rest_url"`
+	PeerURL string   `json:"peer_url"`
+	Roles   []string `json:"roles"`
+	Raft    string   `json:"raft"` // voter, learner or none
+	// Reachability is reachable, unreachable or unknown, as the member
+	// ReachabilityFrom sees it; Reachable is true when it is reachable.
+	Reachability string `json:"reachability"`
+	Reachable    bool   `json:"reachable"`
+	// LastContactMS is how long ago the node that answered last reached
+	// the member; null for the node itself and for members never reached.
 	LastContactMS *int64 `json:"last_contact_ms"`
 }
 
@@ -73,12 +107,89 @@ type Cluster interface {
 	Leader() (self bool, forwardTo string)
 }
 
+// GET /kcd/v1/cluster; with ?view=local, the answering node's own view of
+// reachability, without asking the leader.
 func (a *api) clusterInfo(r *http.Request) (int, any, *Error) {
 	info, err := a.cluster.Info(r.Context())
 	if err != nil {
 		return 0, nil, asError(err)
 	}
+	if r.URL.Query().Get("view") != "local" {
+		a.leaderView(r.Context(), &info)
+	}
+	summarize(&info)
 	return http.StatusOK, info, nil
+}
+
+// leaderAskTimeout bounds how long a follower waits for the leader's view.
+const leaderAskTimeout = 500 * time.Millisecond
+
+// leaderView replaces a follower's view of the members' reachability with
+// the leader's: a follower talks only to the leader, the leader to every
+// member. When the leader does not answer, the follower's view stays, with
+// what it cannot know marked unknown.
+func (a *api) leaderView(ctx context.Context, info *ClusterInfo) {
+	if info.Self == 0 || info.Leader == 0 || info.Leader == info.Self || info.ReachabilityFrom != info.Self {
+		return // the leader's view already, or no leader to ask
+	}
+	var url string
+	for _, m := range info.Members {
+		if m.ID == info.Leader {
+			url = m.RESTURL
+		}
+	}
+	if url == "" {
+		return
+	}
+	ctx, cancel := context.WithTimeout(ctx, leaderAskTimeout)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, strings.TrimRight(url, "/")+"/kcd/v1/cluster?view=local", nil)
+	if err != nil {
+		return
+	}
+	res, err := a.forwardClient.Do(req)
+	if err != nil {
+		a.log.Debug("ask the leader for its view of the members", "leader", info.Leader, "err", err)
+		return
+	}
+	defer res.Body.Close()
+	var lv ClusterInfo
+	if res.StatusCode != http.StatusOK || json.NewDecoder(io.LimitReader(res.Body, maxBody)).Decode(&lv) != nil ||
+		lv.Self != info.Leader || lv.Leader != lv.Self {
+		return // not the leader's view (any more)
+	}
+	seen := map[uint64]MemberInfo{}
+	for _, m := range lv.Members {
+		seen[m.ID] = m
+	}
+	for i := range info.Members {
+		m := &info.Members[i]
+		if lm, ok := seen[m.ID]; ok {
+			m.Reachability = lm.Reachability
+			m.Reachable = lm.Reachable
+		}
+	}
+	info.ReachabilityFrom = lv.Self
+}
+
+// summarize fills in the health summary from the members.
+func summarize(info *ClusterInfo) {
+	h := &info.Health
+	h.Voters, h.VotersUp = 0, 0
+	for _, m := range info.Members {
+		if m.Raft != "voter" {
+			continue
+		}
+		h.Voters++
+		if m.Reachability == Reachable {
+			h.VotersUp++
+		}
+	}
+	h.Quorum = h.Voters/2 + 1
+	h.QuorumOK = info.Leader != 0 && h.Voters > 0 && h.VotersUp >= h.Quorum
+	if h.Alarms == nil {
+		h.Alarms = []string{}
+	}
 }
 
 func (a *api) addMember(r *http.Request) (int, any, *Error) {

@@ -78,6 +78,9 @@ type Options struct {
 	Coordinator Coordinator
 	// Worker serves GET /kcd/v1/worker; nil on nodes without a worker.
 	Worker LocalWorker
+	// HealthChecks are checked by GET /health after the node's readiness
+	// (health.go); each reports one part of the node.
+	HealthChecks []HealthCheck
 	// LeaderWait is how long a leader-only request waits for a leader to be
 	// elected before it fails (default 5 s).
 	LeaderWait time.Duration
@@ -95,6 +98,10 @@ func NewHandler(node Node, opts Options) http.Handler {
 	a := &api{
 		node: node, cluster: opts.Cluster, store: opts.Store, connect: opts.Connect, coord: opts.Coordinator, worker: opts.Worker, log: opts.Logger, leaderWait: opts.LeaderWait,
 		forwardClient: &http.Client{Timeout: 90 * time.Second},
+		healthChecks:  append([]HealthCheck{readyCheck(node)}, opts.HealthChecks...),
+	}
+	if al, ok := node.(Alarmed); ok {
+		a.healthChecks = append([]HealthCheck{alarmCheck(al)}, a.healthChecks...)
 	}
 	routes := []route{
 		{"GET", "/{$}", a.serverInfo},
@@ -171,6 +178,7 @@ type api struct {
 	log           *slog.Logger
 	leaderWait    time.Duration
 	forwardClient *http.Client
+	healthChecks  []HealthCheck
 }
 
 func (a *api) withCluster(fn func(*http.Request) (int, any, *Error)) func(*http.Request) (int, any, *Error) {
@@ -239,16 +247,14 @@ type Alarmed interface {
 	Alarm() error
 }
 
-func (a *api) health(*http.Request) (int, any, *Error) {
-	if al, ok := a.node.(Alarmed); ok {
+// alarmCheck fails while the node has raised a corruption alarm on itself.
+func alarmCheck(al Alarmed) HealthCheck {
+	return func() *HealthProblem {
 		if err := al.Alarm(); err != nil {
-			return http.StatusServiceUnavailable, WorkerStatus{Status: "unhealthy", Message: err.Error()}, nil
+			return &HealthProblem{Message: err.Error()}
 		}
+		return nil
 	}
-	if !a.node.Ready() {
-		return http.StatusServiceUnavailable, WorkerStatus{Status: "starting", Message: startingMessage}, nil
-	}
-	return http.StatusOK, WorkerStatus{Status: "healthy", Message: healthyMessage}, nil
 }
 
 func (a *api) version(*http.Request) (int, any, *Error) {

@@ -67,6 +67,37 @@ func TestHealth(t *testing.T) {
 	}
 }
 
+// Every check counts: a part that failed makes the node unhealthy (503),
+// one still starting keeps it starting, and the message says why.
+func TestHealthCombinesChecks(t *testing.T) {
+	var worker, alarm *HealthProblem
+	node := &fakeNode{ready: true}
+	h := NewHandler(node, Options{HealthChecks: []HealthCheck{
+		func() *HealthProblem { return worker },
+		func() *HealthProblem { return alarm },
+	}})
+	check := func(what string, wantStatus int, want WorkerStatus) {
+		t.Helper()
+		status, body := get(t, h, "GET", "/health")
+		if status != wantStatus || body["status"] != want.Status || body["message"] != want.Message || len(body) != 2 {
+			t.Errorf("%s: %d %v, want %d %+v", what, status, body, wantStatus, want)
+		}
+	}
+	check("all fine", 200, WorkerStatus{"healthy", healthyMessage})
+	worker = &HealthProblem{Starting: true, Message: "not joined yet"}
+	check("worker starting", 503, WorkerStatus{"starting", "not joined yet"})
+	node.ready = false
+	check("node and worker starting", 503, WorkerStatus{"starting", startingMessage + "; not joined yet"})
+	node.ready = true
+	worker = &HealthProblem{Message: "lost its session"}
+	check("worker lost its session", 503, WorkerStatus{"unhealthy", "lost its session"})
+	alarm = &HealthProblem{Message: "corrupt"}
+	check("two problems", 503, WorkerStatus{"unhealthy", "lost its session; corrupt"})
+	worker = nil
+	alarm = nil
+	check("recovered", 200, WorkerStatus{"healthy", healthyMessage})
+}
+
 func TestUnknownPathsAndMethodsUseConnectErrors(t *testing.T) {
 	h := NewHandler(&fakeNode{ready: true, clusterID: "x"}, Options{})
 	cases := []struct {

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"math"
 	"net/http"
 	"slices"
@@ -25,16 +26,24 @@ type Coordinator interface {
 	Plan(ctx context.Context, drain string) (coordinator.PlanResult, error)
 }
 
-// WorkerView is one worker in GET /kcd/v1/workers.
+// WorkerView is one worker in GET /kcd/v1/workers: the workers with a
+// session, then those whose session ended (see coordinator.GonePrefix for
+// how long they stay listed).
 type WorkerView struct {
-	ID       string    `json:"id"`
+	ID string `json:"id"`
+	// State is alive, draining (alive and drained), expired (its session
+	// expired: it went silent) or left (it ended its session).
+	State    string    `json:"state"`
 	RESTURL  string    `json:"rest_url,omitempty"`
 	NodeID   uint64    `json:"node_id"`
 	Weight   float64   `json:"weight"`
 	Capacity int       `json:"capacity"` // 0: no limit
 	Draining bool      `json:"draining"`
 	Since    time.Time `json:"since"`
-	// Connectors and Tasks count the units the worker owns now.
+	// GoneAt is when the session ended; absent while it holds.
+	GoneAt *time.Time `json:"gone_at,omitempty"`
+	// Connectors and Tasks count the units the worker owns now; a worker
+	// that is gone runs none of them.
 	Connectors int `json:"connectors"`
 	Tasks      int `json:"tasks"`
 }
@@ -135,7 +144,11 @@ func (a *api) rebalancePlan(r *http.Request) (int, any, *Error) {
 
 func (a *api) listWorkers(r *http.Request) (int, any, *Error) {
 	ctx := r.Context()
-	kvs, _, err := a.store.Scan(ctx, coordinator.WorkerPrefix, 0)
+	live, _, err := coordinator.LiveWorkers(ctx, a.store)
+	if err != nil {
+		return 0, nil, asError(err)
+	}
+	gone, err := coordinator.GoneWorkers(ctx, a.store)
 	if err != nil {
 		return 0, nil, asError(err)
 	}
@@ -148,20 +161,30 @@ func (a *api) listWorkers(r *http.Request) (int, any, *Error) {
 		return 0, nil, asError(err)
 	}
 	out := []WorkerView{}
-	for _, kv := range kvs {
-		var w coordinator.WorkerInfo
-		if json.Unmarshal(kv.Value, &w) != nil {
-			continue
+	for _, id := range slices.Sorted(maps.Keys(live)) {
+		out = append(out, workerView(live[id], coordinator.WorkerAlive, nil))
+	}
+	for _, id := range slices.Sorted(maps.Keys(gone)) {
+		if _, ok := live[id]; ok {
+			continue // back: its record goes with the next rebalance
 		}
-		v := WorkerView{ID: w.ID, RESTURL: w.RESTURL, NodeID: w.NodeID, Weight: w.Weight, Capacity: w.Capacity, Since: w.Since}
-		if s, ok := settings[w.ID]; ok {
+		g := gone[id]
+		g.ID = id
+		out = append(out, workerView(g.WorkerInfo, g.State, &g.At))
+	}
+	for i := range out {
+		v := &out[i]
+		if s, ok := settings[v.ID]; ok {
 			if s.Weight != nil {
 				v.Weight = *s.Weight
 			}
 			v.Draining = s.Draining
+			if v.Draining && v.State == coordinator.WorkerAlive {
+				v.State = coordinator.WorkerDraining
+			}
 		}
 		for _, o := range owners {
-			if o.Worker != w.ID {
+			if o.Worker != v.ID {
 				continue
 			}
 			if o.Task == nil {
@@ -170,9 +193,12 @@ func (a *api) listWorkers(r *http.Request) (int, any, *Error) {
 				v.Tasks++
 			}
 		}
-		out = append(out, v)
 	}
 	return http.StatusOK, out, nil
+}
+
+func workerView(w coordinator.WorkerInfo, state string, goneAt *time.Time) WorkerView {
+	return WorkerView{ID: w.ID, State: state, RESTURL: w.RESTURL, NodeID: w.NodeID, Weight: w.Weight, Capacity: w.Capacity, Since: w.Since, GoneAt: goneAt}
 }
 
 func (a *api) readSettings(ctx context.Context) (map[string]coordinator.Settings, error) {

@@ -14,11 +14,20 @@ import (
 
 // ClusterInfo is the body of GET /kcd/v1/cluster, as the tests read it.
 type ClusterInfo struct {
-	ClusterID   string       `json:"cluster_id"`
-	Leader      uint64       `json:"leader"`
-	Term        uint64       `json:"term"`
-	CommitIndex uint64       `json:"commit_index"`
-	Members     []MemberInfo `json:"members"`
+	ClusterID        string       `json:"cluster_id"`
+	Self             uint64       `json:"self"`
+	Leader           uint64       `json:"leader"`
+	Term             uint64       `json:"term"`
+	CommitIndex      uint64       `json:"commit_index"`
+	Members          []MemberInfo `json:"members"`
+	ReachabilityFrom uint64       `json:"reachability_from"`
+	Health           struct {
+		Voters   int      `json:"voters"`
+		VotersUp int      `json:"voters_up"`
+		Quorum   int      `json:"quorum"`
+		QuorumOK bool     `json:"quorum_ok"`
+		Alarms   []string `json:"alarms"`
+	} `json:"health"`
 }
 
 // MemberInfo is one member in ClusterInfo.
@@ -28,6 +37,7 @@ type MemberInfo struct {
 	PeerURL       string   `json:"peer_url"`
 	Roles         []string `json:"roles"`
 	Raft          string   `json:"raft"`
+	Reachability  string   `json:"reachability"` // reachable, unreachable or unknown
 	Reachable     bool     `json:"reachable"`
 	LastContactMS *int64   `json:"last_contact_ms"`
 }
@@ -88,10 +98,12 @@ func (n *Node) do(ctx context.Context, method, path string, body []byte, out any
 	return res.StatusCode, nil
 }
 
-// Info is GET /kcd/v1/cluster.
+// Info is GET /kcd/v1/cluster?view=local: the node's own view, without
+// asking the leader for the members' reachability (a frozen leader would
+// slow the answer down).
 func (n *Node) Info(ctx context.Context) (ClusterInfo, error) {
 	var info ClusterInfo
-	_, err := n.do(ctx, http.MethodGet, "/kcd/v1/cluster", nil, &info)
+	_, err := n.do(ctx, http.MethodGet, "/kcd/v1/cluster?view=local", nil, &info)
 	return info, err
 }
 

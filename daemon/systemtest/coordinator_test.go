@@ -62,9 +62,8 @@ func TestIntegrationProcessCoordinator(t *testing.T) {
 	all := c.Nodes()
 	via := c.Node(1)
 	if err := WaitFor(ctx, 100*time.Millisecond, func() (bool, error) {
-		var ws []map[string]any
-		_, err := via.do(ctx, "GET", "/kcd/v1/workers", nil, &ws)
-		return err == nil && len(ws) == 4, nil
+		n, err := AliveWorkers(ctx, via)
+		return err == nil && n == 4, nil
 	}); err != nil {
 		t.Fatalf("four workers did not register: %v", err)
 	}
@@ -160,9 +159,8 @@ func TestIntegrationProcessCoordinator(t *testing.T) {
 		t.Fatal(err)
 	}
 	if err := WaitFor(ctx, 100*time.Millisecond, func() (bool, error) {
-		var ws []map[string]any
-		_, err := rest[0].do(ctx, "GET", "/kcd/v1/workers", nil, &ws)
-		return err == nil && len(ws) == 4, nil
+		n, err := AliveWorkers(ctx, rest[0])
+		return err == nil && n == 4, nil
 	}); err != nil {
 		t.Fatalf("restarted workers did not register: %v", err)
 	}

@@ -123,3 +123,31 @@ func Restarted(before, after Placement, skip *Node) int {
 	}
 	return n
 }
+
+// WorkerState is one worker in GET /kcd/v1/workers.
+type WorkerState struct {
+	ID         string `json:"id"`
+	State      string `json:"state"`
+	Connectors int    `json:"connectors"`
+	Tasks      int    `json:"tasks"`
+}
+
+// Workers reads GET /kcd/v1/workers from via.
+func Workers(ctx context.Context, via *Node) ([]WorkerState, error) {
+	var ws []WorkerState
+	err := via.GetJSON(ctx, "/kcd/v1/workers", &ws)
+	return ws, err
+}
+
+// AliveWorkers counts the workers that hold a session (alive or
+// draining; a kcd without states lists only those), as via lists them.
+func AliveWorkers(ctx context.Context, via *Node) (int, error) {
+	ws, err := Workers(ctx, via)
+	n := 0
+	for _, w := range ws {
+		if w.State == "alive" || w.State == "draining" || w.State == "" {
+			n++
+		}
+	}
+	return n, err
+}
