@@ -46,6 +46,9 @@ func (c raftCluster) Info(context.Context) (restapi.ClusterInfo, error) {
 }
 
 func (c raftCluster) AddMember(ctx context.Context, m restapi.NewMember) error {
+	if err := checkJoinToken(c.n, m.JoinToken); err != nil {
+		return err
+	}
 	if _, err := raft.NormalizePeerURL(m.PeerURL); err != nil {
 		return restapi.Errorf(http.StatusBadRequest, "%v", err)
 	}
@@ -273,7 +276,7 @@ func (n *Node) startRaft(ctx context.Context) error {
 // returns the cluster as it was then.
 func (n *Node) joinCluster(ctx context.Context, self raft.Member) (restapi.ClusterInfo, error) {
 	c := client.New(n.cfg.Join)
-	req := restapi.NewMember{ID: self.ID, PeerURL: self.PeerURL, RESTURL: self.RESTURL, Roles: self.Roles}
+	req := restapi.NewMember{ID: self.ID, PeerURL: self.PeerURL, RESTURL: self.RESTURL, Roles: self.Roles, JoinToken: n.joinToken}
 	var lastErr error
 	for attempt := 0; attempt < 30; attempt++ {
 		info, err := c.AddMember(ctx, req)

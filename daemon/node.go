@@ -63,6 +63,8 @@ type Node struct {
 
 	mu        sync.Mutex
 	clusterID string
+
+	joinToken string // configured join token ("" none); never logged
 }
 
 // New returns a node for cfg; it does nothing until Start.
@@ -101,11 +103,14 @@ func (n *Node) Start(ctx context.Context) (err error) {
 	ctx, n.cancel = context.WithCancel(context.WithoutCancel(ctx))
 	opts := restapi.Options{Logger: n.log.With("subsys", "rest")}
 	if n.cfg.HasRole(config.RoleRaft) {
+		if n.joinToken, err = n.configuredJoinToken(); err != nil {
+			return err
+		}
 		if err := n.startRaft(ctx); err != nil {
 			return err
 		}
 		n.store = raftstore.New(n.raft)
-		opts.Cluster, opts.Store = raftCluster{n.raft}, n.store
+		opts.Cluster, opts.Store = raftCluster{n.raft}, guardStore(n.store)
 		opts.Connect = herder.New(connectstore.New(n.store), herder.Options{
 			Converters:       converter.Classes(),
 			HeaderConverters: append(converter.Classes(), herder.SimpleHeaderConverter),
@@ -122,10 +127,14 @@ func (n *Node) Start(ctx context.Context) (err error) {
 		}
 		opts.Coordinator = coord
 		n.coord = coord
-		n.wg.Add(2)
+		n.wg.Add(3)
 		go func() {
 			defer n.wg.Done()
 			n.publishSelf(ctx, n.raft.Self())
+		}()
+		go func() {
+			defer n.wg.Done()
+			n.ensureJoinToken(ctx, n.joinToken)
 		}()
 		go func() {
 			defer n.wg.Done()
