@@ -9,8 +9,11 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
+
+	"github.com/kcd-project/kcd/internal/testenv"
 )
 
 // addMember posts a new member with token ("" none) to n and returns the
@@ -172,5 +175,63 @@ func TestIntegrationProcessGeneratedJoinToken(t *testing.T) {
 		return err == nil && ok && m.Raft == "voter", nil
 	}); err != nil {
 		t.Fatalf("node 2 with the generated token was not promoted to voter: %v", err)
+	}
+}
+
+// TestIntegrationProcessStopWithoutQuorum: a node running source tasks
+// whose two peers were killed (no quorum, no leader: its offset commits,
+// its worker's leave and its leadership transfer cannot succeed) stops on
+// SIGTERM promptly and exits 0: every step of its shutdown is bounded.
+func TestIntegrationProcessStopWithoutQuorum(t *testing.T) {
+	bin := binary(t)
+	brokers := testenv.Require(t, testenv.Kafka)
+	ctx, cancel := context.WithTimeout(t.Context(), 90*time.Second)
+	defer cancel()
+
+	c := StartCluster(t, bin, Options{Bootstrap: brokers, ExtraArgs: []string{"--offset-flush-interval", "200ms"}})
+	lead, err := WaitLeader(ctx, c.Nodes()...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const tasks = 6
+	topic := fmt.Sprintf("kcd-systemtest-stopnoquorum-%d", time.Now().UnixNano())
+	body := fmt.Sprintf(`{"name":"gen","config":{"connector.class":"Datagen","topic":%q,"tasks.max":"%d","rate.per.task":"200","key":"task","shape":"counter","value.converter":"org.apache.kafka.connect.storage.StringConverter"}}`, topic, tasks)
+	if err := WaitFor(ctx, 200*time.Millisecond, func() (bool, error) {
+		_, err := c.Node(lead).do(ctx, "POST", "/connectors", []byte(body), nil)
+		return err == nil, nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	survivor := c.Except(lead)[0]
+	if _, err := WaitPlacement(ctx, c.Node(lead), c.Nodes(), tasks, func(p Placement) bool { return p.Count(survivor) > 0 }); err != nil {
+		t.Fatalf("no task runs on node %d: %v", survivor.ID, err)
+	}
+	// Kill the leader and one follower: the survivor has no quorum.
+	for _, n := range c.Nodes() {
+		if n != survivor {
+			n.Kill()
+		}
+	}
+	// Let the survivor notice: it knows no leader once its election timeout
+	// passed without one.
+	if err := WaitFor(ctx, 50*time.Millisecond, func() (bool, error) {
+		info, err := survivor.Info(ctx)
+		return err == nil && info.Leader == 0, nil
+	}); err != nil {
+		t.Fatalf("node %d still knows a leader: %v", survivor.ID, err)
+	}
+	const within = 5 * time.Second
+	start := time.Now()
+	if err := survivor.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	if !survivor.WaitExit(within) {
+		t.Errorf("node %d without quorum still runs %v after SIGTERM", survivor.ID, within)
+		survivor.Kill()
+		return
+	}
+	t.Logf("node %d stopped %v after SIGTERM", survivor.ID, time.Since(start).Round(time.Millisecond))
+	if code := survivor.ExitCode(); code != 0 {
+		t.Errorf("node %d exited with status %d after SIGTERM, want 0", survivor.ID, code)
 	}
 }
