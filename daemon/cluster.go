@@ -22,6 +22,9 @@ import (
 // raftCluster is restapi.Cluster over the node's Raft member.
 type raftCluster struct {
 	n *raft.Node
+	// drain moves a member's units away before its removal and returns
+	// what to do once it is removed (nil: no draining).
+	drain func(ctx context.Context, id uint64) (func(), error)
 }
 
 func (c raftCluster) Info(context.Context) (restapi.ClusterInfo, error) {
@@ -65,8 +68,35 @@ func (c raftCluster) AddMember(ctx context.Context, m restapi.NewMember) error {
 	return clusterError(err)
 }
 
+// RemoveMember drains the member's worker first (its tasks stop and commit
+// their offsets while the store takes them), then removes it from the Raft
+// configuration; the removed node then stops.
 func (c raftCluster) RemoveMember(ctx context.Context, id uint64) error {
+	st := c.n.Status()
+	member, voters := false, 0
+	for _, m := range st.Members {
+		member = member || m.ID == id
+		if m.Raft == "voter" {
+			voters++
+		}
+	}
+	if c.drain != nil && member && !(voters == 1 && raftRoleOf(st, id) == "voter") {
+		done, err := c.drain(ctx, id)
+		if err != nil {
+			return clusterError(err)
+		}
+		defer done()
+	}
 	return clusterError(c.n.RemoveMember(ctx, id))
+}
+
+func raftRoleOf(st raft.Status, id uint64) string {
+	for _, m := range st.Members {
+		if m.ID == id {
+			return m.Raft
+		}
+	}
+	return ""
 }
 
 func (c raftCluster) TransferLeader(ctx context.Context, to uint64) (uint64, error) {

@@ -107,7 +107,7 @@ func (n *Node) Start(ctx context.Context) (err error) {
 			return err
 		}
 		n.store = raftstore.New(n.raft)
-		opts.Cluster, opts.Store = raftCluster{n.raft}, guardStore(n.store)
+		opts.Cluster, opts.Store = raftCluster{n: n.raft, drain: n.drainMember}, guardStore(n.store)
 		opts.Connect = herder.New(connectstore.New(n.store), herder.Options{
 			Converters:       converter.Classes(),
 			HeaderConverters: append(converter.Classes(), herder.SimpleHeaderConverter),

@@ -8,10 +8,14 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/kcd-project/kcd/internal/testenv"
 )
@@ -233,5 +237,132 @@ func TestIntegrationProcessStopWithoutQuorum(t *testing.T) {
 	t.Logf("node %d stopped %v after SIGTERM", survivor.ID, time.Since(start).Round(time.Millisecond))
 	if code := survivor.ExitCode(); code != 0 {
 		t.Errorf("node %d exited with status %d after SIGTERM, want 0", survivor.ID, code)
+	}
+}
+
+// readCounters reads the whole topic of a counter Datagen ("task-<t>-<n>")
+// and returns, per task, how often each number was produced.
+func readCounters(t *testing.T, ctx context.Context, brokers, topic string) map[int]map[int64]int {
+	t.Helper()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(strings.Split(brokers, ",")...), kgo.ConsumeTopics(topic),
+		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	ends, err := kadm.NewClient(cl).ListEndOffsets(ctx, topic)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[int32]int64{}
+	ends.Each(func(o kadm.ListedOffset) { want[o.Partition] = o.Offset })
+	seen := map[int]map[int64]int{}
+	got := map[int32]int64{}
+	for !reached(got, want) {
+		fs := cl.PollFetches(ctx)
+		if err := ctx.Err(); err != nil {
+			t.Fatalf("read %s: %v", topic, err)
+		}
+		fs.EachRecord(func(r *kgo.Record) {
+			got[r.Partition] = r.Offset + 1
+			var task int
+			var n int64
+			if _, err := fmt.Sscanf(strings.Trim(string(r.Value), `"`), "task-%d-%d", &task, &n); err != nil {
+				t.Errorf("record %q: %v", r.Value, err)
+				return
+			}
+			if seen[task] == nil {
+				seen[task] = map[int64]int{}
+			}
+			seen[task][n]++
+		})
+	}
+	return seen
+}
+
+// TestIntegrationProcessRemoveDrainsFirst: removing a live member moves its
+// worker's tasks away first, each stopped with its last offset committed,
+// and only then removes it from the Raft configuration. Offsets are
+// committed only when a task stops (offset-flush-interval 10m), so a task
+// that left the removed node without its last commit would produce its
+// numbers again on its next worker: every number of every task appears
+// exactly once, none is missing, and the removed node stops.
+func TestIntegrationProcessRemoveDrainsFirst(t *testing.T) {
+	bin := binary(t)
+	brokers := testenv.Require(t, testenv.Kafka)
+	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
+	defer cancel()
+
+	c := StartCluster(t, bin, Options{Bootstrap: brokers, ExtraArgs: []string{"--offset-flush-interval", "10m"}})
+	lead, err := WaitLeader(ctx, c.Nodes()...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const tasks = 3
+	topic := fmt.Sprintf("kcd-systemtest-removedrain-%d", time.Now().UnixNano())
+	body := fmt.Sprintf(`{"name":"gen","config":{"connector.class":"Datagen","topic":%q,"tasks.max":"%d","rate.per.task":"200","key":"task","shape":"counter","value.converter":"org.apache.kafka.connect.storage.StringConverter"}}`, topic, tasks)
+	if err := WaitFor(ctx, 200*time.Millisecond, func() (bool, error) {
+		_, err := c.Node(lead).do(ctx, "POST", "/connectors", []byte(body), nil)
+		return err == nil, nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	victim := c.Except(lead)[0]
+	p, err := WaitPlacement(ctx, c.Node(lead), c.Nodes(), tasks, func(p Placement) bool { return p.Count(victim) > 0 })
+	if err != nil {
+		t.Fatalf("no task runs on node %d: %v", victim.ID, err)
+	}
+	var onVictim []int
+	for task, n := range p.Where {
+		if n == victim {
+			onVictim = append(onVictim, task)
+		}
+	}
+	time.Sleep(time.Second) // the victim's tasks produce what a lost commit would repeat
+
+	if err := c.Node(lead).RemoveMember(ctx, victim.ID); err != nil {
+		t.Fatalf("remove member %d: %v", victim.ID, err)
+	}
+	if !victim.WaitExit(15 * time.Second) {
+		t.Errorf("removed node %d still runs 15 s after its removal", victim.ID)
+		victim.Kill()
+	}
+	rest := c.Except(victim.ID)
+	if _, err := WaitPlacement(ctx, c.Node(lead), rest, tasks, func(Placement) bool { return true }); err != nil {
+		t.Fatalf("tasks did not all run on the remaining nodes: %v", err)
+	}
+	time.Sleep(time.Second) // the moved tasks produce on their new workers
+	if _, err := c.Node(lead).do(ctx, "PUT", "/connectors/gen/stop", nil, nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := WaitFor(ctx, 100*time.Millisecond, func() (bool, error) {
+		for _, n := range rest {
+			running, _, err := UnitsOf(ctx, n)
+			if err != nil || len(running) > 0 {
+				return false, nil
+			}
+		}
+		return true, nil
+	}); err != nil {
+		t.Fatalf("tasks did not stop: %v", err)
+	}
+
+	seen := readCounters(t, ctx, brokers, topic)
+	for task := range tasks {
+		nums := seen[task]
+		var hi int64 = -1
+		dups := 0
+		for n, k := range nums {
+			hi = max(hi, n)
+			dups += k - 1
+		}
+		missing := hi + 1 - int64(len(nums))
+		t.Logf("task %d (on the removed node: %v): %d numbers up to %d, %d again, %d missing", task, slices.Contains(onVictim, task), len(nums), hi, dups, missing)
+		if missing != 0 {
+			t.Errorf("task %d: %d numbers missing", task, missing)
+		}
+		if slices.Contains(onVictim, task) && dups != 0 {
+			t.Errorf("task %d moved off the removed node without its last offset commit: %d numbers produced again", task, dups)
+		}
 	}
 }
