@@ -231,3 +231,47 @@ func TestProcessRefusesOutsideConfiguration(t *testing.T) {
 		t.Errorf("follower %d: term %d, want %d", f.ID(), f.Term(), term)
 	}
 }
+
+// TestRejoinAfterIsolationDoesNotDisrupt: a follower cut off for many
+// election timeouts (it campaigns in vain meanwhile) and a follower that
+// crashes and restarts come back without changing the leader or the term:
+// PreVote keeps the cut-off node's term where it was, CheckQuorum keeps the
+// others from listening to it while they hear their leader.
+func TestRejoinAfterIsolationDoesNotDisrupt(t *testing.T) {
+	c := rafttest.NewCluster(t, 3, nil)
+	lead := c.Leader(10 * time.Second)
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	defer cancel()
+	mustPutOnLeader(ctx, t, c, "before", "1")
+	lead = c.Leader(10 * time.Second)
+	term, leader := lead.Term(), lead.ID()
+	f := c.Follower()
+	fid := f.ID()
+
+	c.Net().Isolate(fid)
+	deadline := time.Now().Add(20 * c.Config(fid, false).TickInterval * 10) // 20 election timeouts
+	waitFor(t, 10*time.Second, "the isolated follower to lose its leader", func() bool { return f.Leader() == 0 })
+	mustPutOnLeader(ctx, t, c, "while-isolated", "2")
+	time.Sleep(time.Until(deadline)) // how long the fault lasts, not a wait for a condition
+	if f.Term() != term {
+		t.Errorf("isolated follower %d raised its term to %d (was %d)", fid, f.Term(), term)
+	}
+	c.Net().Heal()
+	waitFor(t, 10*time.Second, "the follower to catch up", func() bool {
+		_, found, _ := f.FSM().Get("while-isolated")
+		return found
+	})
+
+	c.Kill(fid)
+	mustPutOnLeader(ctx, t, c, "while-down", "3")
+	f = c.Start(fid, false)
+	waitFor(t, 10*time.Second, "the restarted follower to catch up", func() bool {
+		_, found, _ := f.FSM().Get("while-down")
+		return found
+	})
+	for _, n := range c.Nodes() {
+		if n.Term() != term || n.Leader() != leader {
+			t.Errorf("node %d: leader %d term %d, want leader %d term %d throughout", n.ID(), n.Leader(), n.Term(), leader, term)
+		}
+	}
+}

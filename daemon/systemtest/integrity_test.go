@@ -366,3 +366,118 @@ func TestIntegrationProcessRemoveDrainsFirst(t *testing.T) {
 		}
 	}
 }
+
+// watchLeadership polls nodes until stop is closed and reports every
+// leader (but none) or term other than (leader, term) that one of them
+// answered.
+func watchLeadership(ctx context.Context, nodes []*Node, leader, term uint64, stop <-chan struct{}) <-chan []string {
+	out := make(chan []string, 1)
+	go func() {
+		var seen []string
+		defer func() { out <- seen }()
+		for {
+			for _, n := range nodes {
+				if !n.Running() {
+					continue
+				}
+				qctx, cancel := context.WithTimeout(ctx, time.Second)
+				info, err := n.Info(qctx)
+				cancel()
+				// A node that just started knows no leader for a moment.
+				if err == nil && ((info.Leader != 0 && info.Leader != leader) || info.Term != term) {
+					seen = append(seen, fmt.Sprintf("node %d: leader %d term %d", n.ID, info.Leader, info.Term))
+				}
+			}
+			select {
+			case <-stop:
+				return
+			case <-ctx.Done():
+				return
+			case <-time.After(50 * time.Millisecond):
+			}
+		}
+	}()
+	return out
+}
+
+// TestIntegrationProcessRestartDoesNotDisrupt: a follower killed and
+// restarted, and a removed member started again on its old data dir (it
+// does not know it was removed), never change the healthy leader or its
+// term: PreVote and CheckQuorum keep a returning node from forcing an
+// election, and the members refuse the removed one, which stops.
+func TestIntegrationProcessRestartDoesNotDisrupt(t *testing.T) {
+	bin := binary(t)
+	ctx, cancel := context.WithTimeout(t.Context(), 90*time.Second)
+	defer cancel()
+
+	c := StartCluster(t, bin, Options{})
+	lead, err := WaitLeader(ctx, c.Nodes()...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	joiner := c.NewJoiner(4, c.Node(lead).URL())
+	if err := joiner.Start(); err != nil {
+		t.Fatal(err)
+	}
+	if err := WaitFor(ctx, 100*time.Millisecond, func() (bool, error) {
+		info, err := c.Node(lead).Info(ctx)
+		m, ok := info.Member(4)
+		return err == nil && ok && m.Raft == "voter", nil
+	}); err != nil {
+		t.Fatalf("node 4 did not become a voter: %v", err)
+	}
+	info, err := c.Node(lead).Info(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if info.Leader != lead {
+		t.Fatalf("leader moved to %d before the test began", info.Leader)
+	}
+	founders := c.Nodes()[:3]
+	stop := make(chan struct{})
+	changes := watchLeadership(ctx, founders, lead, info.Term, stop)
+	a := newAcks()
+
+	// 1. kill -9 of a follower and a restart: it catches up, nothing moves.
+	f := c.Except(lead)[0]
+	if f.ID == 4 {
+		f = c.Except(lead)[1]
+	}
+	f.Kill()
+	if err := putRetry(ctx, a, []*Node{c.Node(lead)}, "restart/while-down", "1"); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Start(); err != nil {
+		t.Fatal(err)
+	}
+	if err := WaitFor(ctx, 100*time.Millisecond, func() (bool, error) {
+		v, found, err := f.Get(ctx, "restart/while-down")
+		return err == nil && found && v == "1", nil
+	}); err != nil {
+		t.Fatalf("restarted node %d did not catch up: %v", f.ID, err)
+	}
+
+	// 2. node 4 stops, is removed, and comes back on its old data dir.
+	if err := joiner.Stop(10 * time.Second); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Node(lead).RemoveMember(ctx, 4); err != nil {
+		t.Fatalf("remove member 4: %v", err)
+	}
+	if err := joiner.Start(); err != nil {
+		t.Fatal(err)
+	}
+	if !joiner.WaitExit(20 * time.Second) {
+		t.Errorf("removed node 4, back on its old data dir, still runs after 20 s")
+		joiner.Kill()
+	} else {
+		checkFatal(t, joiner, "removed node 4 on its old data dir", "removed")
+	}
+	if err := putRetry(ctx, a, []*Node{c.Node(lead)}, "restart/after", "2"); err != nil {
+		t.Fatal(err)
+	}
+	close(stop)
+	if seen := <-changes; len(seen) > 0 {
+		t.Errorf("leadership changed while nodes restarted (want leader %d, term %d throughout): %v", lead, info.Term, seen)
+	}
+}
