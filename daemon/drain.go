@@ -13,8 +13,9 @@ import (
 
 // drainTimeout bounds how long a removal waits for the member's worker to
 // hand over its units; past it the member is removed anyway (a unit that
-// will not stop must not block a removal for ever).
-const drainTimeout = 30 * time.Second
+// will not stop must not block a removal for ever). It leaves room in
+// kcctl's 30 s request timeout for the removal itself.
+const drainTimeout = 20 * time.Second
 
 // memberWorkers returns the ids of the workers that run in member id: those
 // with a session naming the node, and the one its REST URL names.
