@@ -233,13 +233,15 @@ func TestProcessRefusesOutsideConfiguration(t *testing.T) {
 	}
 }
 
-// TestRejoinAfterIsolationDoesNotDisrupt: a follower cut off for many
+// TestRejoinAfterIsolationDoesNotDisrupt: a follower cut off for several
 // election timeouts (it campaigns in vain meanwhile) and a follower that
 // crashes and restarts come back without changing the leader or the term:
 // PreVote keeps the cut-off node's term where it was, CheckQuorum keeps the
 // others from listening to it while they hear their leader.
 func TestRejoinAfterIsolationDoesNotDisrupt(t *testing.T) {
-	c := rafttest.NewCluster(t, 3, nil)
+	// A longer election timeout than the other tests' (0.8-1.6 s): a
+	// loaded machine must not elect on its own while this test watches.
+	c := rafttest.NewCluster(t, 3, func(cfg *raft.Config) { cfg.ElectionTicks = 40 })
 	lead := c.Leader(10 * time.Second)
 	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
 	defer cancel()
@@ -250,7 +252,8 @@ func TestRejoinAfterIsolationDoesNotDisrupt(t *testing.T) {
 	fid := f.ID()
 
 	c.Net().Isolate(fid)
-	deadline := time.Now().Add(20 * c.Config(fid, false).TickInterval * 10) // 20 election timeouts
+	cfg := c.Config(fid, false)
+	deadline := time.Now().Add(4 * time.Duration(cfg.ElectionTicks) * cfg.TickInterval) // 4 election timeouts at least
 	waitFor(t, 10*time.Second, "the isolated follower to lose its leader", func() bool { return f.Leader() == 0 })
 	mustPutOnLeader(ctx, t, c, "while-isolated", "2")
 	time.Sleep(time.Until(deadline)) // how long the fault lasts, not a wait for a condition

@@ -410,7 +410,9 @@ func TestIntegrationProcessRestartDoesNotDisrupt(t *testing.T) {
 	ctx, cancel := context.WithTimeout(t.Context(), 90*time.Second)
 	defer cancel()
 
-	c := StartCluster(t, bin, Options{})
+	// 2 s election timeouts: a loaded machine must not elect on its own
+	// while this test watches.
+	c := StartCluster(t, bin, Options{ElectionTimeout: 2 * time.Second})
 	lead, err := WaitLeader(ctx, c.Nodes()...)
 	if err != nil {
 		t.Fatal(err)
