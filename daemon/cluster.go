@@ -72,15 +72,18 @@ func (c raftCluster) AddMember(ctx context.Context, m restapi.NewMember) error {
 // their offsets while the store takes them), then removes it from the Raft
 // configuration; the removed node then stops.
 func (c raftCluster) RemoveMember(ctx context.Context, id uint64) error {
-	st := c.n.Status()
-	member, voters := false, 0
-	for _, m := range st.Members {
-		member = member || m.ID == id
+	role, voters := "", 0
+	for _, m := range c.n.Status().Members {
+		if m.ID == id {
+			role = m.Raft
+		}
 		if m.Raft == "voter" {
 			voters++
 		}
 	}
-	if c.drain != nil && member && !(voters == 1 && raftRoleOf(st, id) == "voter") {
+	// Drain only a member raft will remove: not an unknown id, not the last
+	// voter (raft's refusal then says why).
+	if c.drain != nil && role != "" && !(role == "voter" && voters == 1) {
 		done, err := c.drain(ctx, id)
 		if err != nil {
 			return clusterError(err)
@@ -88,15 +91,6 @@ func (c raftCluster) RemoveMember(ctx context.Context, id uint64) error {
 		defer done()
 	}
 	return clusterError(c.n.RemoveMember(ctx, id))
-}
-
-func raftRoleOf(st raft.Status, id uint64) string {
-	for _, m := range st.Members {
-		if m.ID == id {
-			return m.Raft
-		}
-	}
-	return ""
 }
 
 func (c raftCluster) TransferLeader(ctx context.Context, to uint64) (uint64, error) {
