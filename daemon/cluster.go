@@ -22,6 +22,9 @@ import (
 // raftCluster is restapi.Cluster over the node's Raft member.
 type raftCluster struct {
 	n *raft.Node
+	// drain moves a member's units away before its removal and returns
+	// what to do once it is removed (nil: no draining).
+	drain func(ctx context.Context, id uint64) (func(), error)
 }
 
 func (c raftCluster) Info(context.Context) (restapi.ClusterInfo, error) {
@@ -69,6 +72,9 @@ func reachability(st raft.Status, m raft.MemberStatus) string {
 }
 
 func (c raftCluster) AddMember(ctx context.Context, m restapi.NewMember) error {
+	if err := checkJoinToken(c.n, m.JoinToken); err != nil {
+		return err
+	}
 	if _, err := raft.NormalizePeerURL(m.PeerURL); err != nil {
 		return restapi.Errorf(http.StatusBadRequest, "%v", err)
 	}
@@ -85,7 +91,28 @@ func (c raftCluster) AddMember(ctx context.Context, m restapi.NewMember) error {
 	return clusterError(err)
 }
 
+// RemoveMember drains the member's worker first (its tasks stop and commit
+// their offsets while the store takes them), then removes it from the Raft
+// configuration; the removed node then stops.
 func (c raftCluster) RemoveMember(ctx context.Context, id uint64) error {
+	role, voters := "", 0
+	for _, m := range c.n.Status().Members {
+		if m.ID == id {
+			role = m.Raft
+		}
+		if m.Raft == "voter" {
+			voters++
+		}
+	}
+	// Drain only a member raft will remove: not an unknown id, not the last
+	// voter (raft's refusal then says why).
+	if c.drain != nil && role != "" && !(role == "voter" && voters == 1) {
+		done, err := c.drain(ctx, id)
+		if err != nil {
+			return clusterError(err)
+		}
+		defer done()
+	}
 	return clusterError(c.n.RemoveMember(ctx, id))
 }
 
@@ -298,7 +325,7 @@ func (n *Node) startRaft(ctx context.Context) error {
 // returns the cluster as it was then.
 func (n *Node) joinCluster(ctx context.Context, self raft.Member) (restapi.ClusterInfo, error) {
 	c := client.New(n.cfg.Join)
-	req := restapi.NewMember{ID: self.ID, PeerURL: self.PeerURL, RESTURL: self.RESTURL, Roles: self.Roles}
+	req := restapi.NewMember{ID: self.ID, PeerURL: self.PeerURL, RESTURL: self.RESTURL, Roles: self.Roles, JoinToken: n.joinToken}
 	var lastErr error
 	for attempt := 0; attempt < 30; attempt++ {
 		info, err := c.AddMember(ctx, req)

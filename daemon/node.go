@@ -31,9 +31,6 @@ import (
 	"github.com/kcd-project/kcd/raft"
 )
 
-// shutdownTimeout bounds each step of a clean stop.
-const shutdownTimeout = 10 * time.Second
-
 // Node is one running kcd process.
 type Node struct {
 	cfg config.Config
@@ -63,6 +60,8 @@ type Node struct {
 
 	mu        sync.Mutex
 	clusterID string
+
+	joinToken string // configured join token ("" none); never logged
 }
 
 // New returns a node for cfg; it does nothing until Start.
@@ -101,11 +100,14 @@ func (n *Node) Start(ctx context.Context) (err error) {
 	ctx, n.cancel = context.WithCancel(context.WithoutCancel(ctx))
 	opts := restapi.Options{Logger: n.log.With("subsys", "rest")}
 	if n.cfg.HasRole(config.RoleRaft) {
+		if n.joinToken, err = n.configuredJoinToken(); err != nil {
+			return err
+		}
 		if err := n.startRaft(ctx); err != nil {
 			return err
 		}
 		n.store = raftstore.New(n.raft)
-		opts.Cluster, opts.Store = raftCluster{n.raft}, n.store
+		opts.Cluster, opts.Store = raftCluster{n: n.raft, drain: n.drainMember}, guardStore(n.store)
 		opts.Connect = herder.New(connectstore.New(n.store), herder.Options{
 			Converters:       converter.Classes(),
 			HeaderConverters: append(converter.Classes(), herder.SimpleHeaderConverter),
@@ -123,10 +125,14 @@ func (n *Node) Start(ctx context.Context) (err error) {
 		}
 		opts.Coordinator = coord
 		n.coord = coord
-		n.wg.Add(2)
+		n.wg.Add(3)
 		go func() {
 			defer n.wg.Done()
 			n.publishSelf(ctx, n.raft.Self())
+		}()
+		go func() {
+			defer n.wg.Done()
+			n.ensureJoinToken(ctx, n.joinToken)
 		}()
 		go func() {
 			defer n.wg.Done()
@@ -281,13 +287,18 @@ func (n *Node) raftEndpoints() []string {
 // Raft is the node's Raft member (nil on a worker-only node).
 func (n *Node) Raft() *raft.Node { return n.raft }
 
-// Close stops everything the node runs, in reverse order of start.
+// Close stops everything the node runs, in reverse order of start. Every
+// step is bounded, so that a node without quorum (whose offset commits and
+// leave cannot succeed) still stops within seconds.
 func (n *Node) Close() error {
 	var err error
 	if n.rest != nil {
-		ctx, cancel := context.WithTimeout(context.Background(), shutdownTimeout)
+		ctx, cancel := context.WithTimeout(context.Background(), restStopTimeout)
 		grace := time.AfterFunc(time.Second, n.cancelRequests)
-		err = n.rest.Shutdown(ctx)
+		if serr := n.rest.Shutdown(ctx); serr != nil {
+			n.log.Warn("rest requests still running at stop; closing their connections", "err", serr)
+			_ = n.rest.Close()
+		}
 		grace.Stop()
 		n.cancelRequests()
 		cancel()
@@ -296,8 +307,12 @@ func (n *Node) Close() error {
 		// Tasks drain and commit their offsets while the store still works;
 		// then the worker leaves, so its units move at once.
 		n.workerCancel()
-		<-n.workerDone
-		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+		if !n.waitWhileLeader(n.workerDone, workerStopTimeout) {
+			n.log.Warn("tasks did not finish committing their offsets in time; stopping without them (is there a quorum?)")
+		}
+		// Without a leader nothing can be committed: do not wait for it long.
+		noLeader := n.raft != nil && n.raft.Leader() == 0
+		ctx, cancel := context.WithTimeout(context.Background(), stepTimeout(leaveTimeout, noLeader))
 		if n.coord != nil && n.raft.IsLeader() {
 			// The coordinator is here, and the REST API already stopped.
 			if err := n.coord.Leave(ctx, n.workerID()); err != nil {
@@ -308,30 +323,105 @@ func (n *Node) Close() error {
 		}
 		cancel()
 		n.memberCancel()
-		<-n.memberDone
+		waitClosed(n.memberDone, time.Second)
 	}
 	if n.cancel != nil {
 		n.cancel()
 	}
 	if n.raft != nil {
-		// A leader hands over leadership first, so the others need not wait
-		// for an election.
+		// A leader hands over leadership first (bounded by an election
+		// timeout), so the others need not wait for an election.
 		if rerr := n.raft.Stop(); rerr != nil && err == nil {
 			err = rerr
 		}
 	}
+	if n.worker != nil && !waitClosed(n.workerDone, time.Second) {
+		n.log.Warn("worker still stopping after raft stopped")
+	}
 	if n.peer != nil {
-		ctx, cancel := context.WithTimeout(context.Background(), shutdownTimeout)
-		_ = n.peer.Shutdown(ctx)
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		if n.peer.Shutdown(ctx) != nil {
+			_ = n.peer.Close()
+		}
 		cancel()
 	}
-	n.wg.Wait()
+	if !waitGroup(&n.wg, 2*time.Second) {
+		n.log.Warn("some of the node's loops did not stop in time; stopping anyway")
+	}
 	n.closeResources()
 	if err != nil {
 		return fmt.Errorf("stop: %w", err)
 	}
 	n.log.Info("kcd node stopped")
 	return nil
+}
+
+// Bounds of the steps of Close. With a leader, offset commits and a leave
+// take milliseconds; without one they cannot succeed, and the shorter
+// bound of stepTimeout applies.
+const (
+	restStopTimeout   = 3 * time.Second
+	workerStopTimeout = 5 * time.Second
+	leaveTimeout      = 3 * time.Second
+	noLeaderTimeout   = 500 * time.Millisecond
+)
+
+func stepTimeout(d time.Duration, noLeader bool) time.Duration {
+	if noLeader {
+		return noLeaderTimeout
+	}
+	return d
+}
+
+// waitWhileLeader waits for ch to be closed, at most d, and gives up
+// sooner once this Raft member has known no leader for noLeaderTimeout
+// (then nothing the wait is for can be committed). It reports whether ch
+// was closed.
+func (n *Node) waitWhileLeader(ch <-chan struct{}, d time.Duration) bool {
+	deadline := time.NewTimer(d)
+	defer deadline.Stop()
+	tick := time.NewTicker(50 * time.Millisecond)
+	defer tick.Stop()
+	var leaderless time.Time
+	for {
+		select {
+		case <-ch:
+			return true
+		case <-deadline.C:
+			return false
+		case now := <-tick.C:
+			switch {
+			case n.raft == nil || n.raft.Leader() != 0:
+				leaderless = time.Time{}
+			case leaderless.IsZero():
+				leaderless = now
+			case now.Sub(leaderless) >= noLeaderTimeout:
+				return false
+			}
+		}
+	}
+}
+
+// waitClosed waits for ch to be closed, at most d; it reports whether it was.
+func waitClosed(ch <-chan struct{}, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ch:
+		return true
+	case <-t.C:
+		return false
+	}
+}
+
+// waitGroup waits for wg, at most d; it reports whether it finished.
+func waitGroup(wg *sync.WaitGroup, d time.Duration) bool {
+	done := make(chan struct{})
+	go func() {
+		wg.Wait()
+		close(done)
+	}()
+	return waitClosed(done, d)
 }
 
 func (n *Node) closeResources() {

@@ -20,6 +20,7 @@ func devConfig(t *testing.T, dir string) config.Config {
 	cfg.DevKafka = true
 	cfg.DevKafkaPort = 0
 	cfg.PeerAddr = "127.0.0.1:0"
+	cfg.JoinToken = "daemon-test-join-token" // every node of these tests shares it
 	if err := cfg.Validate(); err != nil {
 		t.Fatal(err)
 	}

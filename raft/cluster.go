@@ -84,14 +84,29 @@ func (n *Node) changeConf(ctx context.Context, typ pb.ConfChangeType, m Member) 
 	if err := n.rn.ProposeConfChange(ctx, cc); err != nil {
 		return n.proposeErr(ctx, ctx, err)
 	}
+	var res fsm.Result
 	select {
-	case <-ch:
-		return nil
+	case res = <-ch:
 	case <-ctx.Done():
 		return ctx.Err()
 	case <-n.donec:
 		return ErrStopped
 	}
+	// raft counts the change applied only once the Ready that carried it is
+	// advanced, and until then silently drops the next change proposed:
+	// return when the next one can be proposed.
+	tick := time.NewTicker(n.cfg.TickInterval / 5)
+	defer tick.Stop()
+	for n.rn.Status().Applied < res.Index {
+		select {
+		case <-tick.C:
+		case <-ctx.Done():
+			return nil // applied; only raft's bookkeeping lags
+		case <-n.donec:
+			return nil
+		}
+	}
+	return nil
 }
 
 // TransferLeadership hands leadership to voter to (0: the most up-to-date

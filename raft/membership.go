@@ -146,6 +146,15 @@ func (m *membership) get(id uint64) (Member, bool) {
 	return mem, ok
 }
 
+// has reports whether the membership knows any member (known) and whether
+// id is one of them.
+func (m *membership) has(id uint64) (known, member bool) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	_, member = m.Members[id]
+	return len(m.Members) > 0, member
+}
+
 func (m *membership) isRemoved(id uint64) bool {
 	m.mu.Lock()
 	defer m.mu.Unlock()

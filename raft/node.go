@@ -94,6 +94,15 @@ type Node struct {
 	corrupt   atomic.Bool
 	votersNow atomic.Pointer[[]uint64]
 
+	// bootPeers are the members this node was started with (initial
+	// cluster, or those a joiner was told of): the senders it accepts until
+	// it has applied a configuration of its own.
+	bootPeers map[uint64]bool
+	// refused counts incoming messages dropped by admit; refusedLog is
+	// when the last one was logged (unix nanoseconds), for rate limiting.
+	refused    atomic.Uint64
+	refusedLog atomic.Int64
+
 	halted   atomic.Bool // Halt: close the state machine as a crash would
 	stopOnce sync.Once
 	stopc    chan struct{}
@@ -121,6 +130,10 @@ func Start(cfg Config) (*Node, error) {
 	var b [8]byte
 	_, _ = rand.Read(b[:])
 	n.idBase = cfg.ID<<48 ^ binary.LittleEndian.Uint64(b[:])&(1<<48-1)
+	n.bootPeers = map[uint64]bool{}
+	for _, m := range slices.Concat(cfg.InitialCluster, cfg.JoinPeers) {
+		n.bootPeers[m.ID] = true
+	}
 
 	ok := false
 	defer func() {
@@ -894,11 +907,65 @@ func (n *Node) closeResources() {
 	}
 }
 
+// ErrRefused is returned by Process for a message that must not reach
+// raft: from an id outside the configuration, or meant for another node.
+var ErrRefused = errors.New("raft: message refused")
+
+// refusedLogEvery rate-limits the log of refused messages.
+const refusedLogEvery = 10 * time.Second
+
+// admit reports whether m may reach raft. The cluster id is no secret, so a
+// stranger can open a peer stream: a message counts only when it is meant
+// for this node and comes from a voter or learner of the configuration this
+// node has applied. Until it has applied one (a founding member in its
+// first moments, a joiner before the leader's snapshot), the members it was
+// started with stand for it; a node that knows of no member at all yet
+// accepts any sender of its cluster, having nothing a stranger could
+// disturb. Dropping a message is always safe in Raft; a member added by a
+// configuration change is accepted as soon as this node applies the change,
+// which precedes any message raft makes that member send here.
+func (n *Node) admit(m *pb.Message) bool {
+	from := m.GetFrom()
+	if m.GetTo() != n.cfg.ID || from == 0 || from == n.cfg.ID {
+		return false
+	}
+	if n.peers.isRemoved(from) {
+		return false
+	}
+	if known, member := n.peers.has(from); known {
+		return member
+	}
+	return len(n.bootPeers) == 0 || n.bootPeers[from]
+}
+
+// refuse counts a refused message and logs it, at most every
+// refusedLogEvery.
+func (n *Node) refuse(m *pb.Message) {
+	total := n.refused.Add(1)
+	now := time.Now().UnixNano()
+	last := n.refusedLog.Load()
+	if now-last < int64(refusedLogEvery) || !n.refusedLog.CompareAndSwap(last, now) {
+		return
+	}
+	n.log.Warn("dropped a raft message from outside the cluster configuration",
+		"from", m.GetFrom(), "to", m.GetTo(), "type", m.GetType().String(), "term", m.GetTerm(), "refused_total", total)
+}
+
+// Refused is how many incoming messages were dropped before raft because
+// they came from outside the configuration or were meant for another node.
+func (n *Node) Refused() uint64 { return n.refused.Load() }
+
 // Process implements transport.Receiver.
-// A proposal forwarded by a follower is dropped when this node knows no
+// A message from outside the configuration is dropped (see admit). A
+// proposal forwarded by a follower is dropped when this node knows no
 // leader (raft would block the whole peer stream on it until one is
 // elected) and given a tick at most otherwise; its proposer proposes again.
 func (n *Node) Process(ctx context.Context, m *pb.Message) error {
+	if !n.admit(m) {
+		n.refuse(m)
+		return fmt.Errorf("%w: %s from %d to %d: the sender is not a member of this node's configuration or the message is not for this node",
+			ErrRefused, m.GetType(), m.GetFrom(), m.GetTo())
+	}
 	if m.GetType() == pb.MessageType_MsgProp {
 		if n.leader.Load() == 0 {
 			return nil

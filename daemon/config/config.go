@@ -45,6 +45,12 @@ type Config struct {
 	InitialCluster string `yaml:"initial-cluster"`
 	// Join is the REST URL of any member of a running cluster to join.
 	Join string `yaml:"join"`
+	// JoinToken is the cluster's join credential: a node presents it to
+	// join, and a founding member publishes it for the cluster to check
+	// joiners against. JoinTokenFile names a file that holds it instead.
+	// Never logged.
+	JoinToken     string `yaml:"join-token"`
+	JoinTokenFile string `yaml:"join-token-file"`
 	// Seeds are REST URLs of cluster members, for worker-only nodes.
 	Seeds []string `yaml:"seeds"`
 	// PeerTLSCert, PeerTLSKey and PeerTLSCA turn on mutual TLS between
@@ -145,6 +151,10 @@ func Default() Config {
 // stays below 100 MB resident (docs/benchmarks.md).
 const DefaultMemoryLimit ByteSize = 80 << 20
 
+// MinJoinTokenLen is the shortest join token accepted: the cluster keeps
+// only a salted hash of it, which must not be guessable.
+const MinJoinTokenLen = 16
+
 // The roles a node can have.
 const (
 	RoleRaft   = "raft"
@@ -194,6 +204,12 @@ func (c *Config) Validate() error {
 		}
 		if c.Join != "" && c.InitialCluster != "" {
 			errs = append(errs, errors.New("join and initial-cluster exclude each other: bootstrap a new cluster or join a running one"))
+		}
+		if c.JoinToken != "" && c.JoinTokenFile != "" {
+			errs = append(errs, errors.New("join-token and join-token-file exclude each other"))
+		}
+		if c.JoinToken != "" && len(c.JoinToken) < MinJoinTokenLen {
+			errs = append(errs, fmt.Errorf("join-token is shorter than %d characters", MinJoinTokenLen))
 		}
 		if n := countSet(c.PeerTLSCert, c.PeerTLSKey, c.PeerTLSCA); n != 0 && n != 3 {
 			errs = append(errs, errors.New("peer TLS needs peer-tls-cert, peer-tls-key and peer-tls-ca together"))
@@ -342,6 +358,12 @@ func fields() []field {
 		{"join", "REST URL of any member of a running cluster to join (as a learner, promoted once caught up)",
 			func(c *Config, v string) error { c.Join = v; return nil },
 			func(c *Config) string { return c.Join }},
+		{"join-token", "Secret a node presents to join the cluster; on a founding member, the token the cluster requires of joiners (at least 16 characters; prefer the environment or join-token-file)",
+			func(c *Config, v string) error { c.JoinToken = v; return nil },
+			func(c *Config) string { return "" }}, // never shown
+		{"join-token-file", "File holding the join token (instead of join-token)",
+			func(c *Config, v string) error { c.JoinTokenFile = v; return nil },
+			func(c *Config) string { return c.JoinTokenFile }},
 		{"seeds", "REST URLs of cluster members, comma-separated (worker-only nodes)",
 			func(c *Config, v string) error { c.Seeds = splitList(v); return nil },
 			func(c *Config) string { return strings.Join(c.Seeds, ",") }},

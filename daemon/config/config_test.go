@@ -295,3 +295,28 @@ func TestInFlightLimits(t *testing.T) {
 		t.Errorf("bad env value: %v", err)
 	}
 }
+
+func TestJoinToken(t *testing.T) {
+	c, err := Load("", envOf(map[string]string{"KCD_JOIN_TOKEN": "sixteen-chars-ok", "KCD_DEV_KAFKA": "true"}), nil)
+	if err != nil || c.JoinToken != "sixteen-chars-ok" {
+		t.Fatalf("token from the environment: %q, %v", c.JoinToken, err)
+	}
+	_, err = Load("", envOf(map[string]string{"KCD_JOIN_TOKEN": "short-secret", "KCD_DEV_KAFKA": "true"}), nil)
+	if err == nil || !strings.Contains(err.Error(), "shorter than 16") {
+		t.Errorf("short token: %v", err)
+	} else if strings.Contains(err.Error(), "short-secret") {
+		t.Errorf("the error shows the token: %v", err)
+	}
+	_, err = Load("", envOf(map[string]string{"KCD_JOIN_TOKEN": "sixteen-chars-ok", "KCD_JOIN_TOKEN_FILE": "/x", "KCD_DEV_KAFKA": "true"}), nil)
+	if err == nil || !strings.Contains(err.Error(), "exclude each other") {
+		t.Errorf("token and file: %v", err)
+	}
+	// --help never shows a token, whatever the defaults hold.
+	def := Default()
+	def.JoinToken = "sixteen-chars-ok"
+	fs := pflag.NewFlagSet("kcd", pflag.ContinueOnError)
+	RegisterFlags(fs, def)
+	if got := fs.Lookup("join-token").DefValue; got != "" {
+		t.Errorf("join-token's default shows %q", got)
+	}
+}

@@ -86,6 +86,9 @@ type NewMember struct {
 	PeerURL string   `json:"peer_url"`
 	RESTURL string   `json:"rest_url,omitempty"`
 	Roles   []string `json:"roles,omitempty"`
+	// JoinToken is the cluster's join credential; a member is added only
+	// with it (401 without, 403 wrong).
+	JoinToken string `json:"join_token,omitempty"`
 }
 
 // LeaderTransfer is the body of POST /kcd/v1/cluster/leader, in and out.

@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"math/rand/v2"
 	"net"
 	"os"
 	"os/exec"
@@ -79,6 +80,9 @@ type Node struct {
 	// Args are the flags the node starts with; tests may change them
 	// between a stop and the next Start.
 	Args []string
+	// Env is added to the process's environment (KCD_JOIN_TOKEN, so that
+	// the secret is not in the arguments).
+	Env []string
 
 	bin string
 
@@ -111,6 +115,7 @@ func (n *Node) Start() error {
 		return err
 	}
 	cmd := exec.Command(n.bin, n.Args...)
+	cmd.Env = append(os.Environ(), n.Env...)
 	cmd.Stdout, cmd.Stderr = f, f
 	cmd.SysProcAttr = sysProcAttr()
 	if err := cmd.Start(); err != nil {
@@ -309,6 +314,9 @@ type Options struct {
 	Bootstrap string
 	LogLevel  string // default info
 	ExtraArgs []string
+	// JoinToken is given to every node (KCD_JOIN_TOKEN): the cluster's
+	// token, and what joiners present. Default: a random one; "-": none.
+	JoinToken string
 }
 
 // Cluster is a set of kcd processes that bootstrapped one Raft cluster.
@@ -334,6 +342,12 @@ func StartCluster(tb testing.TB, bin string, opts Options) *Cluster {
 	}
 	if opts.LogLevel == "" {
 		opts.LogLevel = "info"
+	}
+	switch opts.JoinToken {
+	case "":
+		opts.JoinToken = fmt.Sprintf("systemtest-%x", rand.Uint64())
+	case "-":
+		opts.JoinToken = ""
 	}
 	c := &Cluster{tb: tb, bin: bin, dir: tb.TempDir(), opts: opts, nodes: map[uint64]*Node{}}
 	if opts.Kafka == DevKafkaFirst {
@@ -392,6 +406,9 @@ func (c *Cluster) newNode(id uint64) *Node {
 		n.Args = append(n.Args, "--raft-election-timeout", c.opts.ElectionTimeout.String())
 	}
 	n.Args = append(n.Args, c.opts.ExtraArgs...)
+	if c.opts.JoinToken != "" {
+		n.Env = append(n.Env, "KCD_JOIN_TOKEN="+c.opts.JoinToken)
+	}
 	c.mu.Lock()
 	c.nodes[id] = n
 	c.mu.Unlock()
@@ -432,6 +449,9 @@ func (c *Cluster) NewWorker(id uint64) *Node {
 	}
 	return n
 }
+
+// JoinToken is the join token every node of the cluster is given ("" none).
+func (c *Cluster) JoinToken() string { return c.opts.JoinToken }
 
 // Initial is the --initial-cluster value the founding nodes started with.
 func (c *Cluster) Initial() string { return c.initial }
