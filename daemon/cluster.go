@@ -139,6 +139,15 @@ func (c seedCluster) Leader() (bool, string) { return false, c.seeds[0] }
 
 var errWorkerOnly = restapi.Errorf(http.StatusServiceUnavailable, "this node is worker-only; send cluster changes to a raft node")
 
+// staleReadMax turns the stale-read-max setting into raftstore's option,
+// where 0 means the default and a negative value none.
+func staleReadMax(d time.Duration) time.Duration {
+	if d <= 0 {
+		return -1
+	}
+	return d
+}
+
 // advertise turns a listen address into one others can reach: an
 // unspecified host becomes the host name.
 func advertise(addr string) string {

@@ -221,6 +221,7 @@ func Start(cfg Config) (*Node, error) {
 	ok = true
 	go n.run()
 	go n.reads.run()
+	go n.reads.keepSynced()
 	go n.runProposer()
 	go n.runApplier()
 	n.log.Info("raft node started", "cluster_id", n.clusterID, "applied", n.applied.Load(), "peer_url", cfg.Self.PeerURL)
@@ -571,6 +572,43 @@ func (n *Node) setApplied(index uint64) {
 // write acknowledged before the call: reads made after it are linearizable.
 func (n *Node) LinearizableRead(ctx context.Context) error {
 	return n.reads.read(ctx)
+}
+
+// ErrTooStale: a BoundedRead could neither confirm the state nor serve it
+// within the staleness allowed.
+var ErrTooStale = errors.New("raft: the local state may be too stale to serve")
+
+// BoundedRead is LinearizableRead for reads that may be stale. When the
+// read barrier completes within wait it returns age 0: reads made after it
+// are linearizable. When no leader is known, or the barrier does not
+// complete in time, it returns at once how stale this node's state may be:
+// it holds every write acknowledged more than age ago, and may miss later
+// ones. It fails with ErrTooStale when age exceeds maxAge or no barrier
+// has completed since the node started.
+func (n *Node) BoundedRead(ctx context.Context, wait, maxAge time.Duration) (age time.Duration, err error) {
+	if n.Leader() != 0 {
+		rctx, cancel := context.WithTimeout(ctx, wait)
+		err := n.reads.read(rctx)
+		cancel()
+		switch {
+		case err == nil:
+			return 0, nil
+		case ctx.Err() != nil:
+			return 0, ctx.Err()
+		case errors.Is(err, ErrStopped):
+			return 0, err
+		}
+	}
+	synced, ok := n.reads.lastSync()
+	if !ok {
+		return 0, fmt.Errorf("%w: no leader confirmed it since it started", ErrTooStale)
+	}
+	// At least 1 ms, so that a stale answer never reads as a fresh one.
+	age = max(time.Since(synced), time.Millisecond)
+	if age > maxAge {
+		return 0, fmt.Errorf("%w: no leader confirmed it for %v (at most %v allowed)", ErrTooStale, age.Round(time.Millisecond), maxAge)
+	}
+	return age, nil
 }
 
 // Stop stops the node. A leader first hands leadership to the most

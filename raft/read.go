@@ -22,6 +22,10 @@ type readBatcher struct {
 	next    *readRound
 	seq     uint64
 	pending map[uint64]chan uint64 // request ctx → read index
+	// synced is when the ReadIndex request of the last completed round
+	// was sent: the state machine has applied every write acknowledged
+	// before then. Zero until a round completes.
+	synced time.Time
 }
 
 type readRound struct {
@@ -81,9 +85,18 @@ func (b *readBatcher) round() error {
 	defer cancel()
 	retry := b.n.cfg.electionTimeout()
 	for {
+		sent := time.Now()
 		index, err := b.readIndex(ctx, retry)
 		if err == nil {
-			return b.n.WaitApplied(ctx, index)
+			if err := b.n.WaitApplied(ctx, index); err != nil {
+				return err
+			}
+			b.mu.Lock()
+			if sent.After(b.synced) {
+				b.synced = sent
+			}
+			b.mu.Unlock()
+			return nil
 		}
 		if !errors.Is(err, errNoAnswer) {
 			return err
@@ -99,6 +112,43 @@ func (b *readBatcher) round() error {
 
 // readTimeout bounds how long a linearizable read waits for a quorum.
 const readTimeout = 5 * time.Second
+
+// syncInterval is how often a node with a leader completes a read round
+// when no reads made one: the age of its state, should it lose the
+// leader, starts from at most this.
+const syncInterval = time.Second
+
+// keepSynced runs a read round whenever none completed for syncInterval
+// while a leader is known, so that BoundedRead's bound stays small on a
+// node nobody reads from.
+func (b *readBatcher) keepSynced() {
+	tick := time.NewTicker(syncInterval / 2)
+	defer tick.Stop()
+	for {
+		select {
+		case <-tick.C:
+		case <-b.n.donec:
+			return
+		}
+		if b.n.Leader() == 0 {
+			continue
+		}
+		if synced, ok := b.lastSync(); ok && time.Since(synced) < syncInterval {
+			continue
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), syncInterval)
+		_ = b.read(ctx)
+		cancel()
+	}
+}
+
+// lastSync is when the request of the last completed read round was sent;
+// false when none has completed since the node started.
+func (b *readBatcher) lastSync() (time.Time, bool) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.synced, !b.synced.IsZero()
+}
 
 var errNoAnswer = errors.New("raft: no answer to read index")
 

@@ -31,6 +31,10 @@ package restapi
 // {"error":{"error_code","message"}} when the watch ends on the server
 // (503 when the server shuts down: watch again elsewhere from the last
 // revision seen).
+//
+// A read (get, scan, revision) sent with X-Kcd-Allow-Stale: true may be
+// answered from the node's replica when the node cannot confirm it is
+// current; the answer then carries X-Kcd-Stale-Ms (see stale.go).
 
 import (
 	"context"
@@ -170,6 +174,12 @@ func (a *api) storeOp(fn func(*http.Request, StoreRequest) (any, error)) func(*h
 				return unapplied(Errorf(http.StatusBadRequest, "%v: request body is not valid JSON for this request: %v", store.ErrInvalid, err))
 			}
 		}
+		var st *store.Staleness
+		if r.Header.Get(AllowStaleHeader) == "true" {
+			var ctx context.Context
+			ctx, st = store.AllowStale(r.Context())
+			r = r.WithContext(ctx)
+		}
 		out, err := fn(r, req)
 		if err != nil {
 			e := storeAPIError(err)
@@ -179,6 +189,9 @@ func (a *api) storeOp(fn func(*http.Request, StoreRequest) (any, error)) func(*h
 				return unapplied(e)
 			}
 			return 0, nil, e
+		}
+		if st != nil {
+			out = markStale(st, out)
 		}
 		return http.StatusOK, out, nil
 	}
