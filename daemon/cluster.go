@@ -15,6 +15,7 @@ import (
 	"github.com/kcd-project/kcd/daemon/client"
 	"github.com/kcd-project/kcd/daemon/config"
 	"github.com/kcd-project/kcd/daemon/restapi"
+	"github.com/kcd-project/kcd/daemon/store/remotestore"
 	"github.com/kcd-project/kcd/raft"
 	"github.com/kcd-project/kcd/raft/transport"
 )
@@ -110,21 +111,18 @@ func clusterError(err error) error {
 	return err
 }
 
-// seedCluster is restapi.Cluster of a worker-only node: it asks its seeds.
+// seedCluster is restapi.Cluster of a worker-only node: it asks the Raft
+// nodes its store knows, best ranked first.
 type seedCluster struct {
-	seeds []string
+	rs *remotestore.Store
 }
 
 func (c seedCluster) Info(ctx context.Context) (restapi.ClusterInfo, error) {
-	var errs []error
-	for _, s := range c.seeds {
-		info, err := client.New(s).ClusterInfo(ctx)
-		if err == nil {
-			return info, nil
-		}
-		errs = append(errs, err)
+	info, err := c.rs.ClusterInfo(ctx)
+	if err != nil {
+		return restapi.ClusterInfo{}, restapi.Errorf(http.StatusServiceUnavailable, "no Raft node answered: %v", err)
 	}
-	return restapi.ClusterInfo{}, restapi.Errorf(http.StatusServiceUnavailable, "no seed answered: %v", errors.Join(errs...))
+	return info, nil
 }
 
 func (c seedCluster) AddMember(context.Context, restapi.NewMember) error { return errWorkerOnly }
@@ -133,9 +131,9 @@ func (c seedCluster) TransferLeader(context.Context, uint64) (uint64, error) {
 	return 0, errWorkerOnly
 }
 
-// Leader sends leader-only requests on to the first seed, which forwards
-// them to the leader in turn.
-func (c seedCluster) Leader() (bool, string) { return false, c.seeds[0] }
+// Leader sends leader-only requests on to the best-ranked Raft node, which
+// forwards them to the leader in turn.
+func (c seedCluster) Leader() (bool, string) { return false, c.rs.Endpoints()[0] }
 
 var errWorkerOnly = restapi.Errorf(http.StatusServiceUnavailable, "this node is worker-only; send cluster changes to a raft node")
 

@@ -580,13 +580,19 @@ var ErrTooStale = errors.New("raft: the local state may be too stale to serve")
 
 // BoundedRead is LinearizableRead for reads that may be stale. When the
 // read barrier completes within wait it returns age 0: reads made after it
-// are linearizable. When no leader is known, or the barrier does not
-// complete in time, it returns at once how stale this node's state may be:
-// it holds every write acknowledged more than age ago, and may miss later
-// ones. It fails with ErrTooStale when age exceeds maxAge or no barrier
-// has completed since the node started.
+// are linearizable. Otherwise it returns how stale this node's state may
+// be: it holds every write acknowledged more than age ago, and may miss
+// later ones. It does so at once when no leader is known, or when an
+// earlier BoundedRead gave up waiting and no barrier has completed since
+// (one is started, so that the next read finds out). It fails with
+// ErrTooStale when age exceeds maxAge or no barrier has completed since
+// the node started.
 func (n *Node) BoundedRead(ctx context.Context, wait, maxAge time.Duration) (age time.Duration, err error) {
-	if n.Leader() != 0 {
+	switch {
+	case n.Leader() == 0:
+	case n.reads.isStuck():
+		n.reads.kick()
+	default:
 		rctx, cancel := context.WithTimeout(ctx, wait)
 		err := n.reads.read(rctx)
 		cancel()
@@ -598,6 +604,7 @@ func (n *Node) BoundedRead(ctx context.Context, wait, maxAge time.Duration) (age
 		case errors.Is(err, ErrStopped):
 			return 0, err
 		}
+		n.reads.gaveUp()
 	}
 	synced, ok := n.reads.lastSync()
 	if !ok {

@@ -26,6 +26,9 @@ type readBatcher struct {
 	// was sent: the state machine has applied every write acknowledged
 	// before then. Zero until a round completes.
 	synced time.Time
+	// stuck is when a BoundedRead last gave up waiting for a round; while
+	// no round sent since then has completed, BoundedRead does not wait.
+	stuck time.Time
 }
 
 type readRound struct {
@@ -140,6 +143,29 @@ func (b *readBatcher) keepSynced() {
 		_ = b.read(ctx)
 		cancel()
 	}
+}
+
+// kick starts a round unless one is pending, without waiting for it.
+func (b *readBatcher) kick() {
+	select {
+	case b.signal <- struct{}{}:
+	default:
+	}
+}
+
+// gaveUp notes that a BoundedRead stopped waiting for a round.
+func (b *readBatcher) gaveUp() {
+	b.mu.Lock()
+	b.stuck = time.Now()
+	b.mu.Unlock()
+}
+
+// isStuck tells whether a BoundedRead gave up since the last round that
+// completed was sent.
+func (b *readBatcher) isStuck() bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.stuck.After(b.synced)
 }
 
 // lastSync is when the request of the last completed read round was sent;
