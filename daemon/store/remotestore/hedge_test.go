@@ -4,6 +4,8 @@ import (
 	"context"
 	"log/slog"
 	"net"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -97,5 +99,147 @@ func TestStaleReadThroughTheStoreAPI(t *testing.T) {
 	}
 	if age, stale := st.Stale(); !stale || age <= 0 {
 		t.Fatalf("stale read not marked: stale=%v age=%v", stale, age)
+	}
+}
+
+// freezer is a TCP proxy to a node that can be frozen: it then forwards
+// nothing more either way and accepts no more connections, as a
+// SIGSTOPped node would.
+type freezer struct {
+	ln     net.Listener
+	frozen chan struct{}
+	done   chan struct{} // closed when the test ends
+	once   sync.Once
+
+	mu    sync.Mutex
+	conns []net.Conn
+}
+
+func newFreezer(t *testing.T, to string) *freezer {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := &freezer{ln: ln, frozen: make(chan struct{}), done: make(chan struct{})}
+	t.Cleanup(func() {
+		f.freeze()
+		close(f.done)
+		ln.Close()
+		f.mu.Lock()
+		for _, c := range f.conns {
+			c.Close()
+		}
+		f.mu.Unlock()
+	})
+	addr := strings.TrimPrefix(to, "http://")
+	go func() {
+		for {
+			in, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			f.mu.Lock()
+			f.conns = append(f.conns, in)
+			f.mu.Unlock()
+			select {
+			case <-f.frozen:
+				continue // never served
+			default:
+			}
+			out, err := net.Dial("tcp", addr)
+			if err != nil {
+				in.Close()
+				continue
+			}
+			go f.pipe(in, out)
+			go f.pipe(out, in)
+		}
+	}()
+	return f
+}
+
+func (f *freezer) url() string { return "http://" + f.ln.Addr().String() }
+
+func (f *freezer) freeze() { f.once.Do(func() { close(f.frozen) }) }
+
+// pipe copies src to dst until frozen, then holds both open and silent.
+func (f *freezer) pipe(src, dst net.Conn) {
+	buf := make([]byte, 32<<10)
+	for {
+		n, err := src.Read(buf)
+		select {
+		case <-f.frozen:
+			<-f.done // silent, as a stopped process, until the test ends
+			src.Close()
+			dst.Close()
+			return
+		default:
+		}
+		if n > 0 {
+			if _, werr := dst.Write(buf[:n]); werr != nil {
+				err = werr
+			}
+		}
+		if err != nil {
+			src.Close()
+			dst.Close()
+			return
+		}
+	}
+}
+
+// A watch whose node freezes (its stream goes silent, its connections
+// stay open) resumes on another node within about a second: it asks for
+// frequent heartbeats and counts a silent stream as broken.
+func TestWatchLeavesAFrozenNode(t *testing.T) {
+	c := newCluster(t, 3)
+	id := follower(c).ID()
+	fz := newFreezer(t, c.url[id])
+	var others []string
+	for oid, u := range c.url {
+		if oid != id {
+			others = append(others, u)
+		}
+	}
+	s, err := New(append([]string{fz.url()}, others...), Options{RefreshInterval: time.Hour, Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	ws, err := New(others, Options{RefreshInterval: time.Hour, Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ws.Close()
+	ctx := t.Context()
+	rev, err := ws.Put(ctx, "w/0", []byte("v"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, err := s.Watch(ctx, "w/", rev)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	if ep := s.Endpoints()[0]; ep != fz.url() {
+		t.Fatalf("the watch went to %s, not to the node that will freeze", ep)
+	}
+	fz.freeze()
+	frozeAt := time.Now()
+	if _, err := ws.Put(ctx, "w/1", []byte("v")); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case ev, ok := <-w.Events():
+		if !ok {
+			t.Fatalf("watch ended: %v", w.Err())
+		}
+		if ev.KV.Key != "w/1" {
+			t.Fatalf("event %q, want w/1", ev.KV.Key)
+		}
+		t.Logf("the event written after the freeze arrived %v after it", time.Since(frozeAt).Round(time.Millisecond))
+	case <-time.After(3 * time.Second):
+		t.Fatalf("no event 3 s after the watch's node froze")
 	}
 }
