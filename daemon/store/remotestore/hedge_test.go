@@ -243,3 +243,42 @@ func TestWatchLeavesAFrozenNode(t *testing.T) {
 		t.Fatalf("no event 3 s after the watch's node froze")
 	}
 }
+
+// A node that freezes while nothing is read is demoted by the probe within
+// a few hundred milliseconds, so the next write goes to another node.
+func TestWritesLeaveAFrozenNode(t *testing.T) {
+	c := newCluster(t, 3)
+	id := follower(c).ID()
+	fz := newFreezer(t, c.url[id])
+	var others []string
+	for oid, u := range c.url {
+		if oid != id {
+			others = append(others, u)
+		}
+	}
+	s, err := New(append([]string{fz.url()}, others...), Options{RefreshInterval: time.Hour, Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if _, err := s.Put(t.Context(), "k", []byte("v")); err != nil {
+		t.Fatal(err)
+	}
+	if ep := s.Endpoints()[0]; ep != fz.url() {
+		t.Fatalf("the first write went to %s, not to the node that will freeze", ep)
+	}
+	fz.freeze()
+	frozeAt := time.Now()
+	for s.Endpoints()[0] == fz.url() {
+		if time.Since(frozeAt) > 2*time.Second {
+			t.Fatalf("the frozen node still ranks first %v after it froze", time.Since(frozeAt))
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	t.Logf("the frozen node was demoted %v after it froze", time.Since(frozeAt).Round(time.Millisecond))
+	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Second)
+	defer cancel()
+	if _, err := s.Put(ctx, "k2", []byte("v")); err != nil {
+		t.Fatalf("write after the node froze: %v", err)
+	}
+}

@@ -14,6 +14,10 @@
 // keeps going round, with a backoff, until the request's context ends or
 // RetryTimeout has passed.
 //
+// The best-ranked node is probed every ProbeInterval, and demoted when it
+// does not answer within HedgeDelay, so that writes and the worker's
+// heartbeats (which use the same ranking) leave a frozen node too.
+//
 // A read is hedged: when the node it went to has not answered within
 // HedgeDelay, it goes to the next node too, and so on, one node more per
 // HedgeDelay; the first answer wins and the other requests are cancelled.
@@ -107,6 +111,11 @@ type Options struct {
 	// HedgeDelay is how long a read waits for a node's answer before it
 	// goes to the next node too (default 100 ms).
 	HedgeDelay time.Duration
+	// ProbeInterval is how often the best-ranked node is asked a trivial
+	// question (GET /kcd/v1/version, HedgeDelay to answer), so that a node
+	// that froze is demoted even while nothing is read (default 100 ms;
+	// negative: no probes).
+	ProbeInterval time.Duration
 	// WatchHeartbeat is the heartbeat a watch asks its node for (default
 	// 250 ms; nodes send one at least every 100 ms and at most every 5 s).
 	WatchHeartbeat time.Duration
@@ -133,6 +142,9 @@ func (o *Options) defaults() {
 	}
 	if o.HedgeDelay <= 0 {
 		o.HedgeDelay = 100 * time.Millisecond
+	}
+	if o.ProbeInterval == 0 {
+		o.ProbeInterval = 100 * time.Millisecond
 	}
 	if o.WatchHeartbeat <= 0 {
 		o.WatchHeartbeat = 250 * time.Millisecond
@@ -232,8 +244,37 @@ func New(urls []string, opts Options) (*Store, error) {
 	}
 	s.wg.Add(1)
 	go s.refreshLoop()
+	if opts.ProbeInterval > 0 {
+		s.wg.Add(1)
+		go s.probeLoop()
+	}
 	s.refreshNow()
 	return s, nil
+}
+
+// probeLoop demotes the best-ranked node when it does not answer a
+// trivial request within HedgeDelay: writes and heartbeats, which are not
+// hedged, then go to the next node.
+func (s *Store) probeLoop() {
+	defer s.wg.Done()
+	tick := time.NewTicker(s.opts.ProbeInterval)
+	defer tick.Stop()
+	for {
+		select {
+		case <-s.life.Done():
+			return
+		case <-tick.C:
+		}
+		ep := s.Endpoints()[0]
+		ctx, cancel := context.WithTimeout(s.life, s.opts.HedgeDelay)
+		var v restapi.VersionInfo
+		_, err := s.attempt(ctx, ep, http.MethodGet, "/kcd/v1/version", nil, false, &v)
+		cancel()
+		if err != nil && s.life.Err() == nil {
+			s.log.Debug("node did not answer a probe in time; demoted", "node", ep, "err", err)
+			s.demote(ep)
+		}
+	}
 }
 
 // Endpoints returns the node URLs the store knows now, in the order it
