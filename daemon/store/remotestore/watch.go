@@ -356,7 +356,7 @@ func (w *watcher) open(after int64, first bool) (*stream, error) {
 	var lastErr error
 	for backoff := 50 * time.Millisecond; ; backoff = min(backoff*2, time.Second) {
 		for _, ep := range w.s.Endpoints() {
-			st, err := w.openOn(ep, body, first)
+			st, err := w.openOn(ep, body, after == 0)
 			if err == nil {
 				w.s.succeeded(ep)
 				return st, nil
@@ -384,18 +384,19 @@ func (w *watcher) open(after int64, first bool) (*stream, error) {
 	}
 }
 
-// resumeTimeout bounds how long a resume waits for a node's first line:
-// a resume needs no read barrier, so a node that does not answer at once
-// is frozen or overloaded, and the next one is tried.
-const resumeTimeout = time.Second
+// openTimeout bounds how long a watch from a revision waits for a node's
+// first line: it needs no read barrier, so a node that does not answer at
+// once is frozen or overloaded, and the next one is tried.
+const openTimeout = time.Second
 
 // openOn sends the watch request to node ep and reads the stream's first
-// line, waiting up to RequestTimeout for the first open of a watch (it
-// waits for a read barrier on the node) and resumeTimeout for a resume.
-func (w *watcher) openOn(ep string, body []byte, first bool) (_ *stream, err error) {
+// line, waiting up to RequestTimeout for a watch from now (barrier: the
+// node first waits for a read barrier) and openTimeout for one from a
+// revision.
+func (w *watcher) openOn(ep string, body []byte, barrier bool) (_ *stream, err error) {
 	wait := w.s.opts.RequestTimeout
-	if !first {
-		wait = min(wait, resumeTimeout)
+	if !barrier {
+		wait = min(wait, openTimeout)
 	}
 	// The request's context lives as long as the stream; until the first
 	// line it ends after wait.
