@@ -574,8 +574,8 @@ func (n *Node) LinearizableRead(ctx context.Context) error {
 	return n.reads.read(ctx)
 }
 
-// ErrTooStale: a BoundedRead could neither confirm the state nor serve it
-// within the staleness allowed.
+// ErrTooStale: a BoundedRead could not confirm the state in time, could
+// not serve it within the staleness allowed, and then failed to confirm it.
 var ErrTooStale = errors.New("raft: the local state may be too stale to serve")
 
 // BoundedRead is LinearizableRead for reads that may be stale. When the
@@ -584,9 +584,10 @@ var ErrTooStale = errors.New("raft: the local state may be too stale to serve")
 // be: it holds every write acknowledged more than age ago, and may miss
 // later ones. It does so at once when no leader is known, or when an
 // earlier BoundedRead gave up waiting and no barrier has completed since
-// (one is started, so that the next read finds out). It fails with
-// ErrTooStale when age exceeds maxAge or no barrier has completed since
-// the node started.
+// (one is started, so that the next read finds out). When age would exceed
+// maxAge, or no barrier has completed since the node started, it waits for
+// the barrier as LinearizableRead does, and its error then wraps
+// ErrTooStale.
 func (n *Node) BoundedRead(ctx context.Context, wait, maxAge time.Duration) (age time.Duration, err error) {
 	switch {
 	case n.Leader() == 0:
@@ -607,15 +608,20 @@ func (n *Node) BoundedRead(ctx context.Context, wait, maxAge time.Duration) (age
 		n.reads.gaveUp()
 	}
 	synced, ok := n.reads.lastSync()
-	if !ok {
-		return 0, fmt.Errorf("%w: no leader confirmed it since it started", ErrTooStale)
+	if ok {
+		// At least 1 ms, so that a stale answer never reads as a fresh one.
+		age = max(time.Since(synced), time.Millisecond)
+		if age <= maxAge {
+			return age, nil
+		}
 	}
-	// At least 1 ms, so that a stale answer never reads as a fresh one.
-	age = max(time.Since(synced), time.Millisecond)
-	if age > maxAge {
-		return 0, fmt.Errorf("%w: no leader confirmed it for %v (at most %v allowed)", ErrTooStale, age.Round(time.Millisecond), maxAge)
+	if err := n.reads.read(ctx); err != nil {
+		if !ok {
+			return 0, fmt.Errorf("%w: not confirmed since the node started: %w", ErrTooStale, err)
+		}
+		return 0, fmt.Errorf("%w: not confirmed for %v (at most %v allowed): %w", ErrTooStale, age.Round(time.Millisecond), maxAge, err)
 	}
-	return age, nil
+	return 0, nil
 }
 
 // Stop stops the node. A leader first hands leadership to the most

@@ -86,8 +86,13 @@ func (b *readBatcher) round() error {
 	timeout := max(readTimeout, 10*b.n.cfg.electionTimeout())
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
-	retry := b.n.cfg.electionTimeout()
 	for {
+		// Without a leader raft drops the request at once: ask again after
+		// a tick, so that the read completes soon after one is elected.
+		retry := b.n.cfg.electionTimeout()
+		if b.n.Leader() == 0 {
+			retry = b.n.cfg.TickInterval
+		}
 		sent := time.Now()
 		index, err := b.readIndex(ctx, retry)
 		if err == nil {

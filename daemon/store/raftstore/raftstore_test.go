@@ -74,10 +74,13 @@ func TestStaleReadsWithoutQuorum(t *testing.T) {
 		t.Fatal("a linearizable read without a quorum was answered")
 	}
 	// Stale reads are served until the replica may be maxStale behind
-	// (it last synced at most a second before the cut), then refused.
+	// (it last synced at most a second before the cut); then a read waits
+	// for the barrier, as a linearizable one, and fails without a quorum.
 	for {
-		sctx, _ := store.AllowStale(ctx)
+		rctx, cancel := context.WithTimeout(ctx, 500*time.Millisecond)
+		sctx, _ := store.AllowStale(rctx)
 		_, _, err := s.Get(sctx, "k")
+		cancel()
 		if errors.Is(err, raft.ErrTooStale) {
 			if cut := time.Since(cutAt); cut < maxStale-time.Second {
 				t.Fatalf("stale read refused %v after the cut, before StaleReadMax %v", cut, maxStale)
