@@ -15,6 +15,7 @@ import (
 	"github.com/kcd-project/kcd/daemon/client"
 	"github.com/kcd-project/kcd/daemon/config"
 	"github.com/kcd-project/kcd/daemon/restapi"
+	"github.com/kcd-project/kcd/daemon/store/remotestore"
 	"github.com/kcd-project/kcd/raft"
 	"github.com/kcd-project/kcd/raft/transport"
 )
@@ -160,21 +161,18 @@ func clusterError(err error) error {
 	return err
 }
 
-// seedCluster is restapi.Cluster of a worker-only node: it asks its seeds.
+// seedCluster is restapi.Cluster of a worker-only node: it asks the Raft
+// nodes its store knows, best ranked first.
 type seedCluster struct {
-	seeds []string
+	rs *remotestore.Store
 }
 
 func (c seedCluster) Info(ctx context.Context) (restapi.ClusterInfo, error) {
-	var errs []error
-	for _, s := range c.seeds {
-		info, err := client.New(s).ClusterInfo(ctx)
-		if err == nil {
-			return info, nil
-		}
-		errs = append(errs, err)
+	info, err := c.rs.ClusterInfo(ctx)
+	if err != nil {
+		return restapi.ClusterInfo{}, restapi.Errorf(http.StatusServiceUnavailable, "no Raft node answered: %v", err)
 	}
-	return restapi.ClusterInfo{}, restapi.Errorf(http.StatusServiceUnavailable, "no seed answered: %v", errors.Join(errs...))
+	return info, nil
 }
 
 func (c seedCluster) AddMember(context.Context, restapi.NewMember) error { return errWorkerOnly }
@@ -183,11 +181,20 @@ func (c seedCluster) TransferLeader(context.Context, uint64) (uint64, error) {
 	return 0, errWorkerOnly
 }
 
-// Leader sends leader-only requests on to the first seed, which forwards
-// them to the leader in turn.
-func (c seedCluster) Leader() (bool, string) { return false, c.seeds[0] }
+// Leader sends leader-only requests on to the best-ranked Raft node, which
+// forwards them to the leader in turn.
+func (c seedCluster) Leader() (bool, string) { return false, c.rs.Endpoints()[0] }
 
 var errWorkerOnly = restapi.Errorf(http.StatusServiceUnavailable, "this node is worker-only; send cluster changes to a raft node")
+
+// staleReadMax turns the stale-read-max setting into raftstore's option,
+// where 0 means the default and a negative value none.
+func staleReadMax(d time.Duration) time.Duration {
+	if d <= 0 {
+		return -1
+	}
+	return d
+}
 
 // advertise turns a listen address into one others can reach: an
 // unspecified host becomes the host name.

@@ -106,7 +106,7 @@ func (n *Node) Start(ctx context.Context) (err error) {
 		if err := n.startRaft(ctx); err != nil {
 			return err
 		}
-		n.store = raftstore.New(n.raft)
+		n.store = raftstore.NewWithOptions(n.raft, raftstore.Options{StaleReadMax: staleReadMax(n.cfg.StaleReadMax)})
 		opts.Cluster, opts.Store = raftCluster{n: n.raft, drain: n.drainMember}, guardStore(n.store)
 		opts.Connect = herder.New(connectstore.New(n.store), herder.Options{
 			Converters:       converter.Classes(),

@@ -20,12 +20,12 @@ import (
 // coordinator through the same nodes. kafkaSeeds are the data plane's
 // brokers.
 func (n *Node) startRemote(ctx context.Context, opts *restapi.Options, kafkaSeeds []string) error {
-	opts.Cluster = seedCluster{seeds: n.cfg.Seeds}
 	rs, err := remotestore.New(n.cfg.Seeds, remotestore.Options{Logger: n.log.With("subsys", "remotestore")})
 	if err != nil {
 		return fmt.Errorf("store of a worker-only node: %w", err)
 	}
 	n.store = rs
+	opts.Cluster = seedCluster{rs: rs}
 	opts.Connect = herder.New(connectstore.New(n.store), herder.Options{
 		Converters:       converter.Classes(),
 		HeaderConverters: append(converter.Classes(), herder.SimpleHeaderConverter),

@@ -250,6 +250,7 @@ func Start(cfg Config) (*Node, error) {
 	ok = true
 	go n.run()
 	go n.reads.run()
+	go n.reads.keepSynced()
 	go n.runProposer()
 	go n.runApplier()
 	go n.runCorruptionCheck()
@@ -644,6 +645,56 @@ func (n *Node) LinearizableRead(ctx context.Context) error {
 		return n.Corrupt()
 	}
 	return n.reads.read(ctx)
+}
+
+// ErrTooStale: a BoundedRead could not confirm the state in time, could
+// not serve it within the staleness allowed, and then failed to confirm it.
+var ErrTooStale = errors.New("raft: the local state may be too stale to serve")
+
+// BoundedRead is LinearizableRead for reads that may be stale. When the
+// read barrier completes within wait it returns age 0: reads made after it
+// are linearizable. Otherwise it returns how stale this node's state may
+// be: it holds every write acknowledged more than age ago, and may miss
+// later ones. It does so at once when no leader is known, or when an
+// earlier BoundedRead gave up waiting and no barrier has completed since
+// (one is started, so that the next read finds out). When age would exceed
+// maxAge, or no barrier has completed since the node started, it waits for
+// the barrier as LinearizableRead does, and its error then wraps
+// ErrTooStale.
+func (n *Node) BoundedRead(ctx context.Context, wait, maxAge time.Duration) (age time.Duration, err error) {
+	switch {
+	case n.Leader() == 0:
+	case n.reads.isStuck():
+		n.reads.kick()
+	default:
+		rctx, cancel := context.WithTimeout(ctx, wait)
+		err := n.reads.read(rctx)
+		cancel()
+		switch {
+		case err == nil:
+			return 0, nil
+		case ctx.Err() != nil:
+			return 0, ctx.Err()
+		case errors.Is(err, ErrStopped):
+			return 0, err
+		}
+		n.reads.gaveUp()
+	}
+	synced, ok := n.reads.lastSync()
+	if ok {
+		// At least 1 ms, so that a stale answer never reads as a fresh one.
+		age = max(time.Since(synced), time.Millisecond)
+		if age <= maxAge {
+			return age, nil
+		}
+	}
+	if err := n.reads.read(ctx); err != nil {
+		if !ok {
+			return 0, fmt.Errorf("%w: not confirmed since the node started: %w", ErrTooStale, err)
+		}
+		return 0, fmt.Errorf("%w: not confirmed for %v (at most %v allowed): %w", ErrTooStale, age.Round(time.Millisecond), maxAge, err)
+	}
+	return 0, nil
 }
 
 // Stop stops the node. A leader first hands leadership to the most

@@ -22,6 +22,13 @@ type readBatcher struct {
 	next    *readRound
 	seq     uint64
 	pending map[uint64]chan uint64 // request ctx → read index
+	// synced is when the ReadIndex request of the last completed round
+	// was sent: the state machine has applied every write acknowledged
+	// before then. Zero until a round completes.
+	synced time.Time
+	// stuck is when a BoundedRead last gave up waiting for a round; while
+	// no round sent since then has completed, BoundedRead does not wait.
+	stuck time.Time
 }
 
 type readRound struct {
@@ -79,11 +86,25 @@ func (b *readBatcher) round() error {
 	timeout := max(readTimeout, 10*b.n.cfg.electionTimeout())
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
-	retry := b.n.cfg.electionTimeout()
 	for {
+		// Without a leader raft drops the request at once: ask again after
+		// a tick, so that the read completes soon after one is elected.
+		retry := b.n.cfg.electionTimeout()
+		if b.n.Leader() == 0 {
+			retry = b.n.cfg.TickInterval
+		}
+		sent := time.Now()
 		index, err := b.readIndex(ctx, retry)
 		if err == nil {
-			return b.n.WaitApplied(ctx, index)
+			if err := b.n.WaitApplied(ctx, index); err != nil {
+				return err
+			}
+			b.mu.Lock()
+			if sent.After(b.synced) {
+				b.synced = sent
+			}
+			b.mu.Unlock()
+			return nil
 		}
 		if !errors.Is(err, errNoAnswer) {
 			return err
@@ -99,6 +120,66 @@ func (b *readBatcher) round() error {
 
 // readTimeout bounds how long a linearizable read waits for a quorum.
 const readTimeout = 5 * time.Second
+
+// syncInterval is how often a node with a leader completes a read round
+// when no reads made one: the age of its state, should it lose the
+// leader, starts from at most this.
+const syncInterval = time.Second
+
+// keepSynced runs a read round whenever none completed for syncInterval
+// while a leader is known, so that BoundedRead's bound stays small on a
+// node nobody reads from.
+func (b *readBatcher) keepSynced() {
+	tick := time.NewTicker(syncInterval / 2)
+	defer tick.Stop()
+	for {
+		select {
+		case <-tick.C:
+		case <-b.n.donec:
+			return
+		}
+		if b.n.Leader() == 0 {
+			continue
+		}
+		if synced, ok := b.lastSync(); ok && time.Since(synced) < syncInterval {
+			continue
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), syncInterval)
+		_ = b.read(ctx)
+		cancel()
+	}
+}
+
+// kick starts a round unless one is pending, without waiting for it.
+func (b *readBatcher) kick() {
+	select {
+	case b.signal <- struct{}{}:
+	default:
+	}
+}
+
+// gaveUp notes that a BoundedRead stopped waiting for a round.
+func (b *readBatcher) gaveUp() {
+	b.mu.Lock()
+	b.stuck = time.Now()
+	b.mu.Unlock()
+}
+
+// isStuck tells whether a BoundedRead gave up since the last round that
+// completed was sent.
+func (b *readBatcher) isStuck() bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.stuck.After(b.synced)
+}
+
+// lastSync is when the request of the last completed read round was sent;
+// false when none has completed since the node started.
+func (b *readBatcher) lastSync() (time.Time, bool) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.synced, !b.synced.IsZero()
+}
 
 var errNoAnswer = errors.New("raft: no answer to read index")
 

@@ -110,6 +110,12 @@ type Config struct {
 	WorkerInFlightRecords int      `yaml:"worker-in-flight-records"`
 	TaskInFlightBytes     ByteSize `yaml:"task-in-flight-bytes"`
 	TaskInFlightRecords   int      `yaml:"task-in-flight-records"`
+	// StaleReadMax is how stale a REST read of connector configs,
+	// statuses, tasks or offsets may be when a Raft node cannot confirm
+	// its replica is current (no leader, no quorum): it is then served
+	// from the replica if that holds every write acknowledged more than
+	// this long ago. 0: such reads wait for, or fail without, a leader.
+	StaleReadMax time.Duration `yaml:"stale-read-max"`
 	// LogLevel is one of debug, info, warn, error.
 	LogLevel string `yaml:"log-level"`
 	// LogFormat is text or json.
@@ -141,6 +147,7 @@ func Default() Config {
 		WorkerInFlightRecords: 100_000,
 		TaskInFlightBytes:     32 << 20,
 		TaskInFlightRecords:   100_000,
+		StaleReadMax:          30 * time.Second,
 		LogLevel:              "info",
 		LogFormat:             "text",
 	}
@@ -243,6 +250,9 @@ func (c *Config) Validate() error {
 	}
 	if c.FenceMargin < 0 || c.RebalanceDelay < 0 {
 		errs = append(errs, errors.New("fence-margin and rebalance-delay must not be negative"))
+	}
+	if c.StaleReadMax < 0 {
+		errs = append(errs, fmt.Errorf("stale-read-max %v must not be negative (0: no stale reads)", c.StaleReadMax))
 	}
 	if c.MemoryLimit < 0 {
 		errs = append(errs, fmt.Errorf("memory-limit %v is negative", c.MemoryLimit))
@@ -428,6 +438,9 @@ func fields() []field {
 			func(c *Config) *ByteSize { return &c.TaskInFlightBytes }),
 		countField("task-in-flight-records", "Records one source task may have in flight (at most worker-in-flight-records)",
 			func(c *Config) *int { return &c.TaskInFlightRecords }),
+		{"stale-read-max", "How stale a REST read of connectors, statuses or offsets may be when no Raft leader confirms the local replica (0: never stale)",
+			func(c *Config, v string) (err error) { c.StaleReadMax, err = time.ParseDuration(v); return err },
+			func(c *Config) string { return c.StaleReadMax.String() }},
 		{"log-level", "Log level: debug, info, warn or error",
 			func(c *Config, v string) error { c.LogLevel = v; return nil },
 			func(c *Config) string { return c.LogLevel }},

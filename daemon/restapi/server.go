@@ -150,6 +150,9 @@ func NewHandler(node Node, opts Options) http.Handler {
 	known := http.NewServeMux()
 	seen := map[string]bool{}
 	for _, rt := range routes {
+		if rt.method == http.MethodGet && staleRoutes[rt.pattern] {
+			rt.handle = mayBeStale(rt.handle) // stale.go
+		}
 		mux.Handle(rt.method+" "+rt.pattern, a.wrap(rt.handle))
 		if !seen[rt.pattern] {
 			seen[rt.pattern] = true

@@ -14,7 +14,7 @@ package restapi
 //	POST /kcd/v1/store/batch     {"conds":[{"key","mod_revision"}],"ops":[{"type":"put"|"delete","key","value"}]} → {"revision","ok"}
 //	GET  /kcd/v1/store/revision                                      → {"revision"}
 //	POST /kcd/v1/store/compact   {"revision"}                        → {"revision"}
-//	POST /kcd/v1/store/watch     {"prefix","after_revision"}         → a stream of JSON lines
+//	POST /kcd/v1/store/watch     {"prefix","after_revision","heartbeat_ms"} → a stream of JSON lines
 //
 // Errors are Kafka Connect's {"error_code","message"} with a status that
 // names the store error: 400 store.ErrInvalid (413: body too large, also
@@ -27,10 +27,15 @@ package restapi
 // The watch answers 200 with application/x-ndjson: a first line
 // {"start_revision","heartbeat_ms"} (the revision the watch starts after:
 // after_revision, or the current one for 0), then lines {"events":[...]} in
-// revision order, {} as a heartbeat every heartbeat_ms, and a last line
-// {"error":{"error_code","message"}} when the watch ends on the server
-// (503 when the server shuts down: watch again elsewhere from the last
-// revision seen).
+// revision order, {} as a heartbeat every heartbeat_ms (what the request
+// asked for, within 100 ms to 5 s; 5 s when it asked for none), and a last
+// line {"error":{"error_code","message"}} when the watch ends on the
+// server (503 when the server shuts down: watch again elsewhere from the
+// last revision seen).
+//
+// A read (get, scan, revision) sent with X-Kcd-Allow-Stale: true may be
+// answered from the node's replica when the node cannot confirm it is
+// current; the answer then carries X-Kcd-Stale-Ms (see stale.go).
 
 import (
 	"context"
@@ -61,6 +66,7 @@ type StoreRequest struct {
 	Limit             int         `json:"limit,omitempty"`
 	ExpectModRevision int64       `json:"expect_mod_revision,omitempty"`
 	AfterRevision     int64       `json:"after_revision,omitempty"`
+	HeartbeatMS       int64       `json:"heartbeat_ms,omitempty"`
 	Revision          int64       `json:"revision,omitempty"`
 	Conds             []StoreCond `json:"conds,omitempty"`
 	Ops               []StoreOp   `json:"ops,omitempty"`
@@ -116,11 +122,14 @@ const (
 	StatusLagging   = http.StatusTooManyRequests
 )
 
-// watchHeartbeat is how often an idle watch stream carries a heartbeat;
-// watchWriteTimeout how long one write to a watch stream may block before
-// the stream is dropped (the client then resumes, or lags).
+// watchHeartbeat is how often an idle watch stream carries a heartbeat
+// when the client asks for none, and the longest it may ask for;
+// minWatchHeartbeat the shortest. watchWriteTimeout is how long one write
+// to a watch stream may block before the stream is dropped (the client
+// then resumes, or lags).
 var (
 	watchHeartbeat    = 5 * time.Second
+	minWatchHeartbeat = 100 * time.Millisecond
 	watchWriteTimeout = 10 * time.Second
 )
 
@@ -170,6 +179,12 @@ func (a *api) storeOp(fn func(*http.Request, StoreRequest) (any, error)) func(*h
 				return unapplied(Errorf(http.StatusBadRequest, "%v: request body is not valid JSON for this request: %v", store.ErrInvalid, err))
 			}
 		}
+		var st *store.Staleness
+		if r.Header.Get(AllowStaleHeader) == "true" {
+			var ctx context.Context
+			ctx, st = store.AllowStale(r.Context())
+			r = r.WithContext(ctx)
+		}
 		out, err := fn(r, req)
 		if err != nil {
 			e := storeAPIError(err)
@@ -179,6 +194,9 @@ func (a *api) storeOp(fn func(*http.Request, StoreRequest) (any, error)) func(*h
 				return unapplied(e)
 			}
 			return 0, nil, e
+		}
+		if st != nil {
+			out = markStale(st, out)
 		}
 		return http.StatusOK, out, nil
 	}
@@ -314,16 +332,20 @@ func (a *api) storeWatch(r *http.Request, req StoreRequest) (any, error) {
 		cancel()
 		return nil, err
 	}
+	beat := watchHeartbeat
+	if req.HeartbeatMS > 0 {
+		beat = min(max(time.Duration(req.HeartbeatMS)*time.Millisecond, minWatchHeartbeat), watchHeartbeat)
+	}
 	return streamBody(func(rw http.ResponseWriter, r *http.Request) {
 		defer cancel()
 		defer w.Close()
-		a.streamWatch(rw, r, w, start)
+		a.streamWatch(rw, r, w, start, beat)
 	}), nil
 }
 
 // streamWatch writes the watch stream of w until it ends, the client goes
 // away, a write blocks too long, or the server shuts down.
-func (a *api) streamWatch(rw http.ResponseWriter, r *http.Request, w store.Watcher, start int64) {
+func (a *api) streamWatch(rw http.ResponseWriter, r *http.Request, w store.Watcher, start int64, heartbeat time.Duration) {
 	rc := http.NewResponseController(rw)
 	defer func() { _ = rc.SetWriteDeadline(time.Time{}) }() // the connection may serve more requests
 	enc := json.NewEncoder(rw)
@@ -337,7 +359,7 @@ func (a *api) streamWatch(rw http.ResponseWriter, r *http.Request, w store.Watch
 	rw.Header().Set("Content-Type", "application/x-ndjson")
 	rw.Header().Set("Cache-Control", "no-store")
 	rw.WriteHeader(http.StatusOK)
-	if !send(WatchMessage{StartRevision: &start, HeartbeatMS: watchHeartbeat.Milliseconds()}) {
+	if !send(WatchMessage{StartRevision: &start, HeartbeatMS: heartbeat.Milliseconds()}) {
 		return
 	}
 	// The watcher is drained into a queue of the stream's own at once, so
@@ -354,7 +376,7 @@ func (a *api) streamWatch(rw http.ResponseWriter, r *http.Request, w store.Watch
 		<-drained
 	}()
 	shutdown := serverShutdown(r)
-	beat := time.NewTicker(watchHeartbeat)
+	beat := time.NewTicker(heartbeat)
 	defer beat.Stop()
 	line := make([]StoreEvent, 0, watchLineEvents)
 	for {
@@ -366,7 +388,7 @@ func (a *api) streamWatch(rw http.ResponseWriter, r *http.Request, w store.Watch
 					if !send(WatchMessage{Events: evs}) {
 						return
 					}
-					beat.Reset(watchHeartbeat)
+					beat.Reset(heartbeat)
 					continue
 				}
 				if ended {

@@ -3,22 +3,49 @@
 // Writes are proposed through Raft and answered once applied on this node;
 // reads are served from this node's state machine after a ReadIndex barrier,
 // so they are linearizable on every node, leader or not.
+//
+// A read under a context from store.AllowStale is linearizable when the
+// barrier completes within Options.StaleReadWait; otherwise (no leader, no
+// quorum, a leader that does not answer) it is served from this node's
+// state as it is, provided that state holds every write acknowledged more
+// than Options.StaleReadMax ago, and the context's Staleness records how
+// stale it may be (raft.Node.BoundedRead).
 package raftstore
 
 import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/kcd-project/kcd/daemon/store"
 	"github.com/kcd-project/kcd/raft"
 	"github.com/kcd-project/kcd/raft/fsm"
 )
 
+// Options tune a Store; zero values take the defaults.
+type Options struct {
+	// StaleReadWait is how long a read that may be stale waits for the
+	// read barrier before it is served from the local state (default
+	// 300 ms).
+	StaleReadWait time.Duration
+	// StaleReadMax is how stale such a read may be: the local state must
+	// hold every write acknowledged more than this long ago (default 30 s).
+	// Negative: reads are always linearizable.
+	StaleReadMax time.Duration
+}
+
+// Defaults of Options.
+const (
+	DefaultStaleReadWait = 300 * time.Millisecond
+	DefaultStaleReadMax  = 30 * time.Second
+)
+
 // Store is a store.Store over a raft.Node. It does not own the node: Close
 // leaves it running.
 type Store struct {
-	n *raft.Node
+	n    *raft.Node
+	opts Options
 	// life ends with Close, and with it every watcher of this store.
 	life  context.Context
 	close context.CancelFunc
@@ -26,10 +53,19 @@ type Store struct {
 
 var _ store.Store = (*Store)(nil)
 
-// New returns the store of node n.
-func New(n *raft.Node) *Store {
+// New returns the store of node n with the default Options.
+func New(n *raft.Node) *Store { return NewWithOptions(n, Options{}) }
+
+// NewWithOptions returns the store of node n.
+func NewWithOptions(n *raft.Node, opts Options) *Store {
+	if opts.StaleReadWait <= 0 {
+		opts.StaleReadWait = DefaultStaleReadWait
+	}
+	if opts.StaleReadMax == 0 {
+		opts.StaleReadMax = DefaultStaleReadMax
+	}
 	life, cancel := context.WithCancel(context.Background())
-	return &Store{n: n, life: life, close: cancel}
+	return &Store{n: n, opts: opts, life: life, close: cancel}
 }
 
 // check refuses calls after Close or with an ended context: such a call
@@ -57,10 +93,22 @@ func (s *Store) write(ctx context.Context, c fsm.Command) (fsm.Result, error) {
 	return r, nil
 }
 
-// barrier makes this node's state machine reflect every acknowledged write.
+// barrier makes this node's state machine reflect every acknowledged write,
+// or, under store.AllowStale, every one acknowledged more than
+// StaleReadMax ago.
 func (s *Store) barrier(ctx context.Context) error {
 	if err := s.check(ctx); err != nil {
 		return err
+	}
+	if st := store.StaleOK(ctx); st != nil && s.opts.StaleReadMax > 0 {
+		age, err := s.n.BoundedRead(ctx, s.opts.StaleReadWait, s.opts.StaleReadMax)
+		if err != nil {
+			return fmt.Errorf("raft store: read: %w", err)
+		}
+		if age > 0 {
+			st.Record(age)
+		}
+		return nil
 	}
 	if err := s.n.LinearizableRead(ctx); err != nil {
 		return fmt.Errorf("raft store: read: %w", err)

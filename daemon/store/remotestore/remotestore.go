@@ -6,10 +6,23 @@
 //
 // The store knows the URLs it was given and the REST URLs of the Raft
 // members it learns from GET /kcd/v1/cluster (on New, every
-// RefreshInterval, and whenever a node fails). A request goes to the node
-// that answered last; when that node is unreachable or cannot serve (503),
-// the store tries the next one, and keeps going round, with a backoff,
-// until the request's context ends or RetryTimeout has passed.
+// RefreshInterval, and whenever a node fails). Nodes are ranked: the one
+// that answered last comes first, and a node that failed or did not
+// answer a read within HedgeDelay goes last for a while (a frozen
+// process accepts connections and answers nothing). When a node is
+// unreachable or cannot serve (503), the store tries the next one, and
+// keeps going round, with a backoff, until the request's context ends or
+// RetryTimeout has passed.
+//
+// The best-ranked node is probed every ProbeInterval, and demoted when it
+// does not answer within HedgeDelay, so that writes and the worker's
+// heartbeats (which use the same ranking) leave a frozen node too.
+//
+// A read is hedged: when the node it went to has not answered within
+// HedgeDelay, it goes to the next node too, and so on, one node more per
+// HedgeDelay; the first answer wins and the other requests are cancelled.
+// So a read moves off a frozen node within HedgeDelay, with at most one
+// request per known node in flight.
 //
 // What is retried on another node:
 //
@@ -35,8 +48,10 @@
 //
 // # Watch
 //
-// A watch is one streaming request to one node. When its connection drops
-// or that node stops, the watcher opens the watch again on another node
+// A watch is one streaming request to one node. It asks the node for a
+// heartbeat line every WatchHeartbeat and counts the stream as broken
+// after three missed. When its connection drops, it goes quiet, or that
+// node stops, the watcher opens the watch again on another node
 // from the last revision it delivered (revisions are the same on every
 // node: the state machine is replicated), and skips the events of that
 // revision it already delivered, so the reader sees no gap and no repeat.
@@ -61,6 +76,7 @@ import (
 	"net/http"
 	"net/url"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -92,6 +108,17 @@ type Options struct {
 	// RefreshInterval is how often the members are learned again (default
 	// 30 s).
 	RefreshInterval time.Duration
+	// HedgeDelay is how long a read waits for a node's answer before it
+	// goes to the next node too (default 100 ms).
+	HedgeDelay time.Duration
+	// ProbeInterval is how often the best-ranked node is asked a trivial
+	// question (GET /kcd/v1/version, HedgeDelay to answer), so that a node
+	// that froze is demoted even while nothing is read (default 100 ms;
+	// negative: no probes).
+	ProbeInterval time.Duration
+	// WatchHeartbeat is the heartbeat a watch asks its node for (default
+	// 250 ms; nodes send one at least every 100 ms and at most every 5 s).
+	WatchHeartbeat time.Duration
 	// WatchBuffer and WatchBufferBytes bound the events a watcher holds
 	// that its reader has not taken yet (defaults 1024 and 16 MiB); a
 	// watcher that would hold more ends with store.ErrWatcherLagging.
@@ -113,6 +140,15 @@ func (o *Options) defaults() {
 	if o.RefreshInterval <= 0 {
 		o.RefreshInterval = 30 * time.Second
 	}
+	if o.HedgeDelay <= 0 {
+		o.HedgeDelay = 100 * time.Millisecond
+	}
+	if o.ProbeInterval == 0 {
+		o.ProbeInterval = 100 * time.Millisecond
+	}
+	if o.WatchHeartbeat <= 0 {
+		o.WatchHeartbeat = 250 * time.Millisecond
+	}
 	if o.WatchBuffer <= 0 {
 		o.WatchBuffer = 1024
 	}
@@ -127,6 +163,7 @@ func (o *Options) defaults() {
 		o.HTTPClient = &http.Client{Transport: &http.Transport{
 			DialContext:           d.DialContext,
 			MaxIdleConnsPerHost:   16,
+			MaxConnsPerHost:       maxConnsPerNode,
 			IdleConnTimeout:       90 * time.Second,
 			ResponseHeaderTimeout: o.RequestTimeout,
 		}}
@@ -139,6 +176,14 @@ const (
 	maxLine     = 8 << 20   // one line of a watch stream
 )
 
+// maxConnsPerNode bounds the connections to one node (the default
+// client's); requests over it wait for one to free up.
+const maxConnsPerNode = 64
+
+// demoteFor is how long a node that failed or did not answer in time
+// stays at the end of the ranking, unless it answers first.
+const demoteFor = 5 * time.Second
+
 // Store is a store.Store over the REST API of a kcd cluster.
 type Store struct {
 	opts  Options
@@ -149,6 +194,9 @@ type Store struct {
 	mu        sync.Mutex
 	endpoints []string // seeds and learned members, deduplicated
 	current   int      // index of the endpoint that answered last
+	// demoted holds, for endpoints that failed or did not answer in time,
+	// until when they rank last; at most one entry per endpoint.
+	demoted map[string]time.Time
 
 	refresh chan struct{} // a token: learn the members now
 
@@ -190,25 +238,71 @@ func New(urls []string, opts Options) (*Store, error) {
 	s := &Store{
 		opts: opts, hc: opts.HTTPClient, log: opts.Logger, seeds: seeds,
 		endpoints: slices.Clone(seeds),
+		demoted:   map[string]time.Time{},
 		refresh:   make(chan struct{}, 1),
 		life:      life, close: cancel,
 	}
 	s.wg.Add(1)
 	go s.refreshLoop()
+	if opts.ProbeInterval > 0 {
+		s.wg.Add(1)
+		go s.probeLoop()
+	}
 	s.refreshNow()
 	return s, nil
 }
 
-// Endpoints returns the node URLs the store knows now, the one it uses
-// first.
+// probeLoop demotes the best-ranked node when it does not answer a
+// trivial request within HedgeDelay: writes and heartbeats, which are not
+// hedged, then go to the next node.
+func (s *Store) probeLoop() {
+	defer s.wg.Done()
+	tick := time.NewTicker(s.opts.ProbeInterval)
+	defer tick.Stop()
+	for {
+		select {
+		case <-s.life.Done():
+			return
+		case <-tick.C:
+		}
+		ep := s.Endpoints()[0]
+		ctx, cancel := context.WithTimeout(s.life, s.opts.HedgeDelay)
+		var v restapi.VersionInfo
+		_, err := s.attempt(ctx, ep, http.MethodGet, "/kcd/v1/version", nil, false, &v)
+		cancel()
+		if err != nil && s.life.Err() == nil {
+			s.log.Debug("node did not answer a probe in time; demoted", "node", ep, "err", err)
+			s.demote(ep)
+		}
+	}
+}
+
+// Endpoints returns the node URLs the store knows now, in the order it
+// tries them: from the one that answered last, the demoted ones last.
 func (s *Store) Endpoints() []string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	now := time.Now()
 	out := make([]string, 0, len(s.endpoints))
+	var last []string
 	for i := range s.endpoints {
-		out = append(out, s.endpoints[(s.current+i)%len(s.endpoints)])
+		ep := s.endpoints[(s.current+i)%len(s.endpoints)]
+		if until, ok := s.demoted[ep]; ok && now.Before(until) {
+			last = append(last, ep)
+			continue
+		}
+		out = append(out, ep)
 	}
-	return out
+	return append(out, last...)
+}
+
+// demote ranks ep last for demoteFor.
+func (s *Store) demote(ep string) {
+	s.mu.Lock()
+	if slices.Contains(s.endpoints, ep) {
+		s.demoted[ep] = time.Now().Add(demoteFor)
+	}
+	s.mu.Unlock()
 }
 
 func (s *Store) refreshNow() {
@@ -233,52 +327,49 @@ func (s *Store) refreshLoop() {
 	}
 }
 
-// learnMembers asks the known nodes, in turn, for the cluster's members and
-// adds their REST URLs. Seeds are always kept; members that left are
-// dropped.
-func (s *Store) learnMembers() {
-	for _, ep := range s.Endpoints() {
-		ctx, cancel := context.WithTimeout(s.life, s.opts.DialTimeout+2*time.Second)
-		var info restapi.ClusterInfo
-		err := s.getJSON(ctx, ep, "/kcd/v1/cluster", &info)
-		cancel()
-		if err != nil {
-			continue
-		}
-		urls := slices.Clone(s.seeds)
-		for _, m := range info.Members {
-			u := strings.TrimRight(m.RESTURL, "/")
-			if u == "" || (len(m.Roles) > 0 && !slices.Contains(m.Roles, "raft")) || slices.Contains(urls, u) {
-				continue
-			}
-			if pu, err := url.Parse(u); err != nil || pu.User != nil || pu.Host == "" {
-				continue
-			}
-			urls = append(urls, u)
-		}
-		s.mu.Lock()
-		cur := s.endpoints[s.current]
-		s.endpoints = urls
-		s.current = max(slices.Index(urls, cur), 0)
-		s.mu.Unlock()
-		return
+// ClusterInfo is GET /kcd/v1/cluster of a Raft node, hedged as a read is.
+func (s *Store) ClusterInfo(ctx context.Context) (restapi.ClusterInfo, error) {
+	if err := s.check(ctx); err != nil {
+		return restapi.ClusterInfo{}, err
 	}
+	rctx, cancel := context.WithTimeout(ctx, s.opts.RetryTimeout)
+	defer cancel()
+	stop := context.AfterFunc(s.life, cancel)
+	defer stop()
+	info, _, err := hedged[restapi.ClusterInfo](s, ctx, rctx, http.MethodGet, "/kcd/v1/cluster", nil, false)
+	return info, err
 }
 
-func (s *Store) getJSON(ctx context.Context, base, path string, out any) error {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, base+path, nil)
+// learnMembers asks the known nodes for the cluster's members and adds
+// their REST URLs. Seeds are always kept; members that left are dropped.
+func (s *Store) learnMembers() {
+	ctx, cancel := context.WithTimeout(s.life, s.opts.DialTimeout+2*time.Second)
+	defer cancel()
+	info, _, err := hedged[restapi.ClusterInfo](s, ctx, ctx, http.MethodGet, "/kcd/v1/cluster", nil, false)
 	if err != nil {
-		return err
+		return
 	}
-	res, err := s.hc.Do(req)
-	if err != nil {
-		return err
+	urls := slices.Clone(s.seeds)
+	for _, m := range info.Members {
+		u := strings.TrimRight(m.RESTURL, "/")
+		if u == "" || (len(m.Roles) > 0 && !slices.Contains(m.Roles, "raft")) || slices.Contains(urls, u) {
+			continue
+		}
+		if pu, err := url.Parse(u); err != nil || pu.User != nil || pu.Host == "" {
+			continue
+		}
+		urls = append(urls, u)
 	}
-	defer res.Body.Close()
-	if res.StatusCode != http.StatusOK {
-		return fmt.Errorf("GET %s%s: HTTP %d", base, path, res.StatusCode)
+	s.mu.Lock()
+	cur := s.endpoints[s.current]
+	s.endpoints = urls
+	s.current = max(slices.Index(urls, cur), 0)
+	for ep := range s.demoted {
+		if !slices.Contains(urls, ep) {
+			delete(s.demoted, ep)
+		}
 	}
-	return json.NewDecoder(io.LimitReader(res.Body, maxResponse)).Decode(out)
+	s.mu.Unlock()
 }
 
 // succeeded makes ep the endpoint tried first.
@@ -287,6 +378,7 @@ func (s *Store) succeeded(ep string) {
 	if i := slices.Index(s.endpoints, ep); i >= 0 {
 		s.current = i
 	}
+	delete(s.demoted, ep)
 	s.mu.Unlock()
 }
 
@@ -353,7 +445,9 @@ func notSent(err error) bool {
 }
 
 // call sends one unary request, trying nodes in turn as the rules of the
-// package comment allow; write says whether it changes the store.
+// package comment allow; write says whether it changes the store. A read
+// under store.AllowStale asks the node for a read that may be stale and
+// records on the context's Staleness how stale the answer was.
 func (s *Store) call(ctx context.Context, method, path string, in *restapi.StoreRequest, write bool) (restapi.StoreResponse, error) {
 	var out restapi.StoreResponse
 	if err := s.check(ctx); err != nil {
@@ -373,19 +467,27 @@ func (s *Store) call(ctx context.Context, method, path string, in *restapi.Store
 	defer cancel()
 	stop := context.AfterFunc(s.life, cancel)
 	defer stop()
+	if !write {
+		st := store.StaleOK(ctx)
+		out, stale, err := hedged[restapi.StoreResponse](s, ctx, rctx, method, path, body, st != nil)
+		if err == nil && st != nil && stale != "" {
+			if ms, perr := strconv.ParseInt(stale, 10, 64); perr == nil && ms > 0 {
+				st.Record(time.Duration(ms) * time.Millisecond)
+			}
+		}
+		return out, err
+	}
 	var lastErr error
 	for round, backoff := 0, 50*time.Millisecond; ; round++ {
 		for _, ep := range s.Endpoints() {
-			err := s.attempt(rctx, ep, method, path, body, &out)
+			out = restapi.StoreResponse{}
+			_, err := s.attempt(rctx, ep, method, path, body, false, &out)
 			if err == nil {
 				s.succeeded(ep)
 				return out, nil
 			}
-			if e := s.check(ctx); e != nil {
-				if errors.Is(e, store.ErrClosed) {
-					return out, e
-				}
-				return out, fmt.Errorf("remotestore: %s: %w", path, e)
+			if e := s.ended(ctx); e != nil {
+				return out, e
 			}
 			var re *remoteError
 			switch {
@@ -393,17 +495,19 @@ func (s *Store) call(ctx context.Context, method, path string, in *restapi.Store
 				if se := re.storeErr(); se != nil {
 					return out, se
 				}
-				if !re.failover() || (write && !re.unapplied) {
-					if write && re.status >= 500 {
+				if !re.failover() || !re.unapplied {
+					if re.status >= 500 {
 						return out, fmt.Errorf("%w: %v", ErrUnknownOutcome, err)
 					}
 					return out, fmt.Errorf("remotestore: %w", err)
 				}
-			case write && !notSent(err):
+			case !notSent(err):
+				s.demote(ep)
 				return out, fmt.Errorf("%w: %s%s: %v", ErrUnknownOutcome, ep, path, err)
 			}
 			lastErr = err
 			s.log.Debug("store request failed on a node; trying another", "node", ep, "path", path, "err", err)
+			s.demote(ep)
 			s.refreshNow()
 			if rctx.Err() != nil {
 				break
@@ -411,11 +515,8 @@ func (s *Store) call(ctx context.Context, method, path string, in *restapi.Store
 		}
 		select {
 		case <-rctx.Done():
-			if e := s.check(ctx); e != nil {
-				if errors.Is(e, store.ErrClosed) {
-					return out, e
-				}
-				return out, fmt.Errorf("remotestore: %s: %w", path, e)
+			if e := s.ended(ctx); e != nil {
+				return out, e
 			}
 			return out, fmt.Errorf("remotestore: %s: no node answered within %v: %w", path, s.opts.RetryTimeout, lastErr)
 		case <-time.After(backoff):
@@ -424,8 +525,122 @@ func (s *Store) call(ctx context.Context, method, path string, in *restapi.Store
 	}
 }
 
-// attempt sends the request to one node.
-func (s *Store) attempt(ctx context.Context, ep, method, path string, body []byte, out *restapi.StoreResponse) error {
+// ended is the error of a call whose context or store ended, nil while
+// neither has.
+func (s *Store) ended(ctx context.Context) error {
+	e := s.check(ctx)
+	if e == nil || errors.Is(e, store.ErrClosed) {
+		return e
+	}
+	return fmt.Errorf("remotestore: %w", e)
+}
+
+// result is the outcome of one attempt of a hedged read.
+type result[T any] struct {
+	ep    string
+	out   T
+	stale string
+	err   error
+}
+
+// hedged sends a read to the nodes in rank order, one more each HedgeDelay
+// that passes without an answer or as soon as one fails, and returns the
+// first answer with its StaleHeader; when every node failed it goes round
+// again after a backoff until rctx ends. ctx is the caller's.
+func hedged[T any](s *Store, ctx, rctx context.Context, method, path string, body []byte, staleOK bool) (T, string, error) {
+	var zero T
+	var lastErr error
+	for backoff := 50 * time.Millisecond; ; backoff = min(backoff*2, time.Second) {
+		out, stale, err, done := hedgeRound[T](s, rctx, method, path, body, staleOK)
+		if err == nil {
+			return out, stale, nil
+		}
+		if e := s.ended(ctx); e != nil {
+			return zero, "", e
+		}
+		if done {
+			return zero, "", err
+		}
+		lastErr = err
+		select {
+		case <-rctx.Done():
+			if e := s.ended(ctx); e != nil {
+				return zero, "", e
+			}
+			return zero, "", fmt.Errorf("remotestore: %s: no node answered within %v: %w", path, s.opts.RetryTimeout, lastErr)
+		case <-time.After(backoff):
+		}
+	}
+}
+
+// hedgeRound is one round of hedged over the nodes ranked now; done says
+// that its error is the answer (a store error, or one another node would
+// give too).
+func hedgeRound[T any](s *Store, rctx context.Context, method, path string, body []byte, staleOK bool) (out T, stale string, err error, done bool) {
+	eps := s.Endpoints()
+	actx, cancel := context.WithCancel(rctx)
+	defer cancel() // ends the attempts still in flight
+	results := make(chan result[T], len(eps))
+	next, inflight := 0, 0
+	launch := func() {
+		ep := eps[next]
+		next++
+		inflight++
+		go func() {
+			r := result[T]{ep: ep}
+			r.stale, r.err = s.attempt(actx, ep, method, path, body, staleOK, &r.out)
+			results <- r
+		}()
+	}
+	launch()
+	hedge := time.NewTimer(s.opts.HedgeDelay)
+	defer hedge.Stop()
+	err = errors.New("no node answered")
+	for inflight > 0 {
+		select {
+		case r := <-results:
+			inflight--
+			if r.err == nil {
+				s.succeeded(r.ep)
+				return r.out, r.stale, nil, false
+			}
+			if rctx.Err() != nil {
+				return out, "", r.err, false
+			}
+			var re *remoteError
+			if errors.As(r.err, &re) {
+				if se := re.storeErr(); se != nil {
+					return out, "", se, true
+				}
+				if !re.failover() {
+					return out, "", fmt.Errorf("remotestore: %w", r.err), true
+				}
+			}
+			err = r.err
+			s.log.Debug("store read failed on a node; trying another", "node", r.ep, "path", path, "err", r.err)
+			s.demote(r.ep)
+			s.refreshNow()
+			if next < len(eps) {
+				launch()
+				hedge.Reset(s.opts.HedgeDelay)
+			}
+		case <-hedge.C:
+			if next < len(eps) {
+				s.demote(eps[next-1]) // it did not answer in time
+				launch()
+				hedge.Reset(s.opts.HedgeDelay)
+			}
+		case <-rctx.Done():
+			return out, "", err, false
+		}
+	}
+	return out, "", err, false
+}
+
+// attempt sends the request to one node and decodes its answer into out;
+// it returns the answer's StaleHeader. staleOK asks for a read that may be
+// stale.
+func (s *Store) attempt(ctx context.Context, ep, method, path string, body []byte, staleOK bool, out any) (string, error) {
 	ctx, cancel := context.WithTimeout(ctx, s.opts.RequestTimeout)
 	defer cancel()
 	var rd io.Reader
@@ -434,24 +649,26 @@ func (s *Store) attempt(ctx context.Context, ep, method, path string, body []byt
 	}
 	req, err := http.NewRequestWithContext(ctx, method, ep+path, rd)
 	if err != nil {
-		return err
+		return "", err
 	}
 	if body != nil {
 		req.Header.Set("Content-Type", "application/json")
 	}
+	if staleOK {
+		req.Header.Set(restapi.AllowStaleHeader, "true")
+	}
 	res, err := s.hc.Do(req)
 	if err != nil {
-		return err
+		return "", err
 	}
 	defer res.Body.Close()
 	if res.StatusCode != http.StatusOK {
-		return readRemoteError(ep, res)
+		return "", readRemoteError(ep, res)
 	}
-	*out = restapi.StoreResponse{}
 	if err := json.NewDecoder(io.LimitReader(res.Body, maxResponse)).Decode(out); err != nil {
-		return fmt.Errorf("decode the answer of %s%s: %w", ep, path, err)
+		return "", fmt.Errorf("decode the answer of %s%s: %w", ep, path, err)
 	}
-	return nil
+	return res.Header.Get(restapi.StaleHeader), nil
 }
 
 func validate(c fsm.Command) error {

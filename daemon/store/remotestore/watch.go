@@ -61,6 +61,7 @@ type stream struct {
 	rd        *bufio.Reader
 	start     int64
 	heartbeat time.Duration
+	cancel    context.CancelFunc // ends the request
 	// skip events of revision skipRev are ones delivered before the
 	// stream this one resumes broke.
 	skipRev int64
@@ -214,6 +215,7 @@ func (w *watcher) follow(st *stream) {
 	for {
 		err := w.read(st)
 		st.body.Close()
+		st.cancel()
 		if w.wctx.Err() != nil {
 			w.end(w.endErr())
 			return
@@ -230,6 +232,7 @@ func (w *watcher) follow(st *stream) {
 			// history; resuming says for sure.
 		}
 		w.s.log.Debug("store watch broke; resuming on another node", "node", st.node, "after", w.last, "err", err)
+		w.s.demote(st.node)
 		w.s.refreshNow()
 		after := w.start
 		if w.last > 0 {
@@ -257,16 +260,19 @@ func (w *watcher) follow(st *stream) {
 	}
 }
 
-// read delivers the events of one stream until it breaks or ends.
+// read delivers the events of one stream until it breaks or ends. A
+// stream with no line for three heartbeats (and a margin) counts as
+// broken: its node may be frozen.
 func (w *watcher) read(st *stream) error {
-	idle := time.AfterFunc(3*st.heartbeat+2*time.Second, func() { st.body.Close() })
+	quiet := 3*st.heartbeat + min(st.heartbeat, 2*time.Second)
+	idle := time.AfterFunc(quiet, func() { st.body.Close() })
 	defer idle.Stop()
 	for {
 		line, err := readLine(st.rd)
 		if err != nil {
 			return err
 		}
-		idle.Reset(3*st.heartbeat + 2*time.Second)
+		idle.Reset(quiet)
 		var m restapi.WatchMessage
 		if err := json.Unmarshal(line, &m); err != nil {
 			return fmt.Errorf("watch stream of %s: %w", st.node, err)
@@ -337,7 +343,7 @@ func readLine(rd *bufio.Reader) ([]byte, error) {
 // on a store error; a resume keeps trying nodes until the watch ends, and
 // fails only with a store error (ErrCompacted from a node that answered).
 func (w *watcher) open(after int64, first bool) (*stream, error) {
-	body, err := json.Marshal(restapi.StoreRequest{Prefix: []byte(w.prefix), AfterRevision: after})
+	body, err := json.Marshal(restapi.StoreRequest{Prefix: []byte(w.prefix), AfterRevision: after, HeartbeatMS: w.s.opts.WatchHeartbeat.Milliseconds()})
 	if err != nil {
 		return nil, fmt.Errorf("remotestore: watch: %w", err)
 	}
@@ -350,7 +356,7 @@ func (w *watcher) open(after int64, first bool) (*stream, error) {
 	var lastErr error
 	for backoff := 50 * time.Millisecond; ; backoff = min(backoff*2, time.Second) {
 		for _, ep := range w.s.Endpoints() {
-			st, err := w.openOn(ep, body)
+			st, err := w.openOn(ep, body, after == 0)
 			if err == nil {
 				w.s.succeeded(ep)
 				return st, nil
@@ -358,6 +364,7 @@ func (w *watcher) open(after int64, first bool) (*stream, error) {
 			if w.wctx.Err() != nil {
 				return nil, w.wctx.Err()
 			}
+			w.s.demote(ep)
 			var re *remoteError
 			if errors.As(err, &re) {
 				if se := re.storeErr(); se != nil {
@@ -377,10 +384,31 @@ func (w *watcher) open(after int64, first bool) (*stream, error) {
 	}
 }
 
+// openTimeout bounds how long a watch from a revision waits for a node's
+// first line: it needs no read barrier, so a node that does not answer at
+// once is frozen or overloaded, and the next one is tried.
+const openTimeout = time.Second
+
 // openOn sends the watch request to node ep and reads the stream's first
-// line.
-func (w *watcher) openOn(ep string, body []byte) (*stream, error) {
-	req, err := http.NewRequestWithContext(w.wctx, http.MethodPost, ep+"/kcd/v1/store/watch", bytes.NewReader(body))
+// line, waiting up to RequestTimeout for a watch from now (barrier: the
+// node first waits for a read barrier) and openTimeout for one from a
+// revision.
+func (w *watcher) openOn(ep string, body []byte, barrier bool) (_ *stream, err error) {
+	wait := w.s.opts.RequestTimeout
+	if !barrier {
+		wait = min(wait, openTimeout)
+	}
+	// The request's context lives as long as the stream; until the first
+	// line it ends after wait.
+	sctx, cancel := context.WithCancel(w.wctx)
+	t := time.AfterFunc(wait, cancel)
+	defer func() {
+		if err != nil {
+			t.Stop()
+			cancel()
+		}
+	}()
+	req, err := http.NewRequestWithContext(sctx, http.MethodPost, ep+"/kcd/v1/store/watch", bytes.NewReader(body))
 	if err != nil {
 		return nil, err
 	}
@@ -393,10 +421,11 @@ func (w *watcher) openOn(ep string, body []byte) (*stream, error) {
 		defer res.Body.Close()
 		return nil, readRemoteError(ep, res)
 	}
-	st := &stream{node: ep, body: res.Body, rd: bufio.NewReaderSize(res.Body, 64<<10)}
-	t := time.AfterFunc(w.s.opts.RequestTimeout, func() { res.Body.Close() })
+	st := &stream{node: ep, body: res.Body, cancel: cancel, rd: bufio.NewReaderSize(res.Body, 64<<10)}
 	line, err := readLine(st.rd)
-	t.Stop()
+	if err == nil && !t.Stop() {
+		err = fmt.Errorf("no first line within %v", wait)
+	}
 	var m restapi.WatchMessage
 	if err == nil {
 		err = json.Unmarshal(line, &m)

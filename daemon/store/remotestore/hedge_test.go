@@ -1,0 +1,284 @@
+package remotestore
+
+import (
+	"context"
+	"log/slog"
+	"net"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/kcd-project/kcd/daemon/store"
+)
+
+// frozenNode listens but never accepts, as a SIGSTOPped process does: a
+// connection completes in the kernel and nothing ever answers.
+func frozenNode(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	return "http://" + ln.Addr().String()
+}
+
+// A read whose first node is frozen is answered by another within the
+// hedge delay and a round trip; the frozen node then ranks last, so reads,
+// writes and the seed for leader-only requests avoid it.
+func TestReadsMoveOffAFrozenNode(t *testing.T) {
+	c := newCluster(t, 3)
+	good := c.url[follower(c).ID()]
+	frozen := frozenNode(t)
+	w, err := New([]string{good}, Options{Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	if _, err := w.Put(t.Context(), "k", []byte("v")); err != nil {
+		t.Fatal(err)
+	}
+	// RefreshInterval keeps the store from learning the other members:
+	// the frozen node and one good one are all it knows.
+	s, err := New([]string{frozen, good}, Options{RefreshInterval: time.Hour, Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	for i := range 5 {
+		ctx, cancel := context.WithTimeout(t.Context(), time.Second)
+		start := time.Now()
+		kv, found, err := s.Get(ctx, "k")
+		cancel()
+		if err != nil || !found || string(kv.Value) != "v" {
+			t.Fatalf("read %d with a frozen node first: %q, %v, %v (after %v)", i, kv.Value, found, err, time.Since(start))
+		}
+		if took := time.Since(start); took > 500*time.Millisecond {
+			t.Errorf("read %d took %v with a frozen node", i, took)
+		}
+	}
+	if eps := s.Endpoints(); len(eps) < 2 || eps[0] == frozen || eps[len(eps)-1] != frozen {
+		t.Fatalf("endpoints %v: the frozen node should rank last", eps)
+	}
+	// A write goes to the best-ranked node, not the frozen one.
+	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Second)
+	defer cancel()
+	if _, err := s.Put(ctx, "k2", []byte("v")); err != nil {
+		t.Fatalf("write after the frozen node was demoted: %v", err)
+	}
+}
+
+// A read that may be stale, sent to a node whose peers are down, is
+// answered from its replica and reports how stale it may be.
+func TestStaleReadThroughTheStoreAPI(t *testing.T) {
+	c := newCluster(t, 3)
+	id := follower(c).ID()
+	s, err := New([]string{c.url[id]}, Options{RefreshInterval: time.Hour, Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if _, err := s.Put(t.Context(), "k", []byte("v")); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := s.Get(t.Context(), "k"); err != nil {
+		t.Fatal(err)
+	}
+	for oid := range c.url {
+		if oid != id {
+			c.stop(oid, false)
+		}
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), time.Second)
+	defer cancel()
+	sctx, st := store.AllowStale(ctx)
+	kv, found, err := s.Get(sctx, "k")
+	if err != nil || !found || string(kv.Value) != "v" {
+		t.Fatalf("stale read on a cut-off node: %q, %v, %v", kv.Value, found, err)
+	}
+	if age, stale := st.Stale(); !stale || age <= 0 {
+		t.Fatalf("stale read not marked: stale=%v age=%v", stale, age)
+	}
+}
+
+// freezer is a TCP proxy to a node that can be frozen: it then forwards
+// nothing more either way and accepts no more connections, as a
+// SIGSTOPped node would.
+type freezer struct {
+	ln     net.Listener
+	frozen chan struct{}
+	done   chan struct{} // closed when the test ends
+	once   sync.Once
+
+	mu    sync.Mutex
+	conns []net.Conn
+}
+
+func newFreezer(t *testing.T, to string) *freezer {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := &freezer{ln: ln, frozen: make(chan struct{}), done: make(chan struct{})}
+	t.Cleanup(func() {
+		f.freeze()
+		close(f.done)
+		ln.Close()
+		f.mu.Lock()
+		for _, c := range f.conns {
+			c.Close()
+		}
+		f.mu.Unlock()
+	})
+	addr := strings.TrimPrefix(to, "http://")
+	go func() {
+		for {
+			in, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			f.mu.Lock()
+			f.conns = append(f.conns, in)
+			f.mu.Unlock()
+			select {
+			case <-f.frozen:
+				continue // never served
+			default:
+			}
+			out, err := net.Dial("tcp", addr)
+			if err != nil {
+				in.Close()
+				continue
+			}
+			go f.pipe(in, out)
+			go f.pipe(out, in)
+		}
+	}()
+	return f
+}
+
+func (f *freezer) url() string { return "http://" + f.ln.Addr().String() }
+
+func (f *freezer) freeze() { f.once.Do(func() { close(f.frozen) }) }
+
+// pipe copies src to dst until frozen, then holds both open and silent.
+func (f *freezer) pipe(src, dst net.Conn) {
+	buf := make([]byte, 32<<10)
+	for {
+		n, err := src.Read(buf)
+		select {
+		case <-f.frozen:
+			<-f.done // silent, as a stopped process, until the test ends
+			src.Close()
+			dst.Close()
+			return
+		default:
+		}
+		if n > 0 {
+			if _, werr := dst.Write(buf[:n]); werr != nil {
+				err = werr
+			}
+		}
+		if err != nil {
+			src.Close()
+			dst.Close()
+			return
+		}
+	}
+}
+
+// A watch whose node freezes (its stream goes silent, its connections
+// stay open) resumes on another node within about a second: it asks for
+// frequent heartbeats and counts a silent stream as broken.
+func TestWatchLeavesAFrozenNode(t *testing.T) {
+	c := newCluster(t, 3)
+	id := follower(c).ID()
+	fz := newFreezer(t, c.url[id])
+	var others []string
+	for oid, u := range c.url {
+		if oid != id {
+			others = append(others, u)
+		}
+	}
+	s, err := New(append([]string{fz.url()}, others...), Options{RefreshInterval: time.Hour, Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	ws, err := New(others, Options{RefreshInterval: time.Hour, Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ws.Close()
+	ctx := t.Context()
+	rev, err := ws.Put(ctx, "w/0", []byte("v"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, err := s.Watch(ctx, "w/", rev)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	if ep := s.Endpoints()[0]; ep != fz.url() {
+		t.Fatalf("the watch went to %s, not to the node that will freeze", ep)
+	}
+	fz.freeze()
+	frozeAt := time.Now()
+	if _, err := ws.Put(ctx, "w/1", []byte("v")); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case ev, ok := <-w.Events():
+		if !ok {
+			t.Fatalf("watch ended: %v", w.Err())
+		}
+		if ev.KV.Key != "w/1" {
+			t.Fatalf("event %q, want w/1", ev.KV.Key)
+		}
+		t.Logf("the event written after the freeze arrived %v after it", time.Since(frozeAt).Round(time.Millisecond))
+	case <-time.After(3 * time.Second):
+		t.Fatalf("no event 3 s after the watch's node froze")
+	}
+}
+
+// A node that freezes while nothing is read is demoted by the probe within
+// a few hundred milliseconds, so the next write goes to another node.
+func TestWritesLeaveAFrozenNode(t *testing.T) {
+	c := newCluster(t, 3)
+	id := follower(c).ID()
+	fz := newFreezer(t, c.url[id])
+	var others []string
+	for oid, u := range c.url {
+		if oid != id {
+			others = append(others, u)
+		}
+	}
+	s, err := New(append([]string{fz.url()}, others...), Options{RefreshInterval: time.Hour, Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if _, err := s.Put(t.Context(), "k", []byte("v")); err != nil {
+		t.Fatal(err)
+	}
+	if ep := s.Endpoints()[0]; ep != fz.url() {
+		t.Fatalf("the first write went to %s, not to the node that will freeze", ep)
+	}
+	fz.freeze()
+	frozeAt := time.Now()
+	for s.Endpoints()[0] == fz.url() {
+		if time.Since(frozeAt) > 2*time.Second {
+			t.Fatalf("the frozen node still ranks first %v after it froze", time.Since(frozeAt))
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	t.Logf("the frozen node was demoted %v after it froze", time.Since(frozeAt).Round(time.Millisecond))
+	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Second)
+	defer cancel()
+	if _, err := s.Put(ctx, "k2", []byte("v")); err != nil {
+		t.Fatalf("write after the node froze: %v", err)
+	}
+}
