@@ -101,6 +101,11 @@ type Config struct {
 	WorkerInFlightRecords int      `yaml:"worker-in-flight-records"`
 	TaskInFlightBytes     ByteSize `yaml:"task-in-flight-bytes"`
 	TaskInFlightRecords   int      `yaml:"task-in-flight-records"`
+	// ExactlyOnceSourceSupport is Kafka Connect's
+	// exactly.once.source.support: enabled (each source task produces in
+	// transactions under its own transactional id, so the broker fences a
+	// zombie run of it; sinks read committed records) or disabled.
+	ExactlyOnceSourceSupport string `yaml:"exactly-once-source-support"`
 	// LogLevel is one of debug, info, warn, error.
 	LogLevel string `yaml:"log-level"`
 	// LogFormat is text or json.
@@ -132,6 +137,8 @@ func Default() Config {
 		TaskInFlightRecords:   100_000,
 		LogLevel:              "info",
 		LogFormat:             "text",
+
+		ExactlyOnceSourceSupport: "enabled",
 	}
 }
 
@@ -226,6 +233,11 @@ func (c *Config) Validate() error {
 		errs = append(errs, fmt.Errorf("memory-limit %v is below 16MiB: the node could not run", c.MemoryLimit))
 	}
 	errs = append(errs, c.validateInFlight()...)
+	switch c.ExactlyOnceSourceSupport {
+	case "enabled", "disabled":
+	default:
+		errs = append(errs, fmt.Errorf("exactly-once-source-support %q is not one of enabled, disabled", c.ExactlyOnceSourceSupport))
+	}
 	switch c.LogLevel {
 	case "debug", "info", "warn", "error":
 	default:
@@ -392,6 +404,9 @@ func fields() []field {
 			func(c *Config) *ByteSize { return &c.TaskInFlightBytes }),
 		countField("task-in-flight-records", "Records one source task may have in flight (at most worker-in-flight-records)",
 			func(c *Config) *int { return &c.TaskInFlightRecords }),
+		{"exactly-once-source-support", "enabled: each source task produces in transactions under its own transactional id, so the broker fences a stale run of it, and sinks read committed records; disabled: one idempotent producer per worker (Kafka Connect's exactly.once.source.support)",
+			func(c *Config, v string) error { c.ExactlyOnceSourceSupport = strings.TrimSpace(v); return nil },
+			func(c *Config) string { return c.ExactlyOnceSourceSupport }},
 		{"log-level", "Log level: debug, info, warn or error",
 			func(c *Config, v string) error { c.LogLevel = v; return nil },
 			func(c *Config) string { return c.LogLevel }},

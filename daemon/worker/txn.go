@@ -184,7 +184,10 @@ func (st *sourceRun) commitTxn(ctx context.Context) error {
 			return err
 		}
 		if err := st.client.EndTransaction(ctx, kgo.TryCommit); err != nil {
-			if isFencing(err) {
+			// INVALID_TXN_STATE: the coordinator ended the transaction
+			// without this producer (kfake answers so where Kafka answers
+			// PRODUCER_FENCED).
+			if isFencing(err) || errors.Is(err, kerr.InvalidTxnState) {
 				return fenced(err)
 			}
 			return fmt.Errorf("commit transaction: %w", err)
