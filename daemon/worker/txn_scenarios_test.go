@@ -19,7 +19,10 @@ import (
 // Exactly-once source support: the broker fences a stale run of a source
 // task, transaction boundaries commit, sinks read committed records.
 
-func TestWorkerZombieSourceTaskFenced(t *testing.T) { scenarioZombieFenced(fakeEnv(t)) }
+func TestWorkerZombieSourceTaskFenced(t *testing.T) {
+	t.Parallel()
+	scenarioZombieFenced(fakeEnv(t))
+}
 func TestIntegrationZombieSourceTaskFenced(t *testing.T) {
 	t.Parallel()
 	scenarioZombieFenced(kafkaEnv(t))
