@@ -276,8 +276,9 @@ func scenarioTransactionBoundaries(e *env) {
 		// Polls of at most 50 records: at least n/50 transactions.
 		{"poll", nil, n / 50, n},
 		// 1,000 records/s in polls of at most 50, interval 1 s: about two
-		// transactions, each of many polls.
-		{"interval", map[string]string{"transaction.boundary": "interval", "transaction.boundary.interval.ms": "1000", "rate.per.task": "1000"}, 1, 5},
+		// transactions, each of many polls (ten allow for a slow machine;
+		// one per poll would be 30 or more).
+		{"interval", map[string]string{"transaction.boundary": "interval", "transaction.boundary.interval.ms": "1000", "rate.per.task": "1000"}, 1, 10},
 	} {
 		t.(*testing.T).Run(c.boundary, func(t *testing.T) {
 			e := &env{t: t, cs: e.cs, seeds: e.seeds, fake: e.fake}
