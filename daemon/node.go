@@ -234,6 +234,7 @@ func (n *Node) startWorker(ctx context.Context, seeds []string, endpoints func()
 		Assignment: member,
 
 		OffsetFlushInterval: n.cfg.OffsetFlushInterval,
+		ExactlyOnceSource:   n.cfg.ExactlyOnceSourceSupport,
 		Logger:              n.log,
 		Limits:              n.workerLimits(),
 	})

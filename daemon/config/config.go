@@ -116,6 +116,11 @@ type Config struct {
 	// from the replica if that holds every write acknowledged more than
 	// this long ago. 0: such reads wait for, or fail without, a leader.
 	StaleReadMax time.Duration `yaml:"stale-read-max"`
+	// ExactlyOnceSourceSupport is Kafka Connect's
+	// exactly.once.source.support: enabled (each source task produces in
+	// transactions under its own transactional id, so the broker fences a
+	// zombie run of it; sinks read committed records) or disabled.
+	ExactlyOnceSourceSupport string `yaml:"exactly-once-source-support"`
 	// LogLevel is one of debug, info, warn, error.
 	LogLevel string `yaml:"log-level"`
 	// LogFormat is text or json.
@@ -150,6 +155,8 @@ func Default() Config {
 		StaleReadMax:          30 * time.Second,
 		LogLevel:              "info",
 		LogFormat:             "text",
+
+		ExactlyOnceSourceSupport: "enabled",
 	}
 }
 
@@ -260,6 +267,11 @@ func (c *Config) Validate() error {
 		errs = append(errs, fmt.Errorf("memory-limit %v is below 16MiB: the node could not run", c.MemoryLimit))
 	}
 	errs = append(errs, c.validateInFlight()...)
+	switch c.ExactlyOnceSourceSupport {
+	case "enabled", "disabled":
+	default:
+		errs = append(errs, fmt.Errorf("exactly-once-source-support %q is not one of enabled, disabled", c.ExactlyOnceSourceSupport))
+	}
 	switch c.LogLevel {
 	case "debug", "info", "warn", "error":
 	default:
@@ -441,6 +453,9 @@ func fields() []field {
 		{"stale-read-max", "How stale a REST read of connectors, statuses or offsets may be when no Raft leader confirms the local replica (0: never stale)",
 			func(c *Config, v string) (err error) { c.StaleReadMax, err = time.ParseDuration(v); return err },
 			func(c *Config) string { return c.StaleReadMax.String() }},
+		{"exactly-once-source-support", "enabled: each source task produces in transactions under its own transactional id, so the broker fences a stale run of it, and sinks read committed records; disabled: one idempotent producer per worker (Kafka Connect's exactly.once.source.support)",
+			func(c *Config, v string) error { c.ExactlyOnceSourceSupport = strings.TrimSpace(v); return nil },
+			func(c *Config) string { return c.ExactlyOnceSourceSupport }},
 		{"log-level", "Log level: debug, info, warn or error",
 			func(c *Config, v string) error { c.LogLevel = v; return nil },
 			func(c *Config) string { return c.LogLevel }},

@@ -320,3 +320,23 @@ func TestJoinToken(t *testing.T) {
 		t.Errorf("join-token's default shows %q", got)
 	}
 }
+
+func TestExactlyOnceSourceSupport(t *testing.T) {
+	c, err := loadWith(t, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.ExactlyOnceSourceSupport != "enabled" {
+		t.Errorf("default %q, want enabled", c.ExactlyOnceSourceSupport)
+	}
+	c, err = loadWith(t, map[string]string{"KCD_EXACTLY_ONCE_SOURCE_SUPPORT": "disabled"})
+	if err != nil || c.ExactlyOnceSourceSupport != "disabled" {
+		t.Errorf("from the environment: %q %v", c.ExactlyOnceSourceSupport, err)
+	}
+	// Kafka Connect's preparing stage exists for rolling upgrades of its
+	// own fencing; kcd needs none, and refuses it rather than guess.
+	_, err = loadWith(t, nil, "--exactly-once-source-support", "preparing")
+	if err == nil || !strings.Contains(err.Error(), `exactly-once-source-support "preparing" is not one of enabled, disabled`) {
+		t.Errorf("preparing: %v", err)
+	}
+}

@@ -172,18 +172,21 @@ func rawProduce(b *testing.B, seeds []string, topic string, tasks, perTask int) 
 }
 
 func BenchmarkDatagenToKafka(b *testing.B) {
+	// producer: the shared idempotent one and one per task without
+	// exactly-once support; with it, a transactional one per task, with
+	// transaction.boundary poll (the default) or interval (the offset
+	// flush interval, 1 s here, or 100 ms).
 	for _, c := range []struct {
-		tasks   int
-		perTask bool
-	}{{1, false}, {4, false}, {4, true}} {
-		producer := "shared"
-		if c.perTask {
-			producer = "per-task"
-		}
-		b.Run(fmt.Sprintf("tasks=%d/producer=%s", c.tasks, producer), func(b *testing.B) {
+		tasks    int
+		producer string
+	}{{1, "shared"}, {4, "shared"}, {4, "per-task"}, {1, "txn-poll"}, {4, "txn-poll"}, {1, "txn-interval"}, {4, "txn-interval"}, {1, "txn-interval-100ms"}} {
+		b.Run(fmt.Sprintf("tasks=%d/producer=%s", c.tasks, c.producer), func(b *testing.B) {
 			be := newBenchEnv(b)
 			w := be.worker(func(cfg *Config) {
-				cfg.ProducerPerTask = c.perTask
+				cfg.ProducerPerTask = c.producer == "per-task"
+				if !strings.HasPrefix(c.producer, "txn-") {
+					cfg.ExactlyOnceSource = ExactlyOnceDisabled
+				}
 			})
 			perTask := benchRecords / c.tasks
 			// Worker and raw runs alternate, and which goes first too: the
@@ -196,9 +199,16 @@ func BenchmarkDatagenToKafka(b *testing.B) {
 					defer withMemoryLimit()()
 					topic := be.topic(4)
 					name := be.name("bench")
-					be.createConnector(name, map[string]string{"connector.class": "Datagen", "topic": topic,
+					cfg := map[string]string{"connector.class": "Datagen", "topic": topic,
 						"tasks.max": strconv.Itoa(c.tasks), "max.records": strconv.Itoa(perTask), "shape": "bytes",
-						"record.size": strconv.Itoa(benchSize), "value.converter": ByteArrayConverter})
+						"record.size": strconv.Itoa(benchSize), "value.converter": ByteArrayConverter}
+					if strings.HasPrefix(c.producer, "txn-interval") {
+						cfg["transaction.boundary"] = "interval"
+					}
+					if c.producer == "txn-interval-100ms" {
+						cfg["transaction.boundary.interval.ms"] = "100"
+					}
+					be.createConnector(name, cfg)
 					workerRuns = append(workerRuns, be.waitRecords(w, name, int64(perTask*c.tasks)).Seconds())
 				}
 				runRaw := func() {

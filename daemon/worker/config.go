@@ -2,6 +2,7 @@ package worker
 
 import (
 	"errors"
+	"fmt"
 	"log/slog"
 	"time"
 
@@ -63,10 +64,28 @@ type Config struct {
 	// partitions again to follow new partitions and topics. Default 10 s.
 	SinkRelistInterval time.Duration
 	// ProducerPerTask gives each source task its own Kafka producer instead
-	// of the worker's shared one.
+	// of the worker's shared one (implied by ExactlyOnceSource).
 	ProducerPerTask bool
-	Limits          Limits
+	// ExactlyOnceSource is Kafka Connect's exactly.once.source.support.
+	// ExactlyOnceEnabled (the default): each source task produces through
+	// its own transactional producer, whose transactional id is stable per
+	// task, so that the broker fences the task's previous run wherever it
+	// still runs; sink tasks read committed records only.
+	// ExactlyOnceDisabled: source tasks share the worker's idempotent
+	// producer and sinks read uncommitted records, as Kafka Connect's
+	// defaults do.
+	ExactlyOnceSource string
+	Limits            Limits
 }
+
+// The values of Config.ExactlyOnceSource.
+const (
+	ExactlyOnceEnabled  = "enabled"
+	ExactlyOnceDisabled = "disabled"
+)
+
+// exactlyOnce tells whether source tasks produce transactionally.
+func (c *Config) exactlyOnce() bool { return c.ExactlyOnceSource != ExactlyOnceDisabled }
 
 // Limits bound the worker's memory.
 type Limits struct {
@@ -121,6 +140,7 @@ func Default() Config {
 		RestartBackoff:      Backoff{Initial: time.Second, Max: 60 * time.Second},
 		RetryBackoff:        Backoff{Initial: 100 * time.Millisecond, Max: 60 * time.Second},
 		SinkRelistInterval:  10 * time.Second,
+		ExactlyOnceSource:   ExactlyOnceEnabled,
 		Limits: Limits{
 			TaskInFlightRecords:        100_000,
 			TaskInFlightBytes:          32 << 20,
@@ -169,6 +189,13 @@ func (c Config) withDefaults() (Config, error) {
 	setDur(&c.RetryBackoff.Initial, d.RetryBackoff.Initial)
 	setDur(&c.RetryBackoff.Max, d.RetryBackoff.Max)
 	setDur(&c.SinkRelistInterval, d.SinkRelistInterval)
+	switch c.ExactlyOnceSource {
+	case "":
+		c.ExactlyOnceSource = d.ExactlyOnceSource
+	case ExactlyOnceEnabled, ExactlyOnceDisabled:
+	default:
+		return c, fmt.Errorf("worker: exactly-once source support %q is not one of enabled, disabled", c.ExactlyOnceSource)
+	}
 	l, dl := &c.Limits, d.Limits
 	setInt(&l.TaskInFlightRecords, dl.TaskInFlightRecords)
 	setInt(&l.TaskInFlightBytes, dl.TaskInFlightBytes)

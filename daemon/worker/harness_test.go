@@ -224,10 +224,17 @@ func (e *env) waitState(name string, task int, state string) connectstore.Status
 	return st
 }
 
-// consume reads topic from the start until stop says so or timeout.
+// consume reads topic's committed records from the start until stop says
+// so or timeout.
 func (e *env) consume(topic string, timeout time.Duration, stop func([]*kgo.Record) bool) []*kgo.Record {
 	e.t.Helper()
-	cl, err := kgo.NewClient(kgo.SeedBrokers(e.seeds...), kgo.ConsumeTopics(topic),
+	return e.consumeIsolated(topic, kgo.ReadCommitted(), timeout, stop)
+}
+
+// consumeIsolated is consume at an isolation level.
+func (e *env) consumeIsolated(topic string, level kgo.IsolationLevel, timeout time.Duration, stop func([]*kgo.Record) bool) []*kgo.Record {
+	e.t.Helper()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(e.seeds...), kgo.ConsumeTopics(topic), kgo.FetchIsolationLevel(level),
 		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.FetchMaxWait(100*time.Millisecond))
 	if err != nil {
 		e.t.Fatal(err)

@@ -32,6 +32,11 @@ type offsetTracker struct {
 	// usual case) writes dirty once, not once per record.
 	dirty map[string]connectstore.SourceOffset
 	cur   pending
+	// With transactions, offsets in dirty and cur belong to records of the
+	// open transaction: seal moves them to sealed once it committed, and
+	// take returns only sealed ones.
+	txn    bool
+	sealed map[string]connectstore.SourceOffset
 	// the partition key of the last record that left the ring, to avoid
 	// encoding the same partition for every record.
 	lastPart map[string]any
@@ -204,28 +209,62 @@ func (t *offsetTracker) drained() <-chan struct{} {
 	return t.empty
 }
 
+// transactional makes offsets committable only through seal.
+func (t *offsetTracker) transactional() {
+	t.txn, t.sealed = true, map[string]connectstore.SourceOffset{}
+}
+
+// seal makes the offsets acknowledged so far committable: the transaction
+// of their records committed. The caller produces nothing meanwhile.
+func (t *offsetTracker) seal() {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.flushCur()
+	for k, v := range t.dirty {
+		t.sealed[k] = v
+	}
+	clear(t.dirty)
+}
+
+// discard forgets the offsets of an aborted transaction's records.
+func (t *offsetTracker) discard() {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.cur = pending{}
+	clear(t.dirty)
+}
+
+// ready is the map of offsets take hands out; t.mu is held.
+func (t *offsetTracker) ready() *map[string]connectstore.SourceOffset {
+	if t.txn {
+		return &t.sealed
+	}
+	t.flushCur()
+	return &t.dirty
+}
+
 // take returns the committable offsets not stored yet and forgets them;
 // giveBack returns them after a failed store, unless newer ones came.
 func (t *offsetTracker) take() map[string]connectstore.SourceOffset {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	t.shrink()
-	t.flushCur()
-	if len(t.dirty) == 0 {
+	r := t.ready()
+	if len(*r) == 0 {
 		return nil
 	}
-	d := t.dirty
-	t.dirty = map[string]connectstore.SourceOffset{}
+	d := *r
+	*r = map[string]connectstore.SourceOffset{}
 	return d
 }
 
 func (t *offsetTracker) giveBack(d map[string]connectstore.SourceOffset) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	t.flushCur()
+	r := *t.ready()
 	for k, v := range d {
-		if _, newer := t.dirty[k]; !newer {
-			t.dirty[k] = v
+		if _, newer := r[k]; !newer {
+			r[k] = v
 		}
 	}
 }

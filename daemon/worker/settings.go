@@ -19,6 +19,10 @@ type settings struct {
 	// Source: topic.creation.default.*.
 	topicPartitions  int32
 	topicReplication int16
+	// Source, with exactly-once support: transaction.boundary (poll or
+	// interval) and transaction.boundary.interval.ms.
+	intervalBoundary bool
+	txnInterval      time.Duration
 	// Sink.
 	topics      []string // topics
 	topicsRegex string   // topics.regex
@@ -27,6 +31,10 @@ type settings struct {
 	dlqTopic    string   // errors.deadletterqueue.topic.name
 	dlqRF       int16    // errors.deadletterqueue.topic.replication.factor
 	dlqHeaders  bool     // errors.deadletterqueue.context.headers.enable
+	// consumer.override.isolation.level: read_committed by default with
+	// exactly-once source support, so that the aborted records of a
+	// fenced source task never reach a sink.
+	readCommitted bool
 }
 
 func parseSettings(name string, cfg map[string]string, defaults Config) (settings, error) {
@@ -56,6 +64,29 @@ func parseSettings(name string, cfg map[string]string, defaults Config) (setting
 	}
 	s.topicPartitions = int32(p.int("topic.creation.default.partitions", -1, -1))
 	s.topicReplication = int16(p.int("topic.creation.default.replication.factor", -1, -1))
+	switch v := strings.ToLower(p.str("exactly.once.support")); v {
+	case "", "requested":
+	case "required":
+		// Kafka Connect requires the connector to declare that it can
+		// deliver exactly once; kcd's transactions fence and commit
+		// batches atomically, but source offsets are stored outside them.
+		p.fail("exactly.once.support", v, "kcd does not deliver source records exactly once (its transactions fence zombie tasks, but source offsets are stored outside them): use requested")
+	default:
+		p.fail("exactly.once.support", v, "must be requested or required")
+	}
+	switch b := strings.ToLower(p.str("transaction.boundary")); b {
+	case "", "poll":
+	case "interval":
+		s.intervalBoundary = true
+	case "connector":
+		p.fail("transaction.boundary", b, "no connector of kcd defines its own transaction boundaries: use poll or interval")
+	default:
+		p.fail("transaction.boundary", b, "must be poll, interval or connector")
+	}
+	s.txnInterval = defaults.OffsetFlushInterval
+	if ms := p.int("transaction.boundary.interval.ms", 0, 0); ms > 0 {
+		s.txnInterval = time.Duration(ms) * time.Millisecond
+	}
 
 	for t := range strings.SplitSeq(p.str("topics"), ",") {
 		if t = strings.TrimSpace(t); t != "" {
@@ -76,6 +107,16 @@ func parseSettings(name string, cfg map[string]string, defaults Config) (setting
 	s.dlqTopic = p.str("errors.deadletterqueue.topic.name")
 	s.dlqRF = int16(p.int("errors.deadletterqueue.topic.replication.factor", 3, -1))
 	s.dlqHeaders = p.bool("errors.deadletterqueue.context.headers.enable")
+	s.readCommitted = defaults.exactlyOnce()
+	switch l := strings.ToLower(p.str("consumer.override.isolation.level")); l {
+	case "":
+	case "read_committed":
+		s.readCommitted = true
+	case "read_uncommitted":
+		s.readCommitted = false
+	default:
+		p.fail("consumer.override.isolation.level", l, "must be read_committed or read_uncommitted")
+	}
 	return s, p.err
 }
 

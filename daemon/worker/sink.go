@@ -55,8 +55,16 @@ func runSink(tr *taskRun) error {
 	if tr.settings.resetLatest {
 		reset = kgo.NewOffset().AtEnd()
 	}
+	isolation := kgo.ReadUncommitted()
+	if tr.settings.readCommitted {
+		// Records of aborted transactions (a fenced source task's last
+		// batch among them) never reach the task; records of an open
+		// transaction wait until it ends.
+		isolation = kgo.ReadCommitted()
+	}
 	client, err := tr.w.newClient(
 		kgo.ClientID(fmt.Sprintf("connector-consumer-%s-%d", tr.id.Connector, tr.id.Task)),
+		kgo.FetchIsolationLevel(isolation),
 		kgo.FetchMaxBytes(lim.SinkFetchMaxBytes),
 		kgo.FetchMaxPartitionBytes(lim.SinkFetchMaxPartitionBytes),
 		kgo.MaxConcurrentFetches(lim.SinkMaxConcurrentFetches),

@@ -54,9 +54,12 @@ func scenarioSinkOffsetsInGroup(e *env) {
 	}
 	defer cl.Close()
 	adm := kadm.NewClient(cl)
-	ends, err := adm.ListEndOffsets(context.Background(), topic)
-	if err != nil {
-		t.Fatal(err)
+	// A sink commits the offset after the last record it took, as Kafka
+	// Connect does: before the commit marker of a transaction that ends
+	// the partition.
+	want := map[int32]int64{}
+	for _, r := range e.consumeN(topic, n, 0) {
+		want[r.Partition] = max(want[r.Partition], r.Offset+1)
 	}
 	var stored map[int32]int64
 	waitFor(t, 30*time.Second, "stored sink offsets at the end of every partition", func() (bool, string) {
@@ -68,9 +71,7 @@ func scenarioSinkOffsetsInGroup(e *env) {
 		for _, o := range offs {
 			stored[o.Partition] = o.Offset
 		}
-		ok := len(stored) == 3
-		ends.Each(func(lo kadm.ListedOffset) { ok = ok && stored[lo.Partition] == lo.Offset })
-		return ok, fmt.Sprintf("stored %v", stored)
+		return fmt.Sprint(stored) == fmt.Sprint(want), fmt.Sprintf("stored %v, want %v", stored, want)
 	})
 	group := "connect-" + sink
 	waitFor(t, 10*time.Second, "the consumer group's offsets equal the stored ones", func() (bool, string) {

@@ -43,6 +43,11 @@ type sourceRun struct {
 	// simpleHeaders: the header converter is the built-in
 	// SimpleHeaderConverter, whose values headerValue formats itself.
 	simpleHeaders bool
+	// Exactly-once support (txn.go): client is the task's transactional
+	// producer; inTxn says a transaction is open, since txnFrom.
+	txn     bool
+	inTxn   bool
+	txnFrom time.Time
 
 	failMu  sync.Mutex
 	failErr error
@@ -73,7 +78,16 @@ func runSource(tr *taskRun) error {
 		st.recycler, _ = st.task.(connect.SourceRecordRecycler)
 	}
 	_, st.simpleHeaders = cs.header.(simpleHeaderConverter)
-	if tr.w.cfg.ProducerPerTask {
+	if tr.w.cfg.exactlyOnce() {
+		ok, err := st.openTransactional()
+		if st.client != nil {
+			defer st.client.Close()
+		}
+		if !ok {
+			return err
+		}
+		st.pctx = tr.hard
+	} else if tr.w.cfg.ProducerPerTask {
 		id := fmt.Sprintf("connector-producer-%s-%d", tr.id.Connector, tr.id.Task)
 		if st.client, err = tr.w.newClient(tr.w.producerOpts(lim.TaskInFlightRecords, id)...); err != nil {
 			return fmt.Errorf("producer: %w", err)
@@ -104,7 +118,11 @@ func (st *sourceRun) run() error {
 	close(stopCommits)
 	<-commitsDone
 	if !tr.halted() {
-		st.drain()
+		if st.txn {
+			st.endTxn(err)
+		} else {
+			st.drain()
+		}
 		st.commit(tr.hard)
 	}
 	return err
@@ -120,6 +138,14 @@ func (st *sourceRun) loop() error {
 		}
 		if tr.ctx.Err() != nil {
 			return nil
+		}
+		if st.inTxn && st.commitDue() {
+			if !tr.waitOwned() {
+				return nil
+			}
+			if err := st.commitTxn(tr.hard); err != nil {
+				return err
+			}
 		}
 		if tr.waitWhilePaused() {
 			continue
@@ -165,10 +191,20 @@ func (st *sourceRun) loop() error {
 			}
 		}
 		if err != nil {
-			if tr.ctx.Err() != nil {
+			if tr.ctx.Err() != nil && !isFencing(err) {
 				return nil // stopping: the rest is polled again after a restart
 			}
 			return err
+		}
+		if st.txn && (!st.inTxn || st.commitDue()) {
+			// A worker that lost the task commits nothing: the transaction
+			// is aborted when the task stops.
+			if !tr.waitOwned() {
+				return nil
+			}
+			if err := st.commitTxn(tr.hard); err != nil {
+				return err
+			}
 		}
 	}
 }
@@ -230,6 +266,11 @@ func (st *sourceRun) sendAll(recs []*connect.SourceRecord) error {
 // many at a time as the limits admit, and produces them.
 func (st *sourceRun) produce(b *sendBatch, from, to int) error {
 	tr := st.tr
+	if st.txn && from < to {
+		if err := st.begin(); err != nil {
+			return err
+		}
+	}
 	for i := from; i < to; {
 		if tr.ctx.Err() != nil {
 			return tr.ctx.Err() // stopping: the rest is polled again after a restart
@@ -355,6 +396,9 @@ func (st *sourceRun) acked(seq uint64, r *connect.SourceRecord, kr *kgo.Record, 
 	tr := st.tr
 	ok := true
 	switch {
+	case err != nil && isFencing(err):
+		ok = false
+		st.fail(fenced(err))
 	case err != nil && tr.settings.tolerateAll:
 		tr.stats.skipped.Add(1)
 		if tr.settings.logErrors {
@@ -376,9 +420,11 @@ func (st *sourceRun) acked(seq uint64, r *connect.SourceRecord, kr *kgo.Record, 
 	st.budget.release(n, b)
 }
 
+// fail records why the task must stop: the first error, or a fencing,
+// which says more (the task is not this worker's any more).
 func (st *sourceRun) fail(err error) {
 	st.failMu.Lock()
-	if st.failErr == nil {
+	if st.failErr == nil || (isFencing(err) && !isFencing(st.failErr)) {
 		st.failErr = err
 	}
 	st.failMu.Unlock()

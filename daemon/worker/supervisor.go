@@ -109,7 +109,7 @@ func (s *supervisor) nextWake() time.Duration {
 		consider(s.conn.retryAt)
 	}
 	for _, sl := range s.slots {
-		if sl.failed {
+		if sl.failed || sl.fenced {
 			consider(sl.retryAt)
 		}
 	}

@@ -11,9 +11,13 @@ import (
 // taskSlot is one task id of the connector on this worker: its run, if
 // any, and its failure and restart history.
 type taskSlot struct {
-	run      *taskRun
-	gen      int64 // of the task configs it last ran
-	failed   bool
+	run    *taskRun
+	gen    int64 // of the task configs it last ran
+	failed bool
+	// fenced: the broker fenced the last run (another run of the task
+	// took its transactional id over). Not a failure: the slot starts the
+	// task again at retryAt, and only if this worker still owns it then.
+	fenced   bool
 	err      error
 	failures int // consecutive, for the backoff
 	restarts int // automatic restarts, shown in its status
@@ -33,8 +37,26 @@ func (s *supervisor) collectTasks(ctx context.Context) {
 			err = errors.New("task stopped unexpectedly")
 		}
 		healthy := r.isRunning() && time.Since(r.startedAt) >= s.w.cfg.RestartBackoff.Max
+		if errors.Is(err, errFenced) {
+			s.fenceTask(id, sl, err, healthy)
+			continue
+		}
 		s.failTask(ctx, id, sl, err, healthy)
 	}
+}
+
+// fenceTask takes note of a run the broker fenced. It reports nothing: the
+// task is another worker's now, which reports it, or this worker starts it
+// again after the backoff if the assignment still gives it here.
+func (s *supervisor) fenceTask(id int, sl *taskSlot, err error, healthy bool) {
+	if healthy {
+		sl.failures = 0
+	}
+	sl.failures++
+	sl.fenced = true
+	delay := s.w.cfg.RestartBackoff.Delay(sl.failures)
+	sl.retryAt = time.Now().Add(delay)
+	s.log.Warn("task fenced: a newer run of it produces elsewhere; it stops here", "task", id, "err", err, "retry_in_if_still_owned", delay)
 }
 
 func (s *supervisor) failTask(ctx context.Context, id int, sl *taskSlot, err error, healthy bool) {
@@ -72,7 +94,7 @@ func (s *supervisor) reconcileTasks(ctx context.Context) {
 			sl.run = nil
 		}
 		if sl.gen != sp.tasks.Generation {
-			sl.gen, sl.failed, sl.failures = sp.tasks.Generation, false, 0 // a new generation starts afresh
+			sl.gen, sl.failed, sl.fenced, sl.failures = sp.tasks.Generation, false, false, 0 // a new generation starts afresh
 		}
 		if !ok && sl.run == nil {
 			delete(s.slots, id)
@@ -91,9 +113,13 @@ func (s *supervisor) reconcileTasks(ctx context.Context) {
 			s.slots[id] = sl
 		}
 		if sl.run == nil {
-			if sl.failed && now.Before(sl.retryAt) {
+			if (sl.failed || sl.fenced) && now.Before(sl.retryAt) {
 				continue
 			}
+			if sl.fenced {
+				s.log.Info("starting a fenced task again: the assignment still gives it to this worker", "task", id)
+			}
+			sl.fenced = false
 			if sl.failed {
 				sl.restarts++
 				s.log.Info("task restarted after a failure", "task", id, "restarts", sl.restarts)
@@ -121,7 +147,7 @@ func (s *supervisor) restartTask(ctx context.Context, id int, sl *taskSlot) {
 		s.stopRuns([]*taskRun{sl.run})
 		sl.run = nil
 	}
-	sl.failed, sl.failures, sl.err = false, 0, nil
+	sl.failed, sl.fenced, sl.failures, sl.err = false, false, 0, nil
 }
 
 // stopRuns stops runs cleanly (at once when the worker halts) and waits for

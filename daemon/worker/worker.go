@@ -12,10 +12,13 @@
 // whole desired state from the store and converge to it. Which connectors
 // and tasks run here is the Assignment's answer (today: all of them).
 //
-// Source tasks produce through one shared franz-go client (acks=all,
-// idempotent). A task's records are tracked in order: a source offset is
-// committed only once every earlier record of the task was acknowledged,
-// every flush interval and at a clean stop. Records in flight are bounded
+// Source tasks produce each through its own transactional franz-go client
+// (exactly-once source support, the default: txn.go), or through one
+// shared idempotent client (acks=all) when it is disabled. A task's
+// records are tracked in order: a source offset is committed only once
+// every earlier record of the task was acknowledged (and, with
+// transactions, their transaction committed), every flush interval and at
+// a clean stop. Records in flight are bounded
 // per task and per worker, in records and bytes; Poll waits while a bound
 // is reached.
 //
@@ -58,6 +61,9 @@ type Worker struct {
 	// when the worker halts, since cancelling one record can fail others
 	// of the same partition in a shared producer.
 	produceCtx context.Context
+
+	txnMu     sync.Mutex
+	txnPrefix string // of transactional ids, from the store (txn.go)
 
 	mu     sync.Mutex
 	cancel context.CancelFunc // set by Run
