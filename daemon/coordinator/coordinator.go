@@ -60,6 +60,9 @@ type Coordinator struct {
 
 	mu   sync.Mutex
 	lead *leadState // nil while not leading
+	// isolated: units (and keys) already reported as left out because the
+	// store cannot hold their keys (bounded).
+	isolated map[string]bool
 }
 
 // session is a worker's session with this coordinator.
@@ -129,6 +132,8 @@ func New(cfg Config) (*Coordinator, error) {
 		log:  cfg.Logger.With("subsys", "coordinator"),
 		cs:   connectstore.New(cfg.Store),
 		kick: make(chan struct{}, 1),
+
+		isolated: map[string]bool{},
 	}, nil
 }
 
@@ -671,6 +676,8 @@ func (c *Coordinator) rebalance(ctx context.Context, st *leadState) error {
 		}
 	}
 
+	ops, moves, triggers = c.isolate(ops, moves, triggers)
+
 	if len(ops) == 0 && len(triggers) == 0 {
 		return nil
 	}
@@ -737,6 +744,51 @@ func (c *Coordinator) rebalance(ctx context.Context, st *leadState) error {
 		}
 	}
 	return nil
+}
+
+// isolate leaves out the ops the store would refuse (a key or value over
+// its limits, as a connector name too long for its keys makes), with the
+// moves of their units, so that one bad unit never fails the rebalance of
+// all the others. Such a unit stays unassigned; the first time it is left
+// out, that is logged and journaled as a trigger.
+func (c *Coordinator) isolate(ops []store.Op, moves []Move, triggers []string) ([]store.Op, []Move, []string) {
+	var bad map[string]bool
+	kept := ops[:0]
+	for _, op := range ops {
+		why := ""
+		switch {
+		case len(op.Key) > store.MaxKeySize:
+			why = fmt.Sprintf("key of %d bytes exceeds %d", len(op.Key), store.MaxKeySize)
+		case len(op.Value) > store.MaxValueSize:
+			why = fmt.Sprintf("value of %d bytes exceeds %d", len(op.Value), store.MaxValueSize)
+		}
+		if why == "" {
+			kept = append(kept, op)
+			continue
+		}
+		what := "key " + op.Key
+		if u, _, ok := ParseUnitKey(op.Key); ok {
+			what = "unit " + u.String()
+			if bad == nil {
+				bad = map[string]bool{}
+			}
+			bad[u.String()] = true
+		}
+		c.mu.Lock()
+		seen := c.isolated[what]
+		if !seen && len(c.isolated) < 1000 {
+			c.isolated[what] = true
+		}
+		c.mu.Unlock()
+		if !seen {
+			c.log.Error("left out of the assignment: the store cannot hold its key", "what", what, "err", why)
+			triggers = appendTrigger(triggers, "left unassigned, its key cannot be stored ("+why+"): "+what)
+		}
+	}
+	if bad != nil {
+		moves = slices.DeleteFunc(moves, func(m Move) bool { return bad[m.Unit] })
+	}
+	return kept, moves, triggers
 }
 
 // Plan returns the moves the assignor would make now, or with worker
