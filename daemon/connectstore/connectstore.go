@@ -28,6 +28,7 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/kcd-project/kcd/daemon/store"
 )
@@ -106,6 +107,37 @@ type SinkOffset struct {
 }
 
 func esc(name string) string { return url.PathEscape(name) }
+
+// maxTopicLength is Kafka's limit on a topic name; its characters
+// ([a-zA-Z0-9._-]) need no escaping.
+const maxTopicLength = 249
+
+// MaxNameBytes is the longest connector name, in bytes once path-escaped
+// (url.PathEscape: letters, digits and -._~ count one byte, other bytes
+// three), whose every store key fits store.MaxKeySize. The longest key
+// besides the name is a sink offset's,
+// connect/sinkoffset/<name>/<topic>/<partition>, with a topic of Kafka's
+// 249 characters and a partition of 10 digits; the coordinator's keys
+// (kcd/assign/revoke/<name>/<task>) are shorter.
+const MaxNameBytes = store.MaxKeySize - len(Prefix+"sinkoffset/") - len("/") - maxTopicLength - len("/") - 10
+
+// CheckName says why name cannot be a connector's name, or nil: it must
+// be valid UTF-8, addressable as one URL path segment (no '/', not "." or
+// "..", which clients and servers resolve away), and short enough for its
+// keys (MaxNameBytes).
+func CheckName(name string) error {
+	switch {
+	case !utf8.ValidString(name):
+		return fmt.Errorf("%w: a connector name must be valid UTF-8", store.ErrInvalid)
+	case name == "." || name == "..":
+		return fmt.Errorf("%w: a connector name must not be %q: it cannot be addressed in a URL path", store.ErrInvalid, name)
+	case strings.Contains(name, "/"):
+		return fmt.Errorf("%w: a connector name must not contain '/': it cannot be addressed in a URL path", store.ErrInvalid)
+	case len(esc(name)) > MaxNameBytes:
+		return fmt.Errorf("%w: a connector name takes at most %d bytes once URL-escaped, this one %d", store.ErrInvalid, MaxNameBytes, len(esc(name)))
+	}
+	return nil
+}
 
 // Keys of one connector.
 func configKey(name string) string     { return Prefix + "config/" + esc(name) }
@@ -196,6 +228,9 @@ func (c *Store) Config(ctx context.Context, name string) (map[string]string, int
 // CreateConnector stores a new connector's config and target state in one
 // atomic write. created is false when the connector already existed.
 func (c *Store) CreateConnector(ctx context.Context, name string, config map[string]string, target string) (created bool, err error) {
+	if err := CheckName(name); err != nil {
+		return false, err
+	}
 	_, ok, err := c.s.Batch(ctx,
 		[]store.Cond{{Key: configKey(name), ModRevision: 0}},
 		[]store.Op{

@@ -74,8 +74,15 @@ type Options struct {
 	// KeyConverter, ValueConverter and HeaderConverter are the workers'
 	// defaults (JSONConverter, JSONConverter, SimpleHeaderConverter).
 	KeyConverter, ValueConverter, HeaderConverter string
-	Logger                                        *slog.Logger
+	// MaxTasksPerConnector is the most tasks a connector may ask for
+	// (tasks.max); 0 means DefaultMaxTasksPerConnector.
+	MaxTasksPerConnector int
+	Logger               *slog.Logger
 }
+
+// DefaultMaxTasksPerConnector is the default of
+// Options.MaxTasksPerConnector.
+const DefaultMaxTasksPerConnector = 1000
 
 // DefaultConverters and DefaultHeaderConverters are the converter classes
 // kcd ships.
@@ -110,6 +117,9 @@ func New(store *connectstore.Store, opts Options) *Herder {
 	}
 	if opts.HeaderConverter == "" {
 		opts.HeaderConverter = SimpleHeaderConverter
+	}
+	if opts.MaxTasksPerConnector <= 0 {
+		opts.MaxTasksPerConnector = DefaultMaxTasksPerConnector
 	}
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()
