@@ -107,9 +107,10 @@ func (n *Node) Start(ctx context.Context) (err error) {
 		n.store = raftstore.New(n.raft)
 		opts.Cluster, opts.Store = raftCluster{n.raft}, n.store
 		opts.Connect = herder.New(connectstore.New(n.store), herder.Options{
-			Converters:       converter.Classes(),
-			HeaderConverters: append(converter.Classes(), herder.SimpleHeaderConverter),
-			Logger:           n.log.With("subsys", "herder"),
+			Converters:           converter.Classes(),
+			HeaderConverters:     append(converter.Classes(), herder.SimpleHeaderConverter),
+			MaxTasksPerConnector: n.cfg.MaxTasksPerConnector,
+			Logger:               n.log.With("subsys", "herder"),
 		})
 		coord, err := coordinator.New(coordinator.Config{
 			Store: n.store, Raft: n.raft,
@@ -225,9 +226,10 @@ func (n *Node) startWorker(ctx context.Context, seeds []string, endpoints func()
 		Converters: func(class string) (worker.Converter, error) { return converter.New(class) },
 		Assignment: member,
 
-		OffsetFlushInterval: n.cfg.OffsetFlushInterval,
-		Logger:              n.log,
-		Limits:              n.workerLimits(),
+		OffsetFlushInterval:  n.cfg.OffsetFlushInterval,
+		MaxTasksPerConnector: n.cfg.MaxTasksPerConnector,
+		Logger:               n.log,
+		Limits:               n.workerLimits(),
 	})
 	if err != nil {
 		return fmt.Errorf("worker: %w", err)

@@ -101,6 +101,13 @@ type Config struct {
 	WorkerInFlightRecords int      `yaml:"worker-in-flight-records"`
 	TaskInFlightBytes     ByteSize `yaml:"task-in-flight-bytes"`
 	TaskInFlightRecords   int      `yaml:"task-in-flight-records"`
+	// MaxTasksPerConnector is the most tasks a connector may ask for
+	// (tasks.max): larger values are refused by validate and create, and
+	// fail the connector on a worker. The same on every node.
+	MaxTasksPerConnector int `yaml:"max-tasks-per-connector"`
+	// RESTMaxConnections bounds the REST API's open connections; the last
+	// eighth of them is kept for worker heartbeats and /health.
+	RESTMaxConnections int `yaml:"rest-max-connections"`
 	// LogLevel is one of debug, info, warn, error.
 	LogLevel string `yaml:"log-level"`
 	// LogFormat is text or json.
@@ -130,6 +137,8 @@ func Default() Config {
 		WorkerInFlightRecords: 100_000,
 		TaskInFlightBytes:     32 << 20,
 		TaskInFlightRecords:   100_000,
+		MaxTasksPerConnector:  1000,
+		RESTMaxConnections:    512,
 		LogLevel:              "info",
 		LogFormat:             "text",
 	}
@@ -226,6 +235,12 @@ func (c *Config) Validate() error {
 		errs = append(errs, fmt.Errorf("memory-limit %v is below 16MiB: the node could not run", c.MemoryLimit))
 	}
 	errs = append(errs, c.validateInFlight()...)
+	if c.MaxTasksPerConnector < 1 || c.MaxTasksPerConnector > 100_000 {
+		errs = append(errs, fmt.Errorf("max-tasks-per-connector %d must be from 1 to 100000", c.MaxTasksPerConnector))
+	}
+	if c.RESTMaxConnections < 16 {
+		errs = append(errs, fmt.Errorf("rest-max-connections %d is below 16", c.RESTMaxConnections))
+	}
 	switch c.LogLevel {
 	case "debug", "info", "warn", "error":
 	default:
@@ -392,6 +407,10 @@ func fields() []field {
 			func(c *Config) *ByteSize { return &c.TaskInFlightBytes }),
 		countField("task-in-flight-records", "Records one source task may have in flight (at most worker-in-flight-records)",
 			func(c *Config) *int { return &c.TaskInFlightRecords }),
+		countField("max-tasks-per-connector", "The most tasks a connector may have (tasks.max); larger values are refused. The same on every node",
+			func(c *Config) *int { return &c.MaxTasksPerConnector }),
+		countField("rest-max-connections", "The most open connections of the REST API; the last eighth is kept for worker heartbeats and /health",
+			func(c *Config) *int { return &c.RESTMaxConnections }),
 		{"log-level", "Log level: debug, info, warn or error",
 			func(c *Config, v string) error { c.LogLevel = v; return nil },
 			func(c *Config) string { return c.LogLevel }},

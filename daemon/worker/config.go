@@ -65,7 +65,12 @@ type Config struct {
 	// ProducerPerTask gives each source task its own Kafka producer instead
 	// of the worker's shared one.
 	ProducerPerTask bool
-	Limits          Limits
+	// MaxTasksPerConnector is the most tasks a connector may have here: a
+	// connector whose tasks.max is larger fails (whatever wrote its
+	// config), so that it never builds that many task configs. Default
+	// 1000.
+	MaxTasksPerConnector int
+	Limits               Limits
 }
 
 // Limits bound the worker's memory.
@@ -116,11 +121,12 @@ func (b Backoff) Delay(n int) time.Duration {
 // Default returns the defaults of every tunable setting.
 func Default() Config {
 	return Config{
-		OffsetFlushInterval: 60 * time.Second,
-		ShutdownTimeout:     5 * time.Second,
-		RestartBackoff:      Backoff{Initial: time.Second, Max: 60 * time.Second},
-		RetryBackoff:        Backoff{Initial: 100 * time.Millisecond, Max: 60 * time.Second},
-		SinkRelistInterval:  10 * time.Second,
+		OffsetFlushInterval:  60 * time.Second,
+		ShutdownTimeout:      5 * time.Second,
+		RestartBackoff:       Backoff{Initial: time.Second, Max: 60 * time.Second},
+		RetryBackoff:         Backoff{Initial: 100 * time.Millisecond, Max: 60 * time.Second},
+		SinkRelistInterval:   10 * time.Second,
+		MaxTasksPerConnector: 1000,
 		Limits: Limits{
 			TaskInFlightRecords:        100_000,
 			TaskInFlightBytes:          32 << 20,
@@ -169,6 +175,7 @@ func (c Config) withDefaults() (Config, error) {
 	setDur(&c.RetryBackoff.Initial, d.RetryBackoff.Initial)
 	setDur(&c.RetryBackoff.Max, d.RetryBackoff.Max)
 	setDur(&c.SinkRelistInterval, d.SinkRelistInterval)
+	setInt(&c.MaxTasksPerConnector, d.MaxTasksPerConnector)
 	l, dl := &c.Limits, d.Limits
 	setInt(&l.TaskInFlightRecords, dl.TaskInFlightRecords)
 	setInt(&l.TaskInFlightBytes, dl.TaskInFlightBytes)
