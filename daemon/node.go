@@ -146,17 +146,15 @@ func (n *Node) Start(ctx context.Context) (err error) {
 	// cut-off node has none) must not hold the stop for its whole wait.
 	var reqCtx context.Context
 	reqCtx, n.cancelRequests = context.WithCancel(context.WithoutCancel(ctx))
-	n.rest = &http.Server{
-		Handler:           restapi.NewHandler(n, opts),
-		ReadHeaderTimeout: 10 * time.Second,
-		MaxHeaderBytes:    64 << 10,
-		BaseContext:       func(net.Listener) context.Context { return reqCtx },
-	}
+	var restLn net.Listener
+	n.rest, restLn = restapi.NewServer(restapi.NewHandler(n, opts), n.ln, restapi.ServerOptions{
+		MaxConnections: n.restMaxConnections(), BaseContext: reqCtx,
+	})
 
 	n.wg.Add(2)
 	go func() {
 		defer n.wg.Done()
-		if err := n.rest.Serve(n.ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+		if err := n.rest.Serve(restLn); err != nil && !errors.Is(err, http.ErrServerClosed) {
 			n.log.Error("rest server stopped", "err", err)
 		}
 	}()

@@ -1,16 +1,28 @@
 package restapi
 
 import (
+	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io"
 	"log/slog"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/kcd-project/kcd/daemon/connectstore"
+	"github.com/kcd-project/kcd/daemon/coordinator"
 	"github.com/kcd-project/kcd/daemon/herder"
 	"github.com/kcd-project/kcd/daemon/herder/herdertest"
+	"github.com/kcd-project/kcd/raft/fsm"
 )
 
 // Names a connector could be created with but then not be addressed by,
@@ -87,4 +99,132 @@ func TestTasksMaxAboveTheCapIsRefused(t *testing.T) {
 	}
 	send(t, h, "POST", "/connectors", `{"name":"ok","config":{"connector.class":"FakeSource","topic":"t","tasks.max":"50"}}`).expect(t, 201, "")
 	send(t, h, "PATCH", "/connectors/ok/config", `{"tasks.max":"51"}`).expect(t, 400, "")
+}
+
+// forwardCluster is a Cluster whose leader is elsewhere.
+type forwardCluster struct{ leader string }
+
+func (c forwardCluster) Info(context.Context) (ClusterInfo, error) { return ClusterInfo{}, nil }
+func (c forwardCluster) AddMember(context.Context, NewMember) error {
+	return errors.New("not the leader")
+}
+func (c forwardCluster) RemoveMember(context.Context, uint64) error {
+	return errors.New("not the leader")
+}
+func (c forwardCluster) TransferLeader(context.Context, uint64) (uint64, error) {
+	return 0, errors.New("not the leader")
+}
+func (c forwardCluster) Leader() (bool, string) { return false, c.leader }
+
+type noCoordinator struct{}
+
+func (noCoordinator) Heartbeat(context.Context, coordinator.Heartbeat) (coordinator.HeartbeatReply, error) {
+	return coordinator.HeartbeatReply{}, errors.New("not the leader")
+}
+func (noCoordinator) Leave(context.Context, string) error { return errors.New("not the leader") }
+func (noCoordinator) Plan(context.Context, string) (coordinator.PlanResult, error) {
+	return coordinator.PlanResult{}, errors.New("not the leader")
+}
+
+// A request forwarded to the leader gets the leader's whole answer,
+// however large, and a body over MaxBody is refused with a 413 rather than
+// cut to size.
+func TestForwardingNeverTruncates(t *testing.T) {
+	answer := bytes.Repeat([]byte("a"), 6<<20) // over the old 4 MiB cut
+	answer = append(append([]byte(`{"moves":[],"pad":"`), answer...), `"}`...)
+	var got atomic.Int64
+	leader := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Header.Get(forwardedHeader) != "1" {
+			t.Errorf("request reached the leader without the hop header")
+		}
+		switch r.URL.Path {
+		case "/kcd/v1/rebalances/plan":
+			w.Header().Set("Content-Type", "application/json")
+			_, _ = w.Write(answer)
+		case "/kcd/v1/cluster/members":
+			b, _ := io.ReadAll(r.Body)
+			got.Store(int64(len(b)))
+			w.WriteHeader(http.StatusCreated)
+			_, _ = w.Write([]byte(`{}`))
+		}
+	}))
+	defer leader.Close()
+	quiet := slog.New(slog.DiscardHandler)
+	h := NewHandler(&fakeNode{ready: true}, Options{Cluster: forwardCluster{leader.URL}, Coordinator: noCoordinator{}, Logger: quiet})
+	follower := httptest.NewServer(h)
+	defer follower.Close()
+
+	res, err := http.Get(follower.URL + "/kcd/v1/rebalances/plan")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := io.ReadAll(res.Body)
+	res.Body.Close()
+	if err != nil || res.StatusCode != 200 || !bytes.Equal(b, answer) {
+		t.Errorf("forwarded answer: %d, %d of %d bytes, intact %v, err %v", res.StatusCode, len(b), len(answer), bytes.Equal(b, answer), err)
+	}
+
+	// A body of exactly MaxBody goes through whole; one byte more is a 413.
+	body := `{"id":7,"peer_url":"http://x","pad":"` + strings.Repeat("p", MaxBody) + `"}`
+	body = body[:MaxBody-2] + `"}`
+	res, err = http.Post(follower.URL+"/kcd/v1/cluster/members", "application/json", strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	res.Body.Close()
+	if res.StatusCode != 201 || got.Load() != MaxBody {
+		t.Errorf("body of MaxBody: %d, leader got %d bytes of %d", res.StatusCode, got.Load(), MaxBody)
+	}
+	got.Store(0)
+	res, err = http.Post(follower.URL+"/kcd/v1/cluster/members", "application/json", strings.NewReader(body+" "))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var e ErrorMessage
+	_ = json.NewDecoder(res.Body).Decode(&e)
+	res.Body.Close()
+	if res.StatusCode != 413 || e.ErrorCode != 413 || !strings.Contains(e.Message, "4194304") || got.Load() != 0 {
+		t.Errorf("body over MaxBody: %d %+v, leader got %d bytes", res.StatusCode, e, got.Load())
+	}
+}
+
+// The server's read timeout bounds how long a request may take to arrive,
+// not how long a watch stream may last: a stream open for several read
+// timeouts still delivers its events.
+func TestWatchStreamOutlivesTheReadTimeout(t *testing.T) {
+	st, err := fsm.OpenLocal(filepath.Join(t.TempDir(), "state.db"), fsm.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	const readTimeout = 200 * time.Millisecond
+	srv, lim := NewServer(NewHandler(&fakeNode{}, Options{Store: st, Logger: slog.New(slog.DiscardHandler)}), ln, ServerOptions{ReadTimeout: readTimeout})
+	go func() { _ = srv.Serve(lim) }()
+	defer srv.Close()
+	base := "http://" + ln.Addr().String()
+
+	req, _ := json.Marshal(StoreRequest{Prefix: []byte("w/")})
+	wres, err := http.Post(base+"/kcd/v1/store/watch", "application/json", bytes.NewReader(req))
+	if err != nil || wres.StatusCode != 200 {
+		t.Fatalf("watch: %v %v", wres, err)
+	}
+	defer wres.Body.Close()
+	lines := bufio.NewScanner(wres.Body)
+	lines.Scan() // the start line
+	opened := time.Now()
+	for i := 0; time.Since(opened) < 5*readTimeout; i++ {
+		key := fmt.Sprintf("w/%d", i)
+		storePost(t, base, "put", StoreRequest{Key: []byte(key), Value: []byte("x")})
+		if !lines.Scan() {
+			t.Fatalf("the watch stream ended %v after it opened (read timeout %v): %v", time.Since(opened), readTimeout, lines.Err())
+		}
+		var m WatchMessage
+		if err := json.Unmarshal(lines.Bytes(), &m); err != nil || len(m.Events) != 1 || string(m.Events[0].KV.Key) != key {
+			t.Fatalf("line %s: %v", lines.Bytes(), err)
+		}
+	}
 }
