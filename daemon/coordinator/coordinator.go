@@ -781,8 +781,8 @@ func (c *Coordinator) isolate(ops []store.Op, moves []Move, triggers []string) (
 		}
 		c.mu.Unlock()
 		if !seen {
-			c.log.Error("left out of the assignment: the store cannot hold its key", "what", what, "err", why)
-			triggers = appendTrigger(triggers, "left unassigned, its key cannot be stored ("+why+"): "+what)
+			c.log.Error("left out of the assignment: the store cannot hold its write", "what", what, "err", why)
+			triggers = appendTrigger(triggers, "left unassigned, the store cannot hold its write ("+why+"): "+what)
 		}
 	}
 	if bad != nil {
