@@ -228,3 +228,89 @@ func TestWatchStreamOutlivesTheReadTimeout(t *testing.T) {
 		}
 	}
 }
+
+type leaderCluster struct{ forwardCluster }
+
+func (leaderCluster) Leader() (bool, string) { return true, "" }
+
+type beatCoordinator struct{ noCoordinator }
+
+func (beatCoordinator) Heartbeat(context.Context, coordinator.Heartbeat) (coordinator.HeartbeatReply, error) {
+	return coordinator.HeartbeatReply{Leader: 1}, nil
+}
+
+// With every connection of the general share held by slow clients, new
+// connections still serve /health and heartbeats from the reserved share,
+// and answer anything else with a 503 at once.
+func TestReservedConnectionsServeHealthAndHeartbeats(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	quiet := slog.New(slog.DiscardHandler)
+	h := NewHandler(&fakeNode{ready: true}, Options{Cluster: leaderCluster{}, Coordinator: beatCoordinator{}, Logger: quiet})
+	srv, lim := NewServer(h, ln, ServerOptions{MaxConnections: 16}) // 12 general, 4 reserved
+	go func() { _ = srv.Serve(lim) }()
+	defer srv.Close()
+	addr := ln.Addr().String()
+
+	var held []net.Conn
+	defer func() {
+		for _, c := range held {
+			c.Close()
+		}
+	}()
+	slow := func() net.Conn {
+		c, err := net.Dial("tcp", addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		held = append(held, c)
+		fmt.Fprintf(c, "POST /connectors HTTP/1.1\r\nHost: x\r\nContent-Length: 1000\r\n\r\n{")
+		return c
+	}
+	for range 12 {
+		slow()
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for lim.(*limitListener).Open() < 12 {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d of 12 slow connections accepted", lim.(*limitListener).Open())
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	// Slow clients beyond the general share get a 503 and are cut off.
+	for range 8 {
+		c := slow()
+		_ = c.SetReadDeadline(time.Now().Add(5 * time.Second))
+		res, err := http.ReadResponse(bufio.NewReader(c), nil)
+		if err != nil || res.StatusCode != 503 {
+			t.Fatalf("slow client in the reserved share: %v %v", res, err)
+		}
+	}
+
+	fresh := &http.Client{Timeout: 3 * time.Second, Transport: &http.Transport{DisableKeepAlives: true}}
+	for i := range 5 {
+		res, err := fresh.Get("http://" + addr + "/health")
+		if err != nil || res.StatusCode != 200 {
+			t.Fatalf("health %d: %v %v", i, res, err)
+		}
+		res.Body.Close()
+		res, err = fresh.Post("http://"+addr+"/kcd/v1/workers/w/heartbeat", "application/json",
+			strings.NewReader(`{"worker":{"id":"w","weight":1},"seen_revision":0,"running":[]}`))
+		if err != nil || res.StatusCode != 200 {
+			t.Fatalf("heartbeat %d: %v %v", i, res, err)
+		}
+		res.Body.Close()
+	}
+	res, err := fresh.Get("http://" + addr + "/connectors")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var e ErrorMessage
+	_ = json.NewDecoder(res.Body).Decode(&e)
+	res.Body.Close()
+	if res.StatusCode != 503 || e.ErrorCode != 503 || !strings.Contains(e.Message, "too many open connections") {
+		t.Errorf("other request in the reserved share: %d %+v", res.StatusCode, e)
+	}
+}
