@@ -109,10 +109,11 @@ func (n *Node) Start(ctx context.Context) (err error) {
 		n.store = raftstore.NewWithOptions(n.raft, raftstore.Options{StaleReadMax: staleReadMax(n.cfg.StaleReadMax)})
 		opts.Cluster, opts.Store = raftCluster{n: n.raft, drain: n.drainMember}, guardStore(n.store)
 		opts.Connect = herder.New(connectstore.New(n.store), herder.Options{
-			Converters:       converter.Classes(),
-			HeaderConverters: append(converter.Classes(), herder.SimpleHeaderConverter),
-			Logger:           n.log.With("subsys", "herder"),
-			Owners:           n.unitOwners,
+			Converters:           converter.Classes(),
+			HeaderConverters:     append(converter.Classes(), herder.SimpleHeaderConverter),
+			Logger:               n.log.With("subsys", "herder"),
+			Owners:               n.unitOwners,
+			MaxTasksPerConnector: n.cfg.MaxTasksPerConnector,
 		})
 		coord, err := coordinator.New(coordinator.Config{
 			Store: n.store, Raft: n.raft,
@@ -153,17 +154,15 @@ func (n *Node) Start(ctx context.Context) (err error) {
 	// cut-off node has none) must not hold the stop for its whole wait.
 	var reqCtx context.Context
 	reqCtx, n.cancelRequests = context.WithCancel(context.WithoutCancel(ctx))
-	n.rest = &http.Server{
-		Handler:           restapi.NewHandler(n, opts),
-		ReadHeaderTimeout: 10 * time.Second,
-		MaxHeaderBytes:    64 << 10,
-		BaseContext:       func(net.Listener) context.Context { return reqCtx },
-	}
+	var restLn net.Listener
+	n.rest, restLn = restapi.NewServer(restapi.NewHandler(n, opts), n.ln, restapi.ServerOptions{
+		MaxConnections: n.restMaxConnections(), BaseContext: reqCtx,
+	})
 
 	n.wg.Add(2)
 	go func() {
 		defer n.wg.Done()
-		if err := n.rest.Serve(n.ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+		if err := n.rest.Serve(restLn); err != nil && !errors.Is(err, http.ErrServerClosed) {
 			n.log.Error("rest server stopped", "err", err)
 		}
 	}()
@@ -233,10 +232,11 @@ func (n *Node) startWorker(ctx context.Context, seeds []string, endpoints func()
 		Converters: func(class string) (worker.Converter, error) { return converter.New(class) },
 		Assignment: member,
 
-		OffsetFlushInterval: n.cfg.OffsetFlushInterval,
-		ExactlyOnceSource:   n.cfg.ExactlyOnceSourceSupport,
-		Logger:              n.log,
-		Limits:              n.workerLimits(),
+		OffsetFlushInterval:  n.cfg.OffsetFlushInterval,
+		ExactlyOnceSource:    n.cfg.ExactlyOnceSourceSupport,
+		MaxTasksPerConnector: n.cfg.MaxTasksPerConnector,
+		Logger:               n.log,
+		Limits:               n.workerLimits(),
 	})
 	if err != nil {
 		return fmt.Errorf("worker: %w", err)

@@ -27,10 +27,11 @@ func (n *Node) startRemote(ctx context.Context, opts *restapi.Options, kafkaSeed
 	n.store = rs
 	opts.Cluster = seedCluster{rs: rs}
 	opts.Connect = herder.New(connectstore.New(n.store), herder.Options{
-		Converters:       converter.Classes(),
-		HeaderConverters: append(converter.Classes(), herder.SimpleHeaderConverter),
-		Logger:           n.log.With("subsys", "herder"),
-		Owners:           n.unitOwners,
+		Converters:           converter.Classes(),
+		HeaderConverters:     append(converter.Classes(), herder.SimpleHeaderConverter),
+		MaxTasksPerConnector: n.cfg.MaxTasksPerConnector,
+		Logger:               n.log.With("subsys", "herder"),
+		Owners:               n.unitOwners,
 	})
 	if n.cfg.HasRole(config.RoleWorker) {
 		if err := n.startWorker(ctx, kafkaSeeds, rs.Endpoints); err != nil {

@@ -121,6 +121,13 @@ type Config struct {
 	// transactions under its own transactional id, so the broker fences a
 	// zombie run of it; sinks read committed records) or disabled.
 	ExactlyOnceSourceSupport string `yaml:"exactly-once-source-support"`
+	// MaxTasksPerConnector is the most tasks a connector may ask for
+	// (tasks.max): larger values are refused by validate and create, and
+	// fail the connector on a worker. The same on every node.
+	MaxTasksPerConnector int `yaml:"max-tasks-per-connector"`
+	// RESTMaxConnections bounds the REST API's open connections; the last
+	// eighth of them is kept for worker heartbeats and /health.
+	RESTMaxConnections int `yaml:"rest-max-connections"`
 	// LogLevel is one of debug, info, warn, error.
 	LogLevel string `yaml:"log-level"`
 	// LogFormat is text or json.
@@ -153,6 +160,8 @@ func Default() Config {
 		TaskInFlightBytes:     32 << 20,
 		TaskInFlightRecords:   100_000,
 		StaleReadMax:          30 * time.Second,
+		MaxTasksPerConnector:  1000,
+		RESTMaxConnections:    512,
 		LogLevel:              "info",
 		LogFormat:             "text",
 
@@ -271,6 +280,12 @@ func (c *Config) Validate() error {
 	case "enabled", "disabled":
 	default:
 		errs = append(errs, fmt.Errorf("exactly-once-source-support %q is not one of enabled, disabled", c.ExactlyOnceSourceSupport))
+	}
+	if c.MaxTasksPerConnector < 1 || c.MaxTasksPerConnector > 100_000 {
+		errs = append(errs, fmt.Errorf("max-tasks-per-connector %d must be from 1 to 100000", c.MaxTasksPerConnector))
+	}
+	if c.RESTMaxConnections < 16 {
+		errs = append(errs, fmt.Errorf("rest-max-connections %d is below 16", c.RESTMaxConnections))
 	}
 	switch c.LogLevel {
 	case "debug", "info", "warn", "error":
@@ -456,6 +471,10 @@ func fields() []field {
 		{"exactly-once-source-support", "enabled: each source task produces in transactions under its own transactional id, so the broker fences a stale run of it, and sinks read committed records; disabled: one idempotent producer per worker (Kafka Connect's exactly.once.source.support)",
 			func(c *Config, v string) error { c.ExactlyOnceSourceSupport = strings.TrimSpace(v); return nil },
 			func(c *Config) string { return c.ExactlyOnceSourceSupport }},
+		countField("max-tasks-per-connector", "The most tasks a connector may have (tasks.max); larger values are refused. The same on every node",
+			func(c *Config) *int { return &c.MaxTasksPerConnector }),
+		countField("rest-max-connections", "The most open connections of the REST API; the last eighth is kept for worker heartbeats and /health",
+			func(c *Config) *int { return &c.RESTMaxConnections }),
 		{"log-level", "Log level: debug, info, warn or error",
 			func(c *Config, v string) error { c.LogLevel = v; return nil },
 			func(c *Config) string { return c.LogLevel }},

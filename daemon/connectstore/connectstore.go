@@ -28,6 +28,7 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/kcd-project/kcd/daemon/store"
 )
@@ -109,6 +110,37 @@ type SinkOffset struct {
 }
 
 func esc(name string) string { return url.PathEscape(name) }
+
+// maxTopicLength is Kafka's limit on a topic name; its characters
+// ([a-zA-Z0-9._-]) need no escaping.
+const maxTopicLength = 249
+
+// MaxNameBytes is the longest connector name, in bytes once path-escaped
+// (url.PathEscape: letters, digits and -._~ count one byte, other bytes
+// three), whose every store key fits store.MaxKeySize. The longest key
+// besides the name is a sink offset's,
+// connect/sinkoffset/<name>/<topic>/<partition>, with a topic of Kafka's
+// 249 characters and a partition of 10 digits; the coordinator's keys
+// (kcd/assign/revoke/<name>/<task>) are shorter.
+const MaxNameBytes = store.MaxKeySize - len(Prefix+"sinkoffset/") - len("/") - maxTopicLength - len("/") - 10
+
+// CheckName says why name cannot be a connector's name, or nil: it must
+// be valid UTF-8, addressable as one URL path segment (no '/', not "." or
+// "..", which clients and servers resolve away), and short enough for its
+// keys (MaxNameBytes).
+func CheckName(name string) error {
+	switch {
+	case !utf8.ValidString(name):
+		return fmt.Errorf("%w: a connector name must be valid UTF-8", store.ErrInvalid)
+	case name == "." || name == "..":
+		return fmt.Errorf("%w: a connector name must not be %q: it cannot be addressed in a URL path", store.ErrInvalid, name)
+	case strings.Contains(name, "/"):
+		return fmt.Errorf("%w: a connector name must not contain '/': it cannot be addressed in a URL path", store.ErrInvalid)
+	case len(esc(name)) > MaxNameBytes:
+		return fmt.Errorf("%w: a connector name takes at most %d bytes once URL-escaped, this one %d", store.ErrInvalid, MaxNameBytes, len(esc(name)))
+	}
+	return nil
+}
 
 // Keys of one connector.
 func configKey(name string) string     { return Prefix + "config/" + esc(name) }
@@ -199,6 +231,21 @@ func (c *Store) Config(ctx context.Context, name string) (map[string]string, int
 // CreateConnector stores a new connector's config and target state in one
 // atomic write. created is false when the connector already existed.
 func (c *Store) CreateConnector(ctx context.Context, name string, config map[string]string, target string) (created bool, err error) {
+	if err := CheckName(name); err != nil {
+		return false, err
+	}
+	if left, _, err := c.s.Scan(ctx, statusPrefix(name), 1); err != nil {
+		return false, err
+	} else if len(left) > 0 {
+		// Statuses of an earlier connector of this name whose delete was
+		// cut short: not this one's.
+		if _, found, err := c.s.Get(ctx, configKey(name)); err != nil || found {
+			return false, err
+		}
+		if err := c.removeStatuses(ctx, name); err != nil {
+			return false, err
+		}
+	}
 	_, ok, err := c.s.Batch(ctx,
 		[]store.Cond{{Key: configKey(name), ModRevision: 0}},
 		[]store.Op{
@@ -218,24 +265,78 @@ func (c *Store) UpdateConfig(ctx context.Context, name string, config map[string
 // DeleteConnector removes everything of a connector but its offsets (which
 // Kafka Connect keeps too, so a re-created connector resumes). deleted is
 // false when there was no such connector.
+//
+// The connector goes in one atomic write, with as many of its statuses as
+// fit in a batch; the statuses left over (a connector with thousands of
+// tasks) are removed in further batches. A delete cut short leaves only
+// statuses of a connector that no longer exists, which the next delete or
+// create of that name removes.
 func (c *Store) DeleteConnector(ctx context.Context, name string) (deleted bool, err error) {
-	kv, found, err := c.s.Get(ctx, configKey(name))
-	if err != nil || !found {
-		return false, err
+	for {
+		kv, found, err := c.s.Get(ctx, configKey(name))
+		if err != nil {
+			return false, err
+		}
+		if !found {
+			return false, c.removeStatuses(ctx, name)
+		}
+		statuses, _, err := c.s.Scan(ctx, statusPrefix(name), 0)
+		if err != nil {
+			return false, err
+		}
+		ops := []store.Op{store.Delete(configKey(name)), store.Delete(targetKey(name)), store.Delete(tasksKey(name)), store.Delete(restartKey(name))}
+		n := min(len(statuses), store.MaxBatchOps-len(ops))
+		for _, st := range statuses[:n] {
+			ops = append(ops, store.Delete(st.Key))
+		}
+		_, ok, err := c.s.Batch(ctx, []store.Cond{{Key: configKey(name), ModRevision: kv.ModRevision}}, ops)
+		if err != nil {
+			return false, err
+		}
+		if !ok {
+			continue // changed meanwhile: read again
+		}
+		if n < len(statuses) {
+			keys := make([]string, 0, len(statuses)-n)
+			for _, st := range statuses[n:] {
+				keys = append(keys, st.Key)
+			}
+			if err := c.deleteKeys(ctx, keys); err != nil {
+				return true, fmt.Errorf("connector deleted; removing its statuses: %w", err)
+			}
+		}
+		return true, nil
 	}
-	statuses, _, err := c.s.Scan(ctx, statusPrefix(name), 0)
-	if err != nil {
-		return false, err
+}
+
+// removeStatuses removes the statuses left by a connector that no longer
+// exists (a delete cut short).
+func (c *Store) removeStatuses(ctx context.Context, name string) error {
+	kvs, _, err := c.s.Scan(ctx, statusPrefix(name), 0)
+	if err != nil || len(kvs) == 0 {
+		return err
 	}
-	ops := []store.Op{store.Delete(configKey(name)), store.Delete(targetKey(name)), store.Delete(tasksKey(name)), store.Delete(restartKey(name))}
-	for _, st := range statuses {
-		ops = append(ops, store.Delete(st.Key))
+	keys := make([]string, len(kvs))
+	for i, kv := range kvs {
+		keys[i] = kv.Key
 	}
-	_, ok, err := c.s.Batch(ctx, []store.Cond{{Key: configKey(name), ModRevision: kv.ModRevision}}, ops)
-	if err == nil && !ok {
-		return c.DeleteConnector(ctx, name) // changed meanwhile: read again
+	return c.deleteKeys(ctx, keys)
+}
+
+// deleteKeys removes keys, store.MaxBatchOps at a time.
+func (c *Store) deleteKeys(ctx context.Context, keys []string) error {
+	for len(keys) > 0 {
+		n := min(len(keys), store.MaxBatchOps)
+		ops := make([]store.Op, n)
+		for i, k := range keys[:n] {
+			ops[i] = store.Delete(k)
+		}
+		if _, _, err := c.s.Batch(ctx, nil, ops); err != nil {
+			return err
+		}
+		keys = keys[n:]
 	}
-	return ok, err
+	return nil
 }
 
 // Target returns a connector's target state (STARTED when none is stored).

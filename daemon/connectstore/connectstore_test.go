@@ -24,77 +24,77 @@ func TestConnectorLifecycle(t *testing.T) {
 	ctx := context.Background()
 	c := open(t)
 	cfg := map[string]string{"connector.class": "X", "tasks.max": "2"}
-	if created, err := c.CreateConnector(ctx, "a/b", cfg, TargetPaused); err != nil || !created {
+	if created, err := c.CreateConnector(ctx, "a b", cfg, TargetPaused); err != nil || !created {
 		t.Fatalf("create: %v %v", created, err)
 	}
-	if created, err := c.CreateConnector(ctx, "a/b", cfg, TargetStarted); err != nil || created {
+	if created, err := c.CreateConnector(ctx, "a b", cfg, TargetStarted); err != nil || created {
 		t.Fatalf("second create: %v %v", created, err)
 	}
-	// "a" is another connector: the escaped name keeps them apart.
+	// "a" is another connector.
 	if _, _, err := c.Config(ctx, "a"); !errors.Is(err, ErrNotFound) {
 		t.Fatalf("config of a: %v", err)
 	}
-	got, rev, err := c.Config(ctx, "a/b")
+	got, rev, err := c.Config(ctx, "a b")
 	if err != nil || got["tasks.max"] != "2" {
 		t.Fatalf("config: %v %v", got, err)
 	}
-	if st, _ := c.Target(ctx, "a/b"); st != TargetPaused {
+	if st, _ := c.Target(ctx, "a b"); st != TargetPaused {
 		t.Errorf("target %q", st)
 	}
-	if ok, err := c.UpdateConfig(ctx, "a/b", map[string]string{"tasks.max": "3"}, rev); err != nil || !ok {
+	if ok, err := c.UpdateConfig(ctx, "a b", map[string]string{"tasks.max": "3"}, rev); err != nil || !ok {
 		t.Fatalf("update: %v %v", ok, err)
 	}
-	if ok, _ := c.UpdateConfig(ctx, "a/b", map[string]string{"tasks.max": "4"}, rev); ok {
+	if ok, _ := c.UpdateConfig(ctx, "a b", map[string]string{"tasks.max": "4"}, rev); ok {
 		t.Error("update with a stale revision succeeded")
 	}
 	names, _ := c.Connectors(ctx)
-	if len(names) != 1 || names[0] != "a/b" {
+	if len(names) != 1 || names[0] != "a b" {
 		t.Errorf("names %v", names)
 	}
 
-	t1, err := c.SetTasks(ctx, "a/b", []map[string]string{{"t": "0"}, {"t": "1"}}, nil)
+	t1, err := c.SetTasks(ctx, "a b", []map[string]string{{"t": "0"}, {"t": "1"}}, nil)
 	if err != nil || t1.Generation != 1 {
 		t.Fatalf("set tasks: %+v %v", t1, err)
 	}
-	t2, _ := c.SetTasks(ctx, "a/b", []map[string]string{{"t": "0"}}, nil)
+	t2, _ := c.SetTasks(ctx, "a b", []map[string]string{{"t": "0"}}, nil)
 	if t2.Generation != 2 || len(t2.Tasks) != 1 {
 		t.Errorf("second set %+v", t2)
 	}
-	if err := c.PutTaskStatus(ctx, "a/b", 0, Status{State: StateRunning, WorkerID: "w"}, nil); err != nil {
+	if err := c.PutTaskStatus(ctx, "a b", 0, Status{State: StateRunning, WorkerID: "w"}, nil); err != nil {
 		t.Fatal(err)
 	}
-	_ = c.PutTaskStatus(ctx, "a/b", 1, Status{State: StateRunning, WorkerID: "w"}, nil)
-	_ = c.PutConnectorStatus(ctx, "a/b", Status{State: StateRunning, WorkerID: "w"}, nil)
-	if err := c.DeleteTaskStatuses(ctx, "a/b", 1); err != nil {
+	_ = c.PutTaskStatus(ctx, "a b", 1, Status{State: StateRunning, WorkerID: "w"}, nil)
+	_ = c.PutConnectorStatus(ctx, "a b", Status{State: StateRunning, WorkerID: "w"}, nil)
+	if err := c.DeleteTaskStatuses(ctx, "a b", 1); err != nil {
 		t.Fatal(err)
 	}
-	st, _ := c.Statuses(ctx, "a/b")
+	st, _ := c.Statuses(ctx, "a b")
 	if st.Connector == nil || len(st.Tasks) != 1 {
 		t.Errorf("statuses %+v", st)
 	}
 
 	// Offsets survive deletion, as in Kafka Connect; everything else goes.
 	part := map[string]any{"filename": "/tmp/x"}
-	if err := c.PutSourceOffsets(ctx, "a/b", []SourceOffset{{Partition: part, Offset: map[string]any{"position": int64(1 << 53)}}}, nil); err != nil {
+	if err := c.PutSourceOffsets(ctx, "a b", []SourceOffset{{Partition: part, Offset: map[string]any{"position": int64(1 << 53)}}}, nil); err != nil {
 		t.Fatal(err)
 	}
-	if deleted, err := c.DeleteConnector(ctx, "a/b"); err != nil || !deleted {
+	if deleted, err := c.DeleteConnector(ctx, "a b"); err != nil || !deleted {
 		t.Fatalf("delete: %v %v", deleted, err)
 	}
-	if deleted, _ := c.DeleteConnector(ctx, "a/b"); deleted {
+	if deleted, _ := c.DeleteConnector(ctx, "a b"); deleted {
 		t.Error("second delete deleted")
 	}
-	if st, _ := c.Statuses(ctx, "a/b"); st.Connector != nil || len(st.Tasks) != 0 {
+	if st, _ := c.Statuses(ctx, "a b"); st.Connector != nil || len(st.Tasks) != 0 {
 		t.Errorf("statuses after delete %+v", st)
 	}
-	off, err := c.SourceOffset(ctx, "a/b", map[string]any{"filename": "/tmp/x"})
+	off, err := c.SourceOffset(ctx, "a b", map[string]any{"filename": "/tmp/x"})
 	if err != nil || off["position"] != json.Number("9007199254740992") {
 		t.Fatalf("offset kept exactly: %#v %v", off, err)
 	}
-	if err := c.DeleteOffsets(ctx, "a/b"); err != nil {
+	if err := c.DeleteOffsets(ctx, "a b"); err != nil {
 		t.Fatal(err)
 	}
-	if all, _ := c.SourceOffsets(ctx, "a/b"); len(all) != 0 {
+	if all, _ := c.SourceOffsets(ctx, "a b"); len(all) != 0 {
 		t.Errorf("offsets after reset: %v", all)
 	}
 }

@@ -34,17 +34,13 @@ func (c *Store) DeleteTaskStatuses(ctx context.Context, name string, from int) e
 	if err != nil {
 		return err
 	}
-	var ops []store.Op
+	var keys []string
 	for id := range st.Tasks {
 		if id >= from {
-			ops = append(ops, store.Delete(taskStatusKey(name, id)))
+			keys = append(keys, taskStatusKey(name, id))
 		}
 	}
-	if len(ops) == 0 {
-		return nil
-	}
-	_, _, err = c.s.Batch(ctx, nil, ops)
-	return err
+	return c.deleteKeys(ctx, keys)
 }
 
 // Statuses reads a connector's status and its tasks'.

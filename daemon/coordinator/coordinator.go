@@ -66,6 +66,9 @@ type Coordinator struct {
 	// hold, set by tests only, is called by a rebalance that changes
 	// something, after it read what it plans from and before it writes.
 	hold func()
+	// isolated: units (and keys) already reported as left out because the
+	// store cannot hold their keys (bounded).
+	isolated map[string]bool
 }
 
 // session is a worker's session with this coordinator.
@@ -142,7 +145,8 @@ func New(cfg Config) (*Coordinator, error) {
 		cs:   connectstore.New(cfg.Store),
 		kick: make(chan struct{}, 1),
 
-		recheck: make(chan struct{}, 1),
+		recheck:  make(chan struct{}, 1),
+		isolated: map[string]bool{},
 	}, nil
 }
 
@@ -733,6 +737,8 @@ func (c *Coordinator) rebalance(ctx context.Context, st *leadState) error {
 	}
 	ops = append(ops, gops...)
 
+	ops, moves, triggers = c.isolate(ops, moves, triggers)
+
 	if len(ops) == 0 && len(triggers) == 0 {
 		c.mu.Lock()
 		c.admit(st, sn)
@@ -822,6 +828,51 @@ func (c *Coordinator) admit(st *leadState, sn *snapshot) {
 			s.assigned = true
 		}
 	}
+}
+
+// isolate leaves out the ops the store would refuse (a key or value over
+// its limits, as a connector name too long for its keys makes), with the
+// moves of their units, so that one bad unit never fails the rebalance of
+// all the others. Such a unit stays unassigned; the first time it is left
+// out, that is logged and journaled as a trigger.
+func (c *Coordinator) isolate(ops []store.Op, moves []Move, triggers []string) ([]store.Op, []Move, []string) {
+	var bad map[string]bool
+	kept := ops[:0]
+	for _, op := range ops {
+		why := ""
+		switch {
+		case len(op.Key) > store.MaxKeySize:
+			why = fmt.Sprintf("key of %d bytes exceeds %d", len(op.Key), store.MaxKeySize)
+		case len(op.Value) > store.MaxValueSize:
+			why = fmt.Sprintf("value of %d bytes exceeds %d", len(op.Value), store.MaxValueSize)
+		}
+		if why == "" {
+			kept = append(kept, op)
+			continue
+		}
+		what := "key " + op.Key
+		if u, _, ok := ParseUnitKey(op.Key); ok {
+			what = "unit " + u.String()
+			if bad == nil {
+				bad = map[string]bool{}
+			}
+			bad[u.String()] = true
+		}
+		c.mu.Lock()
+		seen := c.isolated[what]
+		if !seen && len(c.isolated) < 1000 {
+			c.isolated[what] = true
+		}
+		c.mu.Unlock()
+		if !seen {
+			c.log.Error("left out of the assignment: the store cannot hold its write", "what", what, "err", why)
+			triggers = appendTrigger(triggers, "left unassigned, the store cannot hold its write ("+why+"): "+what)
+		}
+	}
+	if bad != nil {
+		moves = slices.DeleteFunc(moves, func(m Move) bool { return bad[m.Unit] })
+	}
+	return kept, moves, triggers
 }
 
 // Plan returns the moves the assignor would make now, or with worker

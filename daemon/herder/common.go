@@ -1,7 +1,12 @@
 package herder
 
 import (
+	"fmt"
+	"strings"
+
 	"github.com/kcd-project/kcd/daemon/connect"
+	"github.com/kcd-project/kcd/daemon/connectstore"
+	"github.com/kcd-project/kcd/daemon/store"
 )
 
 // Kafka Connect's connector settings (ConnectorConfig, SinkConnectorConfig,
@@ -56,14 +61,14 @@ func str(s string) *string { return &s }
 func (h *Herder) commonKeys(p *connect.Plugin, props map[string]*string, validating bool) []*key {
 	keys := []*key{
 		{name: keyName, typ: connect.TypeString, required: true, importance: "HIGH", doc: "Globally unique name to use for this connector.",
-			group: groupCommon, order: 1, width: "MEDIUM", display: "Connector name", validate: nonEmptyStringWithoutControlChars},
+			group: groupCommon, order: 1, width: "MEDIUM", display: "Connector name", validate: connectorName},
 		{name: keyConnectorClass, typ: connect.TypeString, required: true, importance: "HIGH",
 			doc:   "Name or alias of the class for this connector. Must be a subclass of org.apache.kafka.connect.connector.Connector. If the connector is org.apache.kafka.connect.file.FileStreamSinkConnector, you can either specify this full name,  or use \"FileStreamSink\" or \"FileStreamSinkConnector\" to make the configuration a bit shorter",
 			group: groupCommon, order: 2, width: "LONG", display: "Connector class"},
 		{name: keyPluginVersion, typ: connect.TypeString, def: str(p.Version), importance: "MEDIUM", doc: "Version of the connector.",
 			group: groupCommon, order: 3, width: "MEDIUM", display: "Connector version", recommended: []string{p.Version}},
 		{name: keyTasksMax, typ: connect.TypeInt, def: str("1"), importance: "HIGH", doc: "Maximum number of tasks to use for this connector.",
-			group: groupCommon, order: 4, width: "SHORT", display: "Tasks max", validate: atLeast(1, false)},
+			group: groupCommon, order: 4, width: "SHORT", display: "Tasks max", validate: h.tasksMax},
 		{name: "tasks.max.enforce", typ: connect.TypeBoolean, def: str("true"), importance: "LOW", doc: docTasksMaxEnforce,
 			group: groupCommon, order: 5, width: "SHORT", display: "Enforce tasks max"},
 	}
@@ -215,4 +220,38 @@ func (h *Herder) aliasKeys(props map[string]*string, listKey, groupPrefix, noun,
 		}
 	}
 	return out
+}
+
+// connectorName is Kafka Connect's check of a name (not empty, no control
+// characters), then kcd's: a name must fit its store keys and be
+// addressable in a URL path (connectstore.CheckName).
+func connectorName(name string, v any) string {
+	if msg := nonEmptyStringWithoutControlChars(name, v); msg != "" {
+		return msg
+	}
+	s, _ := v.(string)
+	if err := connectstore.CheckName(s); err != nil {
+		return invalid(name, shortValue(s), strings.TrimPrefix(err.Error(), store.ErrInvalid.Error()+": "))
+	}
+	return ""
+}
+
+// shortValue is s for a message, cut to its first 100 bytes.
+func shortValue(s string) string {
+	if len(s) <= 100 {
+		return s
+	}
+	return fmt.Sprintf("%s... (%d bytes)", strings.ToValidUTF8(s[:100], ""), len(s))
+}
+
+// tasksMax is Kafka Connect's check of tasks.max (at least 1), and the
+// workers' limit on tasks per connector.
+func (h *Herder) tasksMax(name string, v any) string {
+	if msg := atLeast(1, false)(name, v); msg != "" {
+		return msg
+	}
+	if n, _ := v.(int64); n > int64(h.opts.MaxTasksPerConnector) {
+		return invalid(name, javaString(v), fmt.Sprintf("Value must be no more than %d (the workers' max-tasks-per-connector)", h.opts.MaxTasksPerConnector))
+	}
+	return ""
 }

@@ -81,8 +81,15 @@ type Options struct {
 	// store); statuses are then shown as they hold now, not only as last
 	// reported. Nil shows them as reported.
 	Owners func(ctx context.Context, name string) (map[int]coordinator.UnitOwner, int64, error)
-	Logger *slog.Logger
+	// MaxTasksPerConnector is the most tasks a connector may ask for
+	// (tasks.max); 0 means DefaultMaxTasksPerConnector.
+	MaxTasksPerConnector int
+	Logger               *slog.Logger
 }
+
+// DefaultMaxTasksPerConnector is the default of
+// Options.MaxTasksPerConnector.
+const DefaultMaxTasksPerConnector = 1000
 
 // DefaultConverters and DefaultHeaderConverters are the converter classes
 // kcd ships.
@@ -117,6 +124,9 @@ func New(store *connectstore.Store, opts Options) *Herder {
 	}
 	if opts.HeaderConverter == "" {
 		opts.HeaderConverter = SimpleHeaderConverter
+	}
+	if opts.MaxTasksPerConnector <= 0 {
+		opts.MaxTasksPerConnector = DefaultMaxTasksPerConnector
 	}
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()

@@ -157,7 +157,7 @@ func (a *api) leaderView(ctx context.Context, info *ClusterInfo) {
 	}
 	defer res.Body.Close()
 	var lv ClusterInfo
-	if res.StatusCode != http.StatusOK || json.NewDecoder(io.LimitReader(res.Body, maxBody)).Decode(&lv) != nil ||
+	if res.StatusCode != http.StatusOK || json.NewDecoder(io.LimitReader(res.Body, MaxBody)).Decode(&lv) != nil ||
 		lv.Self != info.Leader || lv.Leader != lv.Self {
 		return // not the leader's view (any more)
 	}
@@ -238,14 +238,40 @@ func (a *api) transferLeader(r *http.Request) (int, any, *Error) {
 	return http.StatusOK, LeaderTransfer{Leader: lead}, nil
 }
 
-// maxBody bounds what the API reads of a request body.
-const maxBody = 4 << 20
+// MaxBody bounds a request body of the API (but the store API's,
+// MaxStoreRequest): a larger one is answered 413.
+const MaxBody = 4 << 20
+
+// limitBody bounds r's body to MaxBody; tooLarge tells the error of
+// reading past it.
+func limitBody(r *http.Request) (io.Reader, *Error) {
+	if r.ContentLength > MaxBody {
+		return nil, bodyTooLarge()
+	}
+	return http.MaxBytesReader(nil, r.Body, MaxBody), nil
+}
+
+func bodyTooLarge() *Error {
+	return Errorf(http.StatusRequestEntityTooLarge, "request body is larger than %d bytes (4 MiB), the limit of this API", MaxBody)
+}
+
+// bodyError is the answer to an error reading or decoding a body.
+func bodyError(err error) *Error {
+	if mb := (*http.MaxBytesError)(nil); errors.As(err, &mb) {
+		return bodyTooLarge()
+	}
+	return Errorf(http.StatusBadRequest, "request body is not valid JSON for this request: %v", err)
+}
 
 func decodeBody(r *http.Request, v any) *Error {
-	dec := json.NewDecoder(io.LimitReader(r.Body, maxBody))
+	body, e := limitBody(r)
+	if e != nil {
+		return e
+	}
+	dec := json.NewDecoder(body)
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(v); err != nil {
-		return Errorf(http.StatusBadRequest, "request body is not valid JSON for this request: %v", err)
+		return bodyError(err)
 	}
 	return nil
 }
@@ -295,10 +321,28 @@ func (a *api) leaderOnly(fn func(*http.Request) (int, any, *Error)) func(*http.R
 	}
 }
 
-// forwarded is a relayed answer: status and raw JSON body.
+// forwarded is the leader's answer, relayed as it comes: status, content
+// type and the whole body, however large.
 type forwarded struct {
-	status int
-	body   []byte
+	res *http.Response
+}
+
+// relay writes the leader's answer and closes it. An answer cut off
+// midway ends the connection (the client sees a short body, not a
+// complete-looking one).
+func (f forwarded) relay(w http.ResponseWriter, log func(msg string, args ...any)) {
+	defer f.res.Body.Close()
+	if ct := f.res.Header.Get("Content-Type"); ct != "" {
+		w.Header().Set("Content-Type", ct)
+	}
+	if f.res.ContentLength >= 0 {
+		w.Header().Set("Content-Length", strconv.FormatInt(f.res.ContentLength, 10))
+	}
+	w.WriteHeader(f.res.StatusCode)
+	if _, err := io.Copy(w, f.res.Body); err != nil {
+		log("relaying the leader's answer failed; closing the connection", "err", err)
+		panic(http.ErrAbortHandler)
+	}
 }
 
 func (a *api) forward(r *http.Request, to string) (int, any, *Error) {
@@ -306,8 +350,15 @@ func (a *api) forward(r *http.Request, to string) (int, any, *Error) {
 	if hops >= maxForwardHops {
 		return 0, nil, Errorf(http.StatusConflict, "Cannot complete request because of a conflicting operation (e.g. leadership change): forwarded %d times without reaching the leader", hops)
 	}
-	body, err := io.ReadAll(io.LimitReader(r.Body, maxBody))
+	lim, e := limitBody(r)
+	if e != nil {
+		return 0, nil, e
+	}
+	body, err := io.ReadAll(lim)
 	if err != nil {
+		if mb := (*http.MaxBytesError)(nil); errors.As(err, &mb) {
+			return 0, nil, bodyTooLarge()
+		}
 		return 0, nil, Errorf(http.StatusBadRequest, "read request body: %v", err)
 	}
 	req, err := http.NewRequestWithContext(r.Context(), r.Method, strings.TrimRight(to, "/")+r.URL.RequestURI(), bytes.NewReader(body))
@@ -320,11 +371,6 @@ func (a *api) forward(r *http.Request, to string) (int, any, *Error) {
 	if err != nil {
 		return 0, nil, Errorf(http.StatusServiceUnavailable, "forward to the leader at %s: %v", to, err)
 	}
-	defer res.Body.Close()
-	out, err := io.ReadAll(io.LimitReader(res.Body, maxBody))
-	if err != nil {
-		return 0, nil, Errorf(http.StatusBadGateway, "read the leader's answer: %v", err)
-	}
 	a.log.Debug("forwarded to the leader", "method", r.Method, "path", r.URL.Path, "to", to, "status", res.StatusCode)
-	return res.StatusCode, forwarded{res.StatusCode, out}, nil
+	return res.StatusCode, forwarded{res}, nil
 }

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"net/url"
 	"strings"
@@ -98,11 +97,15 @@ func scalarString(v json.RawMessage) (*string, error) {
 // decodeBodyNumbers is decodeBody keeping numbers exact (json.Number), for
 // offsets.
 func decodeBodyNumbers(r *http.Request, v any) *Error {
-	dec := json.NewDecoder(io.LimitReader(r.Body, maxBody))
+	body, e := limitBody(r)
+	if e != nil {
+		return e
+	}
+	dec := json.NewDecoder(body)
 	dec.DisallowUnknownFields()
 	dec.UseNumber()
 	if err := dec.Decode(v); err != nil {
-		return Errorf(http.StatusBadRequest, "request body is not valid JSON for this request: %v", err)
+		return bodyError(err)
 	}
 	return nil
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"net/http"
 	"slices"
+	"unicode/utf8"
 
 	"github.com/kcd-project/kcd/daemon/connectstore"
 	"github.com/kcd-project/kcd/daemon/herder"
@@ -71,6 +72,11 @@ func (a *api) createConnector(r *http.Request) (int, any, *Error) {
 		return 0, nil, e
 	}
 	name := ""
+	if !utf8.Valid(req.Name) {
+		// Decoding would turn the bad bytes into U+FFFD: a connector
+		// nobody could address by the name they gave.
+		return 0, nil, Errorf(http.StatusBadRequest, "name: a connector name must be valid UTF-8")
+	}
 	if s, err := scalarString(req.Name); err != nil {
 		return 0, nil, Errorf(http.StatusBadRequest, "name: %v", err)
 	} else if s != nil {

@@ -120,12 +120,12 @@ func TestConnectorCRUD(t *testing.T) {
 	// PUT: 200 when it updates, 201 with Location when it creates.
 	send(t, h, "PUT", "/connectors/c1/config", `{"connector.class":"FakeSource","topic":"u"}`).
 		expect(t, 200, `{"name":"c1","config":{"connector.class":"FakeSource","topic":"u","name":"c1"},"tasks":[],"type":"source"}`)
-	r = send(t, h, "PUT", "/connectors/a%2Fb/config", `{"connector.class":"FakeSource","topic":"u","name":"a/b"}`)
-	r.expect(t, 201, `{"name":"a/b","config":{"connector.class":"FakeSource","topic":"u","name":"a/b"},"tasks":[],"type":"source"}`)
-	if loc := r.header.Get("Location"); loc != "http://example.com/connectors/a%2Fb" {
+	r = send(t, h, "PUT", "/connectors/a%20b/config", `{"connector.class":"FakeSource","topic":"u","name":"a b"}`)
+	r.expect(t, 201, `{"name":"a b","config":{"connector.class":"FakeSource","topic":"u","name":"a b"},"tasks":[],"type":"source"}`)
+	if loc := r.header.Get("Location"); loc != "http://example.com/connectors/a%20b" {
 		t.Errorf("Location %q", loc)
 	}
-	send(t, h, "GET", "/connectors/a%2Fb/config", "").expect(t, 200, `{"connector.class":"FakeSource","topic":"u","name":"a/b"}`)
+	send(t, h, "GET", "/connectors/a%20b/config", "").expect(t, 200, `{"connector.class":"FakeSource","topic":"u","name":"a b"}`)
 
 	// PATCH: null removes a setting.
 	send(t, h, "PATCH", "/connectors/c1/config", `{"file":"/x","batch.size":"5"}`).expect(t, 200, "")
@@ -144,7 +144,7 @@ func TestConnectorCRUD(t *testing.T) {
 
 	send(t, h, "DELETE", "/connectors/c1", "").empty(t, 204)
 	send(t, h, "DELETE", "/connectors/c1", "").expectError(t, 404, "Connector c1 not found")
-	send(t, h, "GET", "/connectors", "").expect(t, 200, `["a/b","p1"]`)
+	send(t, h, "GET", "/connectors", "").expect(t, 200, `["a b","p1"]`)
 }
 
 func TestExpandAndStatus(t *testing.T) {

@@ -206,9 +206,7 @@ func (a *api) wrap(fn func(*http.Request) (int, any, *Error)) http.Handler {
 		if sb, ok := body.(streamBody); ok && err == nil {
 			sb(w, r) // a watch stream writes itself
 		} else if fw, ok := body.(forwarded); ok && err == nil {
-			w.Header().Set("Content-Type", "application/json")
-			w.WriteHeader(fw.status)
-			_, _ = w.Write(fw.body)
+			fw.relay(w, a.log.Warn)
 		} else if err != nil {
 			status = err.Status
 			writeError(w, err)

@@ -3,6 +3,8 @@ package restapi
 import (
 	"context"
 	"encoding/json"
+	"io"
+	"net/http/httptest"
 	"strings"
 	"testing"
 
@@ -123,9 +125,21 @@ func TestConnectorEndpointsWithoutStore(t *testing.T) {
 	}
 }
 
+// A body over MaxBody is a 413 that names the limit, whether its length
+// is declared or not.
 func TestLargeBodiesAreRefused(t *testing.T) {
 	h, _ := connectAPI(t)
-	big := `{"connector.class":"FakeSource","topic":"` + strings.Repeat("x", maxBody) + `"}`
-	send(t, h, "PUT", "/connectors/big/config", big).expectError(t, 400, "request body is not valid JSON")
+	big := `{"connector.class":"FakeSource","topic":"` + strings.Repeat("x", MaxBody) + `"}`
+	msg := "request body is larger than 4194304 bytes (4 MiB), the limit of this API"
+	send(t, h, "PUT", "/connectors/big/config", big).expectError(t, 413, msg)
+	// Chunked: no Content-Length to refuse up front.
+	req := httptest.NewRequest("POST", "/connectors", io.MultiReader(strings.NewReader(`{"name":"big","config":`+big+`}`)))
+	req.ContentLength = -1
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, req)
+	var e ErrorMessage
+	if err := json.Unmarshal(rec.Body.Bytes(), &e); err != nil || rec.Code != 413 || e.ErrorCode != 413 || e.Message != msg {
+		t.Errorf("chunked large body: %d %s", rec.Code, rec.Body)
+	}
 	send(t, h, "GET", "/connectors", "").expect(t, 200, `[]`)
 }

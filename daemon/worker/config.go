@@ -75,7 +75,12 @@ type Config struct {
 	// producer and sinks read uncommitted records, as Kafka Connect's
 	// defaults do.
 	ExactlyOnceSource string
-	Limits            Limits
+	// MaxTasksPerConnector is the most tasks a connector may have here: a
+	// connector whose tasks.max is larger fails (whatever wrote its
+	// config), so that it never builds that many task configs. Default
+	// 1000.
+	MaxTasksPerConnector int
+	Limits               Limits
 }
 
 // The values of Config.ExactlyOnceSource.
@@ -135,12 +140,13 @@ func (b Backoff) Delay(n int) time.Duration {
 // Default returns the defaults of every tunable setting.
 func Default() Config {
 	return Config{
-		OffsetFlushInterval: 60 * time.Second,
-		ShutdownTimeout:     5 * time.Second,
-		RestartBackoff:      Backoff{Initial: time.Second, Max: 60 * time.Second},
-		RetryBackoff:        Backoff{Initial: 100 * time.Millisecond, Max: 60 * time.Second},
-		SinkRelistInterval:  10 * time.Second,
-		ExactlyOnceSource:   ExactlyOnceEnabled,
+		OffsetFlushInterval:  60 * time.Second,
+		ShutdownTimeout:      5 * time.Second,
+		RestartBackoff:       Backoff{Initial: time.Second, Max: 60 * time.Second},
+		RetryBackoff:         Backoff{Initial: 100 * time.Millisecond, Max: 60 * time.Second},
+		SinkRelistInterval:   10 * time.Second,
+		ExactlyOnceSource:    ExactlyOnceEnabled,
+		MaxTasksPerConnector: 1000,
 		Limits: Limits{
 			TaskInFlightRecords:        100_000,
 			TaskInFlightBytes:          32 << 20,
@@ -196,6 +202,7 @@ func (c Config) withDefaults() (Config, error) {
 	default:
 		return c, fmt.Errorf("worker: exactly-once source support %q is not one of enabled, disabled", c.ExactlyOnceSource)
 	}
+	setInt(&c.MaxTasksPerConnector, d.MaxTasksPerConnector)
 	l, dl := &c.Limits, d.Limits
 	setInt(&l.TaskInFlightRecords, dl.TaskInFlightRecords)
 	setInt(&l.TaskInFlightBytes, dl.TaskInFlightBytes)

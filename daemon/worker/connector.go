@@ -2,6 +2,7 @@ package worker
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"maps"
@@ -13,6 +14,7 @@ import (
 
 	"github.com/kcd-project/kcd/daemon/connect"
 	"github.com/kcd-project/kcd/daemon/connectstore"
+	"github.com/kcd-project/kcd/daemon/store"
 )
 
 // connState is the connector instance's side of a supervisor.
@@ -183,6 +185,9 @@ func (s *supervisor) failConnector(ctx context.Context, err error) {
 // connector.
 func (s *supervisor) writeTaskConfigs(ctx context.Context) error {
 	maxTasks, err := tasksMax(s.spec.cfg)
+	if err == nil && maxTasks > s.w.cfg.MaxTasksPerConnector {
+		err = fmt.Errorf("invalid value %d for configuration tasks.max: the workers run at most %d tasks per connector (max-tasks-per-connector)", maxTasks, s.w.cfg.MaxTasksPerConnector)
+	}
 	if err != nil {
 		s.failConnector(ctx, err)
 		return err
@@ -219,6 +224,12 @@ func (s *supervisor) writeTaskConfigs(ctx context.Context) error {
 		return nil
 	}
 	tc, err := s.w.store.SetTasks(ctx, s.name, cfgs, s.w.cfg.Assignment.Fence(s.name, -1))
+	if errors.Is(err, store.ErrInvalid) {
+		// Too large for the store (a value over store.MaxValueSize):
+		// retrying cannot help, the connector's config must change.
+		s.failConnector(ctx, fmt.Errorf("store %d task configs: %w", len(cfgs), err))
+		return err
+	}
 	if err != nil {
 		s.storeFailed("store task configs", err)
 		return err

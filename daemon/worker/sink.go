@@ -20,11 +20,14 @@ import (
 // consumer group), converts, puts, and every flush interval flushes and
 // commits the offsets to the store and to the connector's consumer group.
 type sinkRun struct {
-	tr     *taskRun
-	task   connect.SinkTask
-	cs     converters
-	client *kgo.Client
-	dlq    *deadLetters
+	tr   *taskRun
+	task connect.SinkTask
+	cs   converters
+	// client is made when the task first gets partitions: a task without
+	// any (more tasks than partitions) holds no Kafka client.
+	client    *kgo.Client
+	newClient func() (*kgo.Client, error)
+	dlq       *deadLetters
 
 	mu       sync.Mutex // guards assigned for Assignment()
 	assigned []connect.TopicPartition
@@ -62,7 +65,7 @@ func runSink(tr *taskRun) error {
 		// transaction wait until it ends.
 		isolation = kgo.ReadCommitted()
 	}
-	client, err := tr.w.newClient(
+	opts := []kgo.Opt{
 		kgo.ClientID(fmt.Sprintf("connector-consumer-%s-%d", tr.id.Connector, tr.id.Task)),
 		kgo.FetchIsolationLevel(isolation),
 		kgo.FetchMaxBytes(lim.SinkFetchMaxBytes),
@@ -71,22 +74,23 @@ func runSink(tr *taskRun) error {
 		kgo.ConsumeResetOffset(reset),
 		// The Java consumer's fetch.max.wait.ms: a partition added while a
 		// fetch waits for data is fetched this soon.
-		kgo.FetchMaxWait(500*time.Millisecond),
+		kgo.FetchMaxWait(500 * time.Millisecond),
 		// A partition added later waits for metadata no longer than this.
 		kgo.MetadataMinAge(min(5*time.Second, tr.w.cfg.SinkRelistInterval)),
-	)
-	if err != nil {
-		return fmt.Errorf("consumer: %w", err)
 	}
-	defer client.Close()
 	st := &sinkRun{
 		tr:        tr,
 		task:      conn.NewTask(),
 		cs:        cs,
-		client:    client,
+		newClient: func() (*kgo.Client, error) { return tr.w.newClient(opts...) },
 		consumed:  map[connect.TopicPartition]int64{},
 		committed: map[connect.TopicPartition]int64{},
 	}
+	defer func() {
+		if st.client != nil {
+			st.client.Close()
+		}
+	}()
 	if tr.settings.dlqTopic != "" {
 		st.dlq = newDeadLetters(tr)
 	}
@@ -137,6 +141,20 @@ func (st *sinkRun) loop() error {
 				return err
 			}
 			nextCommit = time.Now().Add(tr.settings.flushInterval)
+		}
+		if st.idle() {
+			// No partitions (more tasks than partitions): nothing to
+			// fetch until some are assigned, the task stops, or the next
+			// commit is due. Polling here, every task twice a second,
+			// kept a worker with many idle sink tasks busy.
+			t := time.NewTimer(time.Until(nextCommit))
+			select {
+			case <-tr.wake:
+			case <-tr.ctx.Done():
+			case <-t.C:
+			}
+			t.Stop()
+			continue
 		}
 		pctx, cancel := context.WithTimeout(tr.ctx, min(pollWait, time.Until(nextCommit)))
 		fetches := st.client.PollRecords(pctx, tr.w.cfg.Limits.SinkMaxBatch)
@@ -357,7 +375,9 @@ func (st *sinkRun) applyWant() error {
 			delete(st.consumed, tp)
 			delete(st.committed, tp)
 		}
-		st.client.RemoveConsumePartitions(rm)
+		if st.client != nil {
+			st.client.RemoveConsumePartitions(rm)
+		}
 	}
 	if len(added) > 0 {
 		stored, err := tr.w.store.SinkOffsets(tr.ctx, tr.id.Connector)
@@ -385,6 +405,13 @@ func (st *sinkRun) applyWant() error {
 				add[tp.Topic][tp.Partition] = kgo.NewOffset().AtStart()
 			}
 		}
+		if st.client == nil {
+			c, err := st.newClient()
+			if err != nil {
+				return fmt.Errorf("consumer: %w", err)
+			}
+			st.client = c
+		}
 		st.client.AddConsumePartitions(add)
 	}
 	st.mu.Lock()
@@ -408,6 +435,13 @@ func (st *sinkRun) applyWant() error {
 func (st *sinkRun) owns(tp connect.TopicPartition) bool {
 	_, ok := slices.BinarySearchFunc(st.assigned, tp, compareTP)
 	return ok
+}
+
+// idle tells whether the task has no partitions to fetch.
+func (st *sinkRun) idle() bool {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	return len(st.assigned) == 0
 }
 
 func (st *sinkRun) assignment() []connect.TopicPartition {

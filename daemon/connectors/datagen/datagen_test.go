@@ -38,8 +38,14 @@ func TestCounterNumberedAndBounded(t *testing.T) {
 		t.Fatal(err)
 	}
 	var got []*connect.SourceRecord
-	for range 4 {
-		recs, err := task.Poll(t.Context())
+	stopped, stop := context.WithCancel(t.Context())
+	stop() // the fourth poll, after max.records, waits until the task stops
+	for i := range 4 {
+		ctx := t.Context()
+		if i == 3 {
+			ctx = stopped
+		}
+		recs, err := task.Poll(ctx)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -32,8 +32,11 @@ var (
 	// filler is the alphabet over and over, the bytes after a payload's
 	// numbers: byte i of record n is 'a'+(i+n) mod 26.
 	filler = []byte(strings.Repeat("abcdefghijklmnopqrstuvwxyz", 64))
-	// idle is how long Poll waits when a task has nothing to emit.
+	// idle is how long Poll waits when a task has nothing to emit yet;
+	// done how long once it emitted max.records and never will again, so
+	// that finished tasks cost next to nothing (a stop ends the wait).
 	idle = 200 * time.Millisecond
+	done = 5 * time.Second
 )
 
 // Task emits the records of one task.
@@ -113,7 +116,7 @@ func (t *Task) Poll(ctx context.Context) ([]*connect.SourceRecord, error) {
 		n = min(n, t.cfg.maxRecords-t.next)
 		if n <= 0 {
 			t.spare = batch{} // done: no memory kept for records that will not come
-			sleep(ctx, idle)
+			sleep(ctx, done)
 			return nil, nil
 		}
 	}

@@ -67,13 +67,19 @@ type lineWriter struct {
 	buf []byte
 }
 
+// newLineWriter returns a lineWriter to out; its buffer is made at the
+// first line, so that a task that never gets a record (more tasks than
+// partitions) holds none.
 func newLineWriter(out io.Writer) *lineWriter {
-	return &lineWriter{out: out, buf: make([]byte, 0, lineBuffer)}
+	return &lineWriter{out: out}
 }
 
 // writeLine appends s and a newline to w's buffer, and writes the buffer
 // once it is full.
 func writeLine[T string | []byte](w *lineWriter, s T) error {
+	if w.buf == nil {
+		w.buf = make([]byte, 0, lineBuffer)
+	}
 	w.buf = append(w.buf, s...)
 	w.buf = append(w.buf, '\n')
 	if len(w.buf) >= lineBuffer {
