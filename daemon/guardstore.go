@@ -53,3 +53,15 @@ func (g guardedStore) Batch(ctx context.Context, conds []store.Cond, ops []store
 	}
 	return g.Store.Batch(ctx, conds, ops)
 }
+
+// Compact passes compaction through to a store that has it (the REST store
+// API offers it only then).
+func (g guardedStore) Compact(ctx context.Context, rev int64) error {
+	c, ok := g.Store.(interface {
+		Compact(context.Context, int64) error
+	})
+	if !ok {
+		return fmt.Errorf("%w: this store does not compact", store.ErrInvalid)
+	}
+	return c.Compact(ctx, rev)
+}
