@@ -21,7 +21,11 @@ type taskSlot struct {
 	fenced bool
 	// claim is the assignment's claim the fenced run started under: a
 	// newer one gives the task here anew, so it starts at once.
-	claim    connectstore.Fence
+	claim connectstore.Fence
+	// started is the claim its last run started under: a run under
+	// another reports its status afresh, as another worker may have
+	// reported the task meanwhile.
+	started  connectstore.Fence
 	err      error
 	failures int // consecutive, for the backoff
 	restarts int // automatic restarts, shown in its status
@@ -147,6 +151,10 @@ func (s *supervisor) reconcileTasks(ctx context.Context) {
 			}
 			sl.failed, sl.err = false, nil
 			sl.run = s.startTask(id, tc, paused, s.sink.partsFor(id, len(sp.tasks.Tasks)))
+			if !slices.Equal(sl.run.claim, sl.started) {
+				delete(s.reported, id)
+				sl.started = sl.run.claim
+			}
 			continue
 		}
 		sl.run.setPaused(paused)
