@@ -135,3 +135,72 @@ func scenarioRegained(e *env) {
 	w2.stop()
 	w1.stop()
 }
+
+func TestIntegrationSourceRunResumedUnderNewClaim(t *testing.T) {
+	t.Parallel()
+	scenarioResumedUnderNewClaim(kafkaEnv(t))
+}
+
+// As after a freeze: w1's run finds the task not its own any more and
+// waits, before its supervisor hears of it; w2 takes the task over, then
+// the task comes back to w1 under a new claim. The waiting run must not go
+// on with its producer (fenced meanwhile, which would cost a fenced
+// restart's backoff): it gives way at once to a new run, which produces.
+func scenarioResumedUnderNewClaim(e *env) {
+	t := e.t
+	ctx := context.Background()
+	topic, src := e.name("resumed"), e.name("resumed")
+	e.createTopic(topic, 1)
+	e.create(src, map[string]string{"connector.class": "Datagen", "topic": topic, "rate.per.task": "2000", "batch.size": "20",
+		"value.converter": StringConverter})
+	owner := "kcd-test/owner/" + src
+	give := func(c *claims) {
+		t.Helper()
+		rev, _, err := e.cs.Raw().Batch(ctx, nil, []store.Op{store.Put(owner, []byte(owner))})
+		if err != nil {
+			t.Fatal(err)
+		}
+		c.set(rev)
+	}
+	a1, a2 := newClaims(true, owner), newClaims(false, owner)
+	c1, c2 := &counted{}, &counted{}
+	long := Backoff{Initial: time.Minute, Max: time.Minute}
+	give(a1)
+	w1 := e.start(func(c *Config) {
+		c.WorkerID, c.Assignment, c.RestartBackoff = "w1:8083", a1, long
+		c.KafkaOpts = []kgo.Opt{kgo.WithHooks(c1)}
+	})
+	waitFor(t, 20*time.Second, "w1 producing", func() (bool, string) {
+		return c1.n.Load() >= 200, fmt.Sprint(c1.n.Load(), " records")
+	})
+
+	// The run sees the task is not its own (by its clock) and waits; its
+	// supervisor is not told (no Changed), so the run stays.
+	a1.rev.Store(0)
+	waitFor(t, 10*time.Second, "w1's run waiting", func() (bool, string) {
+		n := c1.n.Load()
+		time.Sleep(300 * time.Millisecond)
+		return c1.n.Load() == n, ""
+	})
+	give(a2)
+	w2 := e.start(func(c *Config) {
+		c.WorkerID, c.Assignment, c.RestartBackoff = "w2:8083", a2, long
+		c.KafkaOpts = []kgo.Opt{kgo.WithHooks(c2)}
+	})
+	waitFor(t, 20*time.Second, "w2 producing", func() (bool, string) {
+		return c2.n.Load() >= 400, fmt.Sprint(c2.n.Load(), " records")
+	})
+	a2.set(0)
+	waitFor(t, 20*time.Second, "w2 stopping the task", func() (bool, string) { return !w2.runs(src, 0), "" })
+
+	from := c1.n.Load()
+	give(a1)
+	waitFor(t, 20*time.Second, "w1 producing again", func() (bool, string) {
+		return c1.n.Load() >= from+200, fmt.Sprintf("%d records since; w1 runs %v", c1.n.Load()-from, w1.Running())
+	})
+	if st := e.waitState(src, 0, connectstore.StateRunning); st.WorkerID != "w1:8083" {
+		t.Errorf("task status %+v, want RUNNING on w1:8083", st)
+	}
+	w2.stop()
+	w1.stop()
+}
