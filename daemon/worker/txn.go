@@ -238,6 +238,9 @@ func (st *sourceRun) endTxn(err error) {
 		}
 	}
 	if !owned || isFencing(err) || isFencing(st.failure()) {
+		// Records still buffered go too, so that the producer sends
+		// nothing more before it is closed.
+		st.client.UnsafeAbortBufferedRecords()
 		st.tracker.discard()
 		return
 	}
