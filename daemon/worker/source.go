@@ -81,7 +81,7 @@ func runSource(tr *taskRun) error {
 	if tr.w.cfg.exactlyOnce() {
 		ok, err := st.openTransactional()
 		if st.client != nil {
-			defer st.client.Close()
+			defer tr.closeProducer()
 		}
 		if !ok {
 			return err
@@ -140,8 +140,8 @@ func (st *sourceRun) loop() error {
 			return nil
 		}
 		if st.inTxn && st.commitDue() {
-			if !tr.waitOwned() {
-				return nil
+			if ok, err := tr.waitClaim(); !ok {
+				return err
 			}
 			if err := st.commitTxn(tr.hard); err != nil {
 				return err
@@ -180,8 +180,8 @@ func (st *sourceRun) loop() error {
 		// A worker cut off from the coordinator (or frozen, then resumed)
 		// must not produce what it polled: the task may run elsewhere now.
 		// The records' offsets are not committed; the owner polls them again.
-		if !tr.waitOwned() {
-			return nil
+		if ok, err := tr.waitClaim(); !ok {
+			return err
 		}
 		err = st.sendAll(recs)
 		if st.recycler != nil && len(recs) > 0 {
@@ -198,9 +198,9 @@ func (st *sourceRun) loop() error {
 		}
 		if st.txn && (!st.inTxn || st.commitDue()) {
 			// A worker that lost the task commits nothing: the transaction
-			// is aborted when the task stops.
-			if !tr.waitOwned() {
-				return nil
+			// is abandoned when the task stops.
+			if ok, err := tr.waitClaim(); !ok {
+				return err
 			}
 			if err := st.commitTxn(tr.hard); err != nil {
 				return err

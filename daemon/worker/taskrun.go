@@ -2,13 +2,18 @@ package worker
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"maps"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kgo"
+
 	"github.com/kcd-project/kcd/daemon/connect"
+	"github.com/kcd-project/kcd/daemon/connectstore"
 )
 
 // taskRun is one run of a task: from Start to Stop, in its own goroutine.
@@ -25,6 +30,13 @@ type taskRun struct {
 	plugin   *connect.Plugin
 	log      *slog.Logger
 	stats    *taskStats
+	// claim is the assignment's claim on the task when the run started;
+	// a different one later means the task was given to this worker
+	// anew meanwhile, and may have run elsewhere in between.
+	claim connectstore.Fence
+	// producer is the run's own producer (nil: it shares the worker's).
+	producerOnce sync.Once
+	producer     atomic.Pointer[kgo.Client]
 
 	// hard ends everything at once; ctx (a child) ends the task's loop, after
 	// which it drains and commits within the worker's ShutdownTimeout.
@@ -58,6 +70,7 @@ func (s *supervisor) startTask(id int, config map[string]string, paused bool, pa
 		sup:      s,
 		id:       tid,
 		gen:      s.spec.tasks.Generation,
+		claim:    s.w.cfg.Assignment.Fence(s.name, id),
 		config:   maps.Clone(config),
 		connCfg:  s.spec.cfg,
 		settings: s.settings,
@@ -179,6 +192,45 @@ func (tr *taskRun) waitOwned() bool {
 		}
 	}
 	return true
+}
+
+// errSuperseded ends a source run that finds the task given to this worker
+// anew since it started: a run elsewhere took the task's transactional id
+// over in between, so this run's producer is fenced, or its position
+// stale. It counts as fenced; the supervisor starts the task again at once.
+var errSuperseded = fmt.Errorf("%w: the task was assigned to this worker again since this run started", errFenced)
+
+// superseded tells whether the assignment's claim on the task is no longer
+// the one the run started under.
+func (tr *taskRun) superseded() bool {
+	return !slices.Equal(tr.w.cfg.Assignment.Fence(tr.id.Connector, tr.id.Task), tr.claim)
+}
+
+// waitClaim is waitOwned for a source run: it returns errSuperseded when
+// the task is this worker's again but under a newer claim than the run's.
+func (tr *taskRun) waitClaim() (bool, error) {
+	if !tr.waitOwned() {
+		return false, nil
+	}
+	if tr.superseded() {
+		return false, errSuperseded
+	}
+	return true, nil
+}
+
+// setProducer records the run's own producer, for closeProducer.
+func (tr *taskRun) setProducer(cl *kgo.Client) { tr.producer.Store(cl) }
+
+// closeProducer closes the run's own producer, if any, once. A run that is
+// abandoned gets its producer closed so that nothing of it can reach the
+// broker again (franz-go may re-initialise a producer id on its own, which
+// would fence the task's next run).
+func (tr *taskRun) closeProducer() {
+	tr.producerOnce.Do(func() {
+		if cl := tr.producer.Load(); cl != nil {
+			cl.Close()
+		}
+	})
 }
 
 // sleep waits d or until the task must stop; false in the latter case.

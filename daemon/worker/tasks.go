@@ -3,6 +3,7 @@ package worker
 import (
 	"context"
 	"errors"
+	"slices"
 	"time"
 
 	"github.com/kcd-project/kcd/daemon/connectstore"
@@ -17,7 +18,14 @@ type taskSlot struct {
 	// fenced: the broker fenced the last run (another run of the task
 	// took its transactional id over). Not a failure: the slot starts the
 	// task again at retryAt, and only if this worker still owns it then.
-	fenced   bool
+	fenced bool
+	// claim is the assignment's claim the fenced run started under: a
+	// newer one gives the task here anew, so it starts at once.
+	claim connectstore.Fence
+	// started is the claim its last run started under: a run under
+	// another reports its status afresh, as another worker may have
+	// reported the task meanwhile.
+	started  connectstore.Fence
 	err      error
 	failures int // consecutive, for the backoff
 	restarts int // automatic restarts, shown in its status
@@ -38,7 +46,7 @@ func (s *supervisor) collectTasks(ctx context.Context) {
 		}
 		healthy := r.isRunning() && time.Since(r.startedAt) >= s.w.cfg.RestartBackoff.Max
 		if errors.Is(err, errFenced) {
-			s.fenceTask(id, sl, err, healthy)
+			s.fenceTask(id, sl, r, err, healthy)
 			continue
 		}
 		s.failTask(ctx, id, sl, err, healthy)
@@ -47,16 +55,31 @@ func (s *supervisor) collectTasks(ctx context.Context) {
 
 // fenceTask takes note of a run the broker fenced. It reports nothing: the
 // task is another worker's now, which reports it, or this worker starts it
-// again after the backoff if the assignment still gives it here.
-func (s *supervisor) fenceTask(id int, sl *taskSlot, err error, healthy bool) {
+// again if the assignment gives it here: at once when it gives it under a
+// newer claim than the run's (the fencing came from the run that preceded
+// this worker's current ownership), otherwise after the backoff, so that
+// two workers that both believe they own a task never fence each other in
+// quick turns.
+func (s *supervisor) fenceTask(id int, sl *taskSlot, r *taskRun, err error, healthy bool) {
+	sl.fenced, sl.claim = true, r.claim
+	if s.regained(id, sl) {
+		sl.retryAt = time.Time{}
+		s.log.Info("task fenced by a run of it that preceded this worker's current ownership; starting it again at once", "task", id, "err", err)
+		return
+	}
 	if healthy {
 		sl.failures = 0
 	}
 	sl.failures++
-	sl.fenced = true
 	delay := s.w.cfg.RestartBackoff.Delay(sl.failures)
 	sl.retryAt = time.Now().Add(delay)
 	s.log.Warn("task fenced: a newer run of it produces elsewhere; it stops here", "task", id, "err", err, "retry_in_if_still_owned", delay)
+}
+
+// regained tells whether the assignment gives task id to this worker under
+// a newer claim than that of its fenced run.
+func (s *supervisor) regained(id int, sl *taskSlot) bool {
+	return s.w.cfg.Assignment.Task(s.name, id) && !slices.Equal(s.w.cfg.Assignment.Fence(s.name, id), sl.claim)
 }
 
 func (s *supervisor) failTask(ctx context.Context, id int, sl *taskSlot, err error, healthy bool) {
@@ -89,7 +112,9 @@ func (s *supervisor) reconcileTasks(ctx context.Context) {
 	var stopping []*taskRun
 	for id, sl := range s.slots {
 		_, ok := want[id]
-		if sl.run != nil && (!ok || sl.run.gen != sp.tasks.Generation) {
+		// A source run whose claim is gone although the task is this
+		// worker's again stops too: the task ran elsewhere meanwhile.
+		if sl.run != nil && (!ok || sl.run.gen != sp.tasks.Generation || (!sl.run.stats.sink && sl.run.superseded())) {
 			stopping = append(stopping, sl.run)
 			sl.run = nil
 		}
@@ -113,19 +138,23 @@ func (s *supervisor) reconcileTasks(ctx context.Context) {
 			s.slots[id] = sl
 		}
 		if sl.run == nil {
-			if (sl.failed || sl.fenced) && now.Before(sl.retryAt) {
+			if (sl.failed || sl.fenced) && now.Before(sl.retryAt) && !(sl.fenced && !sl.failed && s.regained(id, sl)) {
 				continue
 			}
 			if sl.fenced {
 				s.log.Info("starting a fenced task again: the assignment still gives it to this worker", "task", id)
 			}
-			sl.fenced = false
+			sl.fenced, sl.claim = false, nil
 			if sl.failed {
 				sl.restarts++
 				s.log.Info("task restarted after a failure", "task", id, "restarts", sl.restarts)
 			}
 			sl.failed, sl.err = false, nil
 			sl.run = s.startTask(id, tc, paused, s.sink.partsFor(id, len(sp.tasks.Tasks)))
+			if !slices.Equal(sl.run.claim, sl.started) {
+				delete(s.reported, id)
+				sl.started = sl.run.claim
+			}
 			continue
 		}
 		sl.run.setPaused(paused)
@@ -175,7 +204,9 @@ func (s *supervisor) stopRuns(runs []*taskRun) {
 		select {
 		case <-r.done:
 		case <-time.After(time.Second):
+			// Its producer goes now: a next run of the task may start.
 			s.log.Error("task did not stop; abandoning it", "task", r.id.Task)
+			r.closeProducer()
 		}
 	}
 }

@@ -134,10 +134,11 @@ func (st *sourceRun) openTransactional() (ok bool, err error) {
 	if st.client, err = tr.w.newClient(opts...); err != nil {
 		return false, fmt.Errorf("producer: %w", err)
 	}
+	tr.setProducer(st.client)
 	st.txn = true
 	st.tracker.transactional()
-	if !tr.waitOwned() {
-		return false, nil
+	if ok, err := tr.waitClaim(); !ok {
+		return false, err
 	}
 	if _, _, err := st.client.ProducerID(tr.ctx); err != nil {
 		if tr.ctx.Err() != nil {
@@ -215,14 +216,20 @@ func (st *sourceRun) abortTxn(ctx context.Context) {
 }
 
 // endTxn ends the open transaction when the task stops (err: why its loop
-// ended). A clean stop commits it while the worker still owns the task;
-// otherwise it is aborted, unless the broker fenced it (then it is aborted
-// already).
+// ended). A clean stop commits it while the worker owns the task under the
+// run's claim; a failed run that owns it so aborts it. A run fenced by the
+// broker, or that no longer owns the task under its claim, abandons it and
+// sends nothing more: franz-go's abort may re-initialise the producer id
+// (after a failed batch or request), and an InitProducerID with this
+// producer id fences, whatever its epoch, a transaction the task's current
+// run has open. The broker aborts the abandoned transaction when the next
+// run initialises the id, or after the transaction timeout.
 func (st *sourceRun) endTxn(err error) {
 	tr := st.tr
 	ctx, cancel := context.WithTimeout(tr.hard, tr.w.cfg.ShutdownTimeout)
 	defer cancel()
-	if err == nil && tr.w.cfg.Assignment.Task(tr.id.Connector, tr.id.Task) {
+	owned := tr.w.cfg.Assignment.Task(tr.id.Connector, tr.id.Task) && !tr.superseded()
+	if err == nil && owned {
 		if err = st.commitTxn(ctx); err == nil {
 			return
 		}
@@ -230,7 +237,10 @@ func (st *sourceRun) endTxn(err error) {
 			tr.log.Warn("commit transaction at stop; aborting it", "err", err)
 		}
 	}
-	if isFencing(err) || isFencing(st.failure()) {
+	if !owned || isFencing(err) || isFencing(st.failure()) {
+		// Records still buffered go too, so that the producer sends
+		// nothing more before it is closed.
+		st.client.UnsafeAbortBufferedRecords()
 		st.tracker.discard()
 		return
 	}
