@@ -88,8 +88,12 @@ func (b *readBatcher) round() error {
 	defer cancel()
 	for {
 		// Without a leader raft drops the request at once: ask again after
-		// a tick, so that the read completes soon after one is elected.
-		retry := b.n.cfg.electionTimeout()
+		// a tick, so that the read completes soon after one is elected. With
+		// one, the request or its answer may still be lost with a broken
+		// peer stream (a peer that was frozen): ask again after a few ticks,
+		// not a whole election timeout; a repeated request costs the leader
+		// one heartbeat round.
+		retry := min(b.n.cfg.electionTimeout(), 5*b.n.cfg.TickInterval)
 		if b.n.Leader() == 0 {
 			retry = b.n.cfg.TickInterval
 		}

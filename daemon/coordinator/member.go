@@ -145,6 +145,21 @@ func (m *Member) owns(u Unit) bool {
 	return !revoked && m.owners[u].worker == m.cfg.Worker.ID
 }
 
+// Releasing implements worker's releaser: task id of connector name is
+// revoked from this worker, which still owns it under a held session until
+// it has stopped it, so the stopping run may still finish its work
+// (commit what it sent); a new run must not start.
+func (m *Member) Releasing(name string, id int) bool {
+	u := Unit{Connector: name, Task: id}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if !m.holdsLocked() {
+		return false
+	}
+	_, revoked := m.revokes[u]
+	return revoked && m.owners[u].worker == m.cfg.Worker.ID
+}
+
 // holdsLocked tells whether the worker may run what it owns: the session
 // is held by the clock, and confirmed by the coordinator since it last
 // lapsed, with the assignment followed up to the confirmation. m.mu is

@@ -8,6 +8,20 @@ import (
 	"github.com/kcd-project/kcd/daemon/connectstore"
 )
 
+// releaser is an Assignment that tells a task being handed over (revoked,
+// but this worker's under a held session until its run stops) from one
+// that is lost: the stopping run may commit what it sent.
+type releaser interface {
+	Releasing(name string, id int) bool
+}
+
+// releasing tells whether task id of connector name is being handed over
+// by this worker (false when the Assignment cannot tell).
+func releasing(a Assignment, name string, id int) bool {
+	r, ok := a.(releaser)
+	return ok && r.Releasing(name, id)
+}
+
 // Assignment decides which connectors and tasks run on this worker. A
 // single worker runs all of them (All); the coordinator will hand each
 // worker its share through an implementation of its own.

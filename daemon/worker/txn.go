@@ -228,7 +228,10 @@ func (st *sourceRun) endTxn(err error) {
 	tr := st.tr
 	ctx, cancel := context.WithTimeout(tr.hard, tr.w.cfg.ShutdownTimeout)
 	defer cancel()
-	owned := tr.w.cfg.Assignment.Task(tr.id.Connector, tr.id.Task) && !tr.superseded()
+	// A task being handed over is still this worker's until its run has
+	// stopped: it commits, so the next owner resumes from its offsets.
+	a := tr.w.cfg.Assignment
+	owned := (a.Task(tr.id.Connector, tr.id.Task) || releasing(a, tr.id.Connector, tr.id.Task)) && !tr.superseded()
 	if err == nil && owned {
 		if err = st.commitTxn(ctx); err == nil {
 			return

@@ -204,3 +204,63 @@ func scenarioResumedUnderNewClaim(e *env) {
 	w2.stop()
 	w1.stop()
 }
+
+func TestIntegrationSourceRevokeCommits(t *testing.T) {
+	t.Parallel()
+	scenarioRevokeCommits(kafkaEnv(t))
+}
+
+// releasingClaims is claims whose task can be revoked: it stays this
+// worker's, under the same claim, until the run has stopped, as the
+// coordinator's Member has it between a revoke and the owner's change.
+type releasingClaims struct {
+	*claims
+	revoked atomic.Bool
+}
+
+func (c *releasingClaims) Task(name string, id int) bool {
+	return !c.revoked.Load() && c.claims.Task(name, id)
+}
+
+func (c *releasingClaims) Releasing(name string, id int) bool {
+	return c.revoked.Load() && c.claims.Task(name, id)
+}
+
+// A task revoked from its worker (a move to another worker, not a lost
+// session) still belongs to it until its run has stopped: the run commits
+// its open transaction, so that what it produced is visible and the next
+// owner resumes after it, instead of abandoning the transaction (its
+// records aborted, produced again by the next owner).
+func scenarioRevokeCommits(e *env) {
+	t := e.t
+	ctx := context.Background()
+	topic, src := e.name("revoke"), e.name("revoke")
+	e.createTopic(topic, 1)
+	// One long transaction: open until the run stops.
+	e.create(src, map[string]string{"connector.class": "Datagen", "topic": topic, "rate.per.task": "2000", "batch.size": "20",
+		"transaction.boundary": "interval", "transaction.boundary.interval.ms": "300000", "value.converter": StringConverter})
+	owner := "kcd-test/owner/" + src
+	rev, _, err := e.cs.Raw().Batch(ctx, nil, []store.Op{store.Put(owner, []byte(owner))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := &releasingClaims{claims: newClaims(true, owner)}
+	a.set(rev)
+	c := &counted{}
+	w := e.start(func(cfg *Config) {
+		cfg.WorkerID, cfg.Assignment = "w1:8083", a
+		cfg.KafkaOpts = []kgo.Opt{kgo.WithHooks(c)}
+	})
+	waitFor(t, 20*time.Second, "w1 producing", func() (bool, string) {
+		return c.n.Load() >= 200, fmt.Sprint(c.n.Load(), " records")
+	})
+	a.revoked.Store(true)
+	a.set(rev)
+	waitFor(t, 20*time.Second, "w1 stopping the revoked task", func() (bool, string) { return !w.runs(src, 0), "" })
+	produced := c.n.Load()
+	got := e.consume(topic, 20*time.Second, func(rs []*kgo.Record) bool { return int64(len(rs)) >= produced })
+	if int64(len(got)) < produced {
+		t.Fatalf("%d of the %d records the revoked run produced are committed: its transaction was not", len(got), produced)
+	}
+	w.stop()
+}
