@@ -160,6 +160,18 @@ func (m *Member) Releasing(name string, id int) bool {
 	return revoked && m.owners[u].worker == m.cfg.Worker.ID
 }
 
+// releasing tells whether a unit is being revoked from this worker.
+func (m *Member) releasing() bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for u, from := range m.revokes {
+		if from == m.cfg.Worker.ID && m.owners[u].worker == m.cfg.Worker.ID {
+			return true
+		}
+	}
+	return false
+}
+
 // holdsLocked tells whether the worker may run what it owns: the session
 // is held by the clock, and confirmed by the coordinator since it last
 // lapsed, with the assignment followed up to the confirmation. m.mu is
@@ -287,9 +299,11 @@ func (m *Member) heartbeats(ctx context.Context) {
 		}
 		if err == nil {
 			failures = 0
-			if !m.answered(sent, reply) {
-				// Waiting to be counted in the assignment: a rebalance
-				// follows a new session at once, so ask again soon.
+			if !m.answered(sent, reply) || m.releasing() {
+				// Waiting to be counted in the assignment (a rebalance
+				// follows a new session at once), or handing units over
+				// (a revoked unit moves once two heartbeats said it
+				// stopped): ask again soon.
 				next = min(next, 100*time.Millisecond)
 			}
 		} else {

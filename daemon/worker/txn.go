@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	mathrand "math/rand/v2"
 	"strconv"
 	"time"
 	"unicode/utf8"
@@ -130,7 +131,12 @@ func (st *sourceRun) openTransactional() (ok bool, err error) {
 	}
 	id := transactionalID(prefix, tr.id.Connector, tr.id.Task)
 	opts := tr.w.producerOpts(tr.w.cfg.Limits.TaskInFlightRecords, fmt.Sprintf("connector-producer-%s-%d", tr.id.Connector, tr.id.Task))
-	opts = append(opts, kgo.TransactionalID(id), kgo.TransactionTimeout(txnTimeout(tr.settings)))
+	opts = append(opts, kgo.TransactionalID(id), kgo.TransactionTimeout(txnTimeout(tr.settings)),
+		// Initialising the id aborts the previous run's open transaction
+		// first (CONCURRENT_TRANSACTIONS until the markers are written):
+		// retry at Java's pace, not franz-go's 250 ms doubling, so that a
+		// task taken over from a dead worker starts within milliseconds.
+		kgo.RetryBackoffFn(txnRetryBackoff))
 	if st.client, err = tr.w.newClient(opts...); err != nil {
 		return false, fmt.Errorf("producer: %w", err)
 	}
@@ -248,4 +254,12 @@ func (st *sourceRun) endTxn(err error) {
 		return
 	}
 	st.abortTxn(ctx)
+}
+
+// txnRetryBackoff is a transactional producer's backoff between retries:
+// 20 ms doubling up to 500 ms, with ±20 % jitter.
+func txnRetryBackoff(fails int) time.Duration {
+	d := 20 * time.Millisecond << min(max(fails-1, 0), 5)
+	d = min(d, 500*time.Millisecond)
+	return time.Duration(float64(d) * (0.8 + 0.4*mathrand.Float64()))
 }
