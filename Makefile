@@ -28,7 +28,7 @@ test-unit:
 
 # Integration tests only, against an environment that is already up.
 test-integration:
-	$(GO) test -race -count=1 -run '^TestIntegration' ./...
+	$(GO) test -race -count=1 -timeout 20m -run '^TestIntegration' ./...
 
 # The fault schedule against a 4-node cluster on the test environment's Kafka
 # (docs/testing.md): CHAOS_DURATION of faults, then the data is checked;

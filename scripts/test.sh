@@ -50,6 +50,8 @@ set -a
 set +a
 
 echo "== integration tests"
-go test -race -count=1 -run '^TestIntegration' ./...
+# Per package up to 20 minutes: daemon/systemtest holds the 2-minute chaos
+# schedule, which refuses to start when go test's timeout leaves it too little.
+go test -race -count=1 -timeout 20m -run '^TestIntegration' ./...
 
 echo "== make test passed in $(( $(date +%s) - start ))s"
