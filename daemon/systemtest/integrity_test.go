@@ -198,14 +198,7 @@ func TestIntegrationProcessStopWithoutQuorum(t *testing.T) {
 		t.Fatal(err)
 	}
 	const tasks = 6
-	topic := fmt.Sprintf("kcd-systemtest-stopnoquorum-%d", time.Now().UnixNano())
-	body := fmt.Sprintf(`{"name":"gen","config":{"connector.class":"Datagen","topic":%q,"tasks.max":"%d","rate.per.task":"200","key":"task","shape":"counter","value.converter":"org.apache.kafka.connect.storage.StringConverter"}}`, topic, tasks)
-	if err := WaitFor(ctx, 200*time.Millisecond, func() (bool, error) {
-		_, err := c.Node(lead).do(ctx, "POST", "/connectors", []byte(body), nil)
-		return err == nil, nil
-	}); err != nil {
-		t.Fatal(err)
-	}
+	startCounters(t, ctx, c.Node(lead), "kcd-systemtest-stopnoquorum", tasks)
 	survivor := c.Except(lead)[0]
 	if _, err := WaitPlacement(ctx, c.Node(lead), c.Nodes(), tasks, func(p Placement) bool { return p.Count(survivor) > 0 }); err != nil {
 		t.Fatalf("no task runs on node %d: %v", survivor.ID, err)
@@ -285,6 +278,52 @@ func readCounters(t *testing.T, ctx context.Context, brokers, topic string) map[
 	return seen
 }
 
+// startCounters creates connector gen, a counter Datagen source of tasks
+// tasks at 200 records/s each, keyed by task, into a new topic named after
+// prefix, and returns the topic.
+func startCounters(t *testing.T, ctx context.Context, via *Node, prefix string, tasks int) string {
+	t.Helper()
+	topic := fmt.Sprintf("%s-%d", prefix, time.Now().UnixNano())
+	body := fmt.Sprintf(`{"name":"gen","config":{"connector.class":"Datagen","topic":%q,"tasks.max":"%d","rate.per.task":"200","key":"task","shape":"counter","value.converter":"org.apache.kafka.connect.storage.StringConverter"}}`, topic, tasks)
+	if err := WaitFor(ctx, 200*time.Millisecond, func() (bool, error) {
+		_, err := via.do(ctx, "POST", "/connectors", []byte(body), nil)
+		return err == nil, nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	return topic
+}
+
+// growBy waits until topic holds n more records (and markers) than now.
+func growBy(t *testing.T, ctx context.Context, brokers, topic string, n int64) {
+	t.Helper()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(strings.Split(brokers, ",")...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	adm := kadm.NewClient(cl)
+	total := func() (int64, error) {
+		ends, err := adm.ListEndOffsets(ctx, topic)
+		if err != nil {
+			return 0, err
+		}
+		var sum int64
+		ends.Each(func(o kadm.ListedOffset) { sum += o.Offset })
+		return sum, nil
+	}
+	from, err := total()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := WaitFor(ctx, 50*time.Millisecond, func() (bool, error) {
+		now, err := total()
+		return err == nil && now >= from+n, nil
+	}); err != nil {
+		t.Fatalf("%s did not grow by %d records: %v", topic, n, err)
+	}
+}
+
 // TestIntegrationProcessRemoveDrainsFirst: removing a live member moves its
 // worker's tasks away first, each stopped with its last offset committed,
 // and only then removes it from the Raft configuration. Offsets are
@@ -304,14 +343,7 @@ func TestIntegrationProcessRemoveDrainsFirst(t *testing.T) {
 		t.Fatal(err)
 	}
 	const tasks = 3
-	topic := fmt.Sprintf("kcd-systemtest-removedrain-%d", time.Now().UnixNano())
-	body := fmt.Sprintf(`{"name":"gen","config":{"connector.class":"Datagen","topic":%q,"tasks.max":"%d","rate.per.task":"200","key":"task","shape":"counter","value.converter":"org.apache.kafka.connect.storage.StringConverter"}}`, topic, tasks)
-	if err := WaitFor(ctx, 200*time.Millisecond, func() (bool, error) {
-		_, err := c.Node(lead).do(ctx, "POST", "/connectors", []byte(body), nil)
-		return err == nil, nil
-	}); err != nil {
-		t.Fatal(err)
-	}
+	topic := startCounters(t, ctx, c.Node(lead), "kcd-systemtest-removedrain", tasks)
 	victim := c.Except(lead)[0]
 	p, err := WaitPlacement(ctx, c.Node(lead), c.Nodes(), tasks, func(p Placement) bool { return p.Count(victim) > 0 })
 	if err != nil {
@@ -323,7 +355,8 @@ func TestIntegrationProcessRemoveDrainsFirst(t *testing.T) {
 			onVictim = append(onVictim, task)
 		}
 	}
-	time.Sleep(time.Second) // the victim's tasks produce what a lost commit would repeat
+	// The victim's tasks produce what a lost commit would repeat.
+	growBy(t, ctx, brokers, topic, 100)
 
 	if err := c.Node(lead).RemoveMember(ctx, victim.ID); err != nil {
 		t.Fatalf("remove member %d: %v", victim.ID, err)
@@ -336,7 +369,7 @@ func TestIntegrationProcessRemoveDrainsFirst(t *testing.T) {
 	if _, err := WaitPlacement(ctx, c.Node(lead), rest, tasks, func(Placement) bool { return true }); err != nil {
 		t.Fatalf("tasks did not all run on the remaining nodes: %v", err)
 	}
-	time.Sleep(time.Second) // the moved tasks produce on their new workers
+	growBy(t, ctx, brokers, topic, 100) // the moved tasks produce on their new workers
 	if _, err := c.Node(lead).do(ctx, "PUT", "/connectors/gen/stop", nil, nil); err != nil {
 		t.Fatal(err)
 	}

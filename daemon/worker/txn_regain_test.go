@@ -11,7 +11,6 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/kcd-project/kcd/daemon/connectstore"
-	"github.com/kcd-project/kcd/daemon/store"
 )
 
 func TestIntegrationSourceTaskRegained(t *testing.T) {
@@ -56,6 +55,17 @@ func (c *claims) set(rev int64) {
 	}
 }
 
+// claimTask writes the owner key of a task, as the coordinator does when it
+// gives the task to a worker, and returns the claim: its new revision.
+func (e *env) claimTask(owner string) int64 {
+	e.t.Helper()
+	rev, err := e.cs.Raw().Put(context.Background(), owner, []byte(owner))
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return rev
+}
+
 // counted counts the records a worker's producers wrote (a kgo hook).
 type counted struct{ n atomic.Int64 }
 
@@ -73,21 +83,12 @@ func (c *counted) OnProduceRecordUnbuffered(_ *kgo.Record, err error) {
 // had. w2 is never fenced while it owns the task.
 func scenarioRegained(e *env) {
 	t := e.t
-	ctx := context.Background()
 	topic, src := e.name("regain"), e.name("regain")
 	e.createTopic(topic, 1)
 	e.create(src, map[string]string{"connector.class": "Datagen", "topic": topic, "rate.per.task": "2000", "batch.size": "20",
 		"value.converter": StringConverter})
 	owner := "kcd-test/owner/" + src
-	give := func(c *claims) int64 {
-		t.Helper()
-		rev, _, err := e.cs.Raw().Batch(ctx, nil, []store.Op{store.Put(owner, []byte(owner))})
-		if err != nil {
-			t.Fatal(err)
-		}
-		c.set(rev)
-		return rev
-	}
+	give := func(c *claims) { c.set(e.claimTask(owner)) }
 	a1, a2 := newClaims(true, owner), newClaims(false, owner)
 	c1, c2 := &counted{}, &counted{}
 	long := Backoff{Initial: time.Minute, Max: time.Minute}
@@ -148,20 +149,12 @@ func TestIntegrationSourceRunResumedUnderNewClaim(t *testing.T) {
 // restart's backoff): it gives way at once to a new run, which produces.
 func scenarioResumedUnderNewClaim(e *env) {
 	t := e.t
-	ctx := context.Background()
 	topic, src := e.name("resumed"), e.name("resumed")
 	e.createTopic(topic, 1)
 	e.create(src, map[string]string{"connector.class": "Datagen", "topic": topic, "rate.per.task": "2000", "batch.size": "20",
 		"value.converter": StringConverter})
 	owner := "kcd-test/owner/" + src
-	give := func(c *claims) {
-		t.Helper()
-		rev, _, err := e.cs.Raw().Batch(ctx, nil, []store.Op{store.Put(owner, []byte(owner))})
-		if err != nil {
-			t.Fatal(err)
-		}
-		c.set(rev)
-	}
+	give := func(c *claims) { c.set(e.claimTask(owner)) }
 	a1, a2 := newClaims(true, owner), newClaims(false, owner)
 	c1, c2 := &counted{}, &counted{}
 	long := Backoff{Initial: time.Minute, Max: time.Minute}
@@ -233,17 +226,13 @@ func (c *releasingClaims) Releasing(name string, id int) bool {
 // records aborted, produced again by the next owner).
 func scenarioRevokeCommits(e *env) {
 	t := e.t
-	ctx := context.Background()
 	topic, src := e.name("revoke"), e.name("revoke")
 	e.createTopic(topic, 1)
 	// One long transaction: open until the run stops.
 	e.create(src, map[string]string{"connector.class": "Datagen", "topic": topic, "rate.per.task": "2000", "batch.size": "20",
 		"transaction.boundary": "interval", "transaction.boundary.interval.ms": "300000", "value.converter": StringConverter})
 	owner := "kcd-test/owner/" + src
-	rev, _, err := e.cs.Raw().Batch(ctx, nil, []store.Op{store.Put(owner, []byte(owner))})
-	if err != nil {
-		t.Fatal(err)
-	}
+	rev := e.claimTask(owner)
 	a := &releasingClaims{claims: newClaims(true, owner)}
 	a.set(rev)
 	c := &counted{}
