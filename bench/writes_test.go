@@ -16,9 +16,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/kcd-project/kcd/daemon/store/raftstore"
 	"github.com/kcd-project/kcd/raft"
 	"github.com/kcd-project/kcd/raft/fsm"
+	"github.com/kcd-project/kcd/raft/raftstore"
 	"github.com/kcd-project/kcd/raft/transport"
 )
 

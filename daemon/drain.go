@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/kcd-project/kcd/daemon/coordinator"
-	"github.com/kcd-project/kcd/daemon/store"
+	"github.com/kcd-project/kcd/store"
 )
 
 // drainTimeout bounds how long a removal waits for the member's worker to

@@ -25,10 +25,10 @@ import (
 	"github.com/kcd-project/kcd/daemon/devkafka"
 	"github.com/kcd-project/kcd/daemon/herder"
 	"github.com/kcd-project/kcd/daemon/restapi"
-	"github.com/kcd-project/kcd/daemon/store"
-	"github.com/kcd-project/kcd/daemon/store/raftstore"
 	"github.com/kcd-project/kcd/daemon/worker"
 	"github.com/kcd-project/kcd/raft"
+	"github.com/kcd-project/kcd/raft/raftstore"
+	"github.com/kcd-project/kcd/store"
 )
 
 // Node is one running kcd process.

@@ -13,10 +13,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/kcd-project/kcd/daemon/store"
 	"github.com/kcd-project/kcd/raft"
 	"github.com/kcd-project/kcd/raft/fsm"
 	"github.com/kcd-project/kcd/raft/rafttest"
+	"github.com/kcd-project/kcd/store"
 )
 
 // Fault tests on an in-process cluster: partitions, message loss,

@@ -13,8 +13,8 @@ import (
 
 	"github.com/anishathalye/porcupine"
 
-	"github.com/kcd-project/kcd/daemon/store/raftstore"
 	"github.com/kcd-project/kcd/raft"
+	"github.com/kcd-project/kcd/raft/raftstore"
 	"github.com/kcd-project/kcd/raft/rafttest"
 )
 

@@ -15,7 +15,7 @@ import (
 
 	"github.com/kcd-project/kcd/daemon/connectstore"
 	"github.com/kcd-project/kcd/daemon/coordinator/assignor"
-	"github.com/kcd-project/kcd/daemon/store"
+	"github.com/kcd-project/kcd/store"
 )
 
 // ErrNotLeader: the coordinator does not run on this node now.

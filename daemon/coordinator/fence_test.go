@@ -16,10 +16,10 @@ import (
 	"time"
 
 	"github.com/kcd-project/kcd/daemon/connectstore"
-	"github.com/kcd-project/kcd/daemon/store"
-	"github.com/kcd-project/kcd/daemon/store/raftstore"
 	"github.com/kcd-project/kcd/raft"
+	"github.com/kcd-project/kcd/raft/raftstore"
 	"github.com/kcd-project/kcd/raft/rafttest"
+	"github.com/kcd-project/kcd/store"
 )
 
 // freezer freezes chosen loops of a Member (its hold hook), as a SIGSTOP

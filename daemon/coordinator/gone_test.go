@@ -11,8 +11,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/kcd-project/kcd/daemon/store"
 	"github.com/kcd-project/kcd/raft/fsm"
+	"github.com/kcd-project/kcd/store"
 )
 
 // The gone-worker records stay bounded: one per departed worker, gone when

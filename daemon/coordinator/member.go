@@ -16,7 +16,7 @@ import (
 	"time"
 
 	"github.com/kcd-project/kcd/daemon/connectstore"
-	"github.com/kcd-project/kcd/daemon/store"
+	"github.com/kcd-project/kcd/store"
 )
 
 // Defaults of the session settings.

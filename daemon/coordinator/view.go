@@ -9,7 +9,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/kcd-project/kcd/daemon/store"
+	"github.com/kcd-project/kcd/store"
 )
 
 // The coordinator's state as any node reads it from the store: who owns

@@ -6,7 +6,7 @@ import (
 
 	"github.com/kcd-project/kcd/daemon/connect"
 	"github.com/kcd-project/kcd/daemon/connectstore"
-	"github.com/kcd-project/kcd/daemon/store"
+	"github.com/kcd-project/kcd/store"
 )
 
 // Kafka Connect's connector settings (ConnectorConfig, SinkConnectorConfig,

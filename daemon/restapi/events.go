@@ -13,7 +13,7 @@ import (
 
 	"github.com/kcd-project/kcd/daemon/connectstore"
 	"github.com/kcd-project/kcd/daemon/coordinator"
-	"github.com/kcd-project/kcd/daemon/store"
+	"github.com/kcd-project/kcd/store"
 )
 
 // Event is one server-sent event of GET /kcd/v1/events: its type is the

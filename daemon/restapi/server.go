@@ -12,8 +12,8 @@ import (
 	"time"
 
 	"github.com/kcd-project/kcd/daemon/herder"
-	"github.com/kcd-project/kcd/daemon/store"
 	"github.com/kcd-project/kcd/internal/version"
+	"github.com/kcd-project/kcd/store"
 )
 
 // ConnectAPIVersion is the Kafka Connect version whose REST API kcd speaks. It

@@ -14,8 +14,8 @@ import (
 	"github.com/kcd-project/kcd/daemon/connectstore"
 	"github.com/kcd-project/kcd/daemon/herder"
 	"github.com/kcd-project/kcd/daemon/herder/herdertest"
-	"github.com/kcd-project/kcd/daemon/store"
 	"github.com/kcd-project/kcd/raft/fsm"
+	"github.com/kcd-project/kcd/store"
 )
 
 // staleReplica is a store whose reads, when allowed to be stale, are: it

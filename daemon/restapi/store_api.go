@@ -46,7 +46,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/kcd-project/kcd/daemon/store"
+	"github.com/kcd-project/kcd/store"
 )
 
 // StoreKV is a key and its value as the store API carries them.

@@ -15,7 +15,7 @@ import (
 	"time"
 
 	"github.com/kcd-project/kcd/daemon/coordinator"
-	"github.com/kcd-project/kcd/daemon/store"
+	"github.com/kcd-project/kcd/store"
 )
 
 // Coordinator is what the API needs of the coordinator on a Raft node.

@@ -42,7 +42,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/kcd-project/kcd/daemon/connectstore"
-	"github.com/kcd-project/kcd/daemon/store"
+	"github.com/kcd-project/kcd/store"
 )
 
 // Worker runs connectors and tasks.

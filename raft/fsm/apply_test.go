@@ -10,7 +10,7 @@ import (
 
 	bolt "go.etcd.io/bbolt"
 
-	"github.com/kcd-project/kcd/daemon/store"
+	"github.com/kcd-project/kcd/store"
 )
 
 // A command the log holds twice (a proposal delivered twice) is applied

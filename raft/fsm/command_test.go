@@ -8,8 +8,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/kcd-project/kcd/daemon/store"
 	"github.com/kcd-project/kcd/raft/fsm"
+	"github.com/kcd-project/kcd/store"
 )
 
 func sampleCommands() []fsm.Command {

@@ -8,8 +8,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/kcd-project/kcd/daemon/store"
 	"github.com/kcd-project/kcd/raft/fsm"
+	"github.com/kcd-project/kcd/store"
 )
 
 // A group entry applies like its commands in entries of their own: the same

@@ -9,7 +9,7 @@ import (
 
 	bolt "go.etcd.io/bbolt"
 
-	"github.com/kcd-project/kcd/daemon/store"
+	"github.com/kcd-project/kcd/store"
 )
 
 // StateHash is a digest of the key space as of an applied index: every

@@ -4,7 +4,7 @@ import (
 	"context"
 	"fmt"
 
-	"github.com/kcd-project/kcd/daemon/store"
+	"github.com/kcd-project/kcd/store"
 )
 
 // Local is a store.Store over one FSM in one process, without Raft. Each

@@ -4,9 +4,9 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/kcd-project/kcd/daemon/store"
-	"github.com/kcd-project/kcd/daemon/store/storetest"
 	"github.com/kcd-project/kcd/raft/fsm"
+	"github.com/kcd-project/kcd/store"
+	"github.com/kcd-project/kcd/store/storetest"
 )
 
 // Local offers compaction, so the suite's ErrCompacted subtest runs.

@@ -12,9 +12,9 @@ import (
 
 	bolt "go.etcd.io/bbolt"
 
-	"github.com/kcd-project/kcd/daemon/store"
-	"github.com/kcd-project/kcd/daemon/store/storetest"
 	"github.com/kcd-project/kcd/raft/fsm"
+	"github.com/kcd-project/kcd/store"
+	"github.com/kcd-project/kcd/store/storetest"
 )
 
 // held keeps Apply's transaction open for the whole test unless a bound

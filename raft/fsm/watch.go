@@ -10,7 +10,7 @@ import (
 
 	bolt "go.etcd.io/bbolt"
 
-	"github.com/kcd-project/kcd/daemon/store"
+	"github.com/kcd-project/kcd/store"
 )
 
 // Replay reads history in chunks of at most these many revisions, events

@@ -13,8 +13,8 @@ import (
 
 	"github.com/anishathalye/porcupine"
 
-	"github.com/kcd-project/kcd/daemon/store"
 	"github.com/kcd-project/kcd/raft"
+	"github.com/kcd-project/kcd/store"
 )
 
 // History records client operations on store.Store implementations, for a

@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/kcd-project/kcd/daemon/store"
+	"github.com/kcd-project/kcd/store"
 )
 
 // frozenNode listens but never accepts, as a SIGSTOPped process does: a

@@ -82,8 +82,8 @@ import (
 	"time"
 
 	"github.com/kcd-project/kcd/daemon/restapi"
-	"github.com/kcd-project/kcd/daemon/store"
 	"github.com/kcd-project/kcd/raft/fsm"
+	"github.com/kcd-project/kcd/store"
 )
 
 // ErrUnknownOutcome is wrapped by the error of a write that was sent but

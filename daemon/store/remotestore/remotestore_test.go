@@ -15,11 +15,11 @@ import (
 	"time"
 
 	"github.com/kcd-project/kcd/daemon/restapi"
-	"github.com/kcd-project/kcd/daemon/store"
-	"github.com/kcd-project/kcd/daemon/store/raftstore"
-	"github.com/kcd-project/kcd/daemon/store/storetest"
 	"github.com/kcd-project/kcd/raft"
+	"github.com/kcd-project/kcd/raft/raftstore"
 	"github.com/kcd-project/kcd/raft/rafttest"
+	"github.com/kcd-project/kcd/store"
+	"github.com/kcd-project/kcd/store/storetest"
 )
 
 // cluster is an in-process Raft cluster whose nodes serve kcd's REST API

@@ -14,7 +14,7 @@ import (
 	"time"
 
 	"github.com/kcd-project/kcd/daemon/restapi"
-	"github.com/kcd-project/kcd/daemon/store"
+	"github.com/kcd-project/kcd/store"
 )
 
 // Watch implements store.Store; see the package comment for how a watch

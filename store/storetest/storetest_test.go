@@ -10,9 +10,9 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/kcd-project/kcd/daemon/store"
-	"github.com/kcd-project/kcd/daemon/store/storetest"
 	"github.com/kcd-project/kcd/raft/fsm"
+	"github.com/kcd-project/kcd/store"
+	"github.com/kcd-project/kcd/store/storetest"
 )
 
 // The suite is tested the way a test of a checker should be: it must pass a

@@ -18,9 +18,9 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/kcd-project/kcd/daemon/store"
 	"github.com/kcd-project/kcd/raft"
 	"github.com/kcd-project/kcd/raft/fsm"
+	"github.com/kcd-project/kcd/store"
 )
 
 // Options tune a Store; zero values take the defaults.

@@ -6,10 +6,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/kcd-project/kcd/daemon/store"
-	"github.com/kcd-project/kcd/daemon/store/storetest"
 	"github.com/kcd-project/kcd/raft"
 	"github.com/kcd-project/kcd/raft/rafttest"
+	"github.com/kcd-project/kcd/store"
+	"github.com/kcd-project/kcd/store/storetest"
 )
 
 // The conformance suite against a follower of a three-node cluster: its

@@ -133,3 +133,24 @@ var (
 	// ErrInvalid: the request is malformed (empty key, unknown op, ...).
 	ErrInvalid = errors.New("store: invalid request")
 )
+
+// Loader is implemented by a backend that can take over the content of
+// another store: the target of an online switch (kcctl store switch). The
+// switch clears the target, loads a copy of the source in chunks while the
+// source still takes writes, then loads what changed meanwhile while
+// writes are held. Load and Clear must not be mixed with ordinary writes:
+// the target is not active while it is loaded.
+type Loader interface {
+	Store
+	// Clear removes every key and all watch history, and sets the
+	// revision to 0. Keys under a prefix in keep are left alone (the Raft
+	// backend keeps the cluster's own settings).
+	Clear(ctx context.Context, keep ...string) error
+	// Load writes kvs with the revisions they carry (CreateRevision and
+	// ModRevision as given, each at most rev), removes the keys in
+	// deleted, and sets the store's revision to rev, atomically. rev must
+	// not be below the store's current revision. It makes no events: the
+	// watch history afterwards starts at rev, so a watch from rev or later
+	// works and one from before it fails with ErrCompacted.
+	Load(ctx context.Context, rev int64, kvs []KV, deleted []string) error
+}

@@ -49,7 +49,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/kcd-project/kcd/daemon/store"
+	"github.com/kcd-project/kcd/store"
 )
 
 // Compacter is implemented by stores that can drop watch history on
