@@ -120,6 +120,10 @@ const (
 	MaxKeySize   = 1024    // bytes of one key
 	MaxValueSize = 1 << 20 // bytes of one value
 	MaxBatchOps  = 4096    // ops (and conds) of one Batch
+	// MaxLoadBytes bounds the keys and values of one Loader.Load (a single
+	// KV of any allowed size is always accepted); with MaxBatchOps on
+	// len(kvs)+len(deleted), so that a chunk fits one Raft proposal.
+	MaxLoadBytes = 448 << 10
 )
 
 // Errors every backend reports the same way.
