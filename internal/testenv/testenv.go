@@ -99,3 +99,8 @@ func moduleRoot() (string, bool) {
 		dir = parent
 	}
 }
+
+// Lookup returns the value of the service variable name, from the
+// environment or else from the repository's .testenv/env, or "" — for
+// benchmarks, which Require refuses since they are not TestIntegration….
+func Lookup(name string) string { return lookup(name) }
