@@ -17,7 +17,7 @@ import (
 	"github.com/kcd-project/kcd/raft/raftstore"
 	"github.com/kcd-project/kcd/store"
 
-	_ "github.com/go-sql-driver/mysql"  // durability: the settings of MariaDB/MySQL
+	_ "github.com/go-sql-driver/mysql" // durability: the settings of MariaDB/MySQL
 	_ "github.com/jackc/pgx/v5/stdlib" // durability: the settings of PostgreSQL
 )
 
