@@ -13,10 +13,16 @@
 #   taskfailover BenchmarkTaskFailover: kill -9 of a worker -> all its tasks RUNNING elsewhere,
 #             $BENCH_TASK_FAILOVER_TRIALS trials (default 20); tasks restarted on unaffected workers
 #   assign    BenchmarkAssign: the assignor, 10,000 tasks over 100 workers
+#   stores    BenchmarkStoreBackends: fenced offset commits/s (1 and 16 committers) and single-write
+#             latency on raft (3 nodes in one process), mysql and postgres (the test environment's
+#             MariaDB and PostgreSQL), as ratios to raft; a database that is not running is skipped
+#   storeswitch BenchmarkStoreSwitch: online switches raft -> mysql -> raft -> postgres -> raft of
+#             a 3-process cluster holding 1,000 connectors and 100,000 offsets: hold_ms, switch
+#             time, and the longest pause a committing client sees
 #   memory    BenchmarkIdleRSS: VmRSS of idle kcd processes, and of the test environment's Kafka
 #             Connect worker when it runs
 #
-# About 3-4 minutes on 2 cores. Everything it starts it stops; raw output goes to $BENCH_OUT
+# About 5 minutes on 2 cores. Everything it starts it stops; raw output goes to $BENCH_OUT
 # (default .data/bench). Data dirs are under $TMPDIR (default /tmp), which must be a disk, not tmpfs.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -62,6 +68,13 @@ else
 	echo "== fsyncs: skipped (perf cannot count syscalls:sys_enter_fdatasync here)"
 fi
 
+# The store benchmarks find MariaDB and PostgreSQL in $KCD_TEST_MYSQL_DSN and $KCD_TEST_POSTGRES_DSN, or
+# in .testenv/env (make testenv-up); without them only raft is measured (under CI=true they must be there).
+if [ -z "${KCD_TEST_MYSQL_DSN:-}${KCD_TEST_POSTGRES_DSN:-}" ] && ! grep -qs 'DSN=' .testenv/env; then
+	echo "== stores, storeswitch: no MariaDB/PostgreSQL (make testenv-up starts them): raft only, switches skipped"
+fi
+run stores -test.bench '^BenchmarkStoreBackends$' -test.benchtime "${BENCH_STORE_TIME:-3s}"
+run storeswitch -test.bench '^BenchmarkStoreSwitch$' -test.benchtime 1x
 run failover -test.bench '^BenchmarkFailover$' -test.benchtime "${TRIALS}x"
 run memory -test.bench '^BenchmarkIdleRSS$' -test.benchtime 1x
 run taskfailover -test.bench '^BenchmarkTaskFailover$' -test.benchtime "${TASK_TRIALS}x"
@@ -69,6 +82,7 @@ run taskfailover -test.bench '^BenchmarkTaskFailover$' -test.benchtime "${TASK_T
 
 echo
 echo "== summary (raw output in $OUT)"
-grep -h '^Benchmark' "$OUT/writes.txt" "$OUT/writes-3sched.txt" "$OUT/failover.txt" "$OUT/memory.txt" "$OUT/taskfailover.txt" "$OUT/assign.txt"
+grep -h '^Benchmark' "$OUT/writes.txt" "$OUT/writes-3sched.txt" "$OUT/stores.txt" "$OUT/storeswitch.txt" "$OUT/failover.txt" "$OUT/memory.txt" "$OUT/taskfailover.txt" "$OUT/assign.txt"
 [ -n "$fsyncs" ] && echo "fsyncs: $fsyncs"
-grep -h 'VmRSS\|Kafka Connect worker' "$OUT/memory.txt" | sed 's/^bench: //'
+grep -h 'VmRSS\|Kafka Connect worker' "$OUT/memory.txt" | sed 's/^bench: //' || true
+grep -h '^bench: .*: \(innodb\|fsync\|switch .* done\)' "$OUT/stores.txt" "$OUT/storeswitch.txt" | sed 's/^bench: //' || true

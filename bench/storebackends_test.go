@@ -42,6 +42,7 @@ func serviceDSN(b *testing.B, name string) string {
 	if os.Getenv("CI") == "true" {
 		b.Fatal(msg + "; under CI=true a missing service is a failure")
 	}
+	progress("%s: skipped: %s", b.Name(), msg)
 	b.Skip(msg)
 	return ""
 }
@@ -130,13 +131,15 @@ type commitUnit struct {
 const partitionsPerCommit = 10
 
 // newCommitUnits writes the owner keys of n tasks and returns their
-// units.
-func newCommitUnits(b *testing.B, s store.Store, n int) []*commitUnit {
+// units. ownerKey names a task's owner key: the coordinator's own
+// (coordinator.OwnerKey) where no coordinator runs, another where one
+// does and would take its keys for its own.
+func newCommitUnits(b *testing.B, s store.Store, n int, ownerKey func(name string) string) []*commitUnit {
 	b.Helper()
 	units := make([]*commitUnit, n)
 	for i := range units {
 		name := fmt.Sprintf("bench-sink-%03d", i)
-		owner := coordinator.OwnerKey(coordinator.Unit{Connector: name, Task: 0})
+		owner := ownerKey(name)
 		rev, err := s.Put(context.Background(), owner, []byte(`{"worker":"w1"}`))
 		if err != nil {
 			b.Fatal(err)
@@ -174,7 +177,9 @@ func BenchmarkStoreBackends(b *testing.B) {
 			s := be.open(b)
 			defer s.Close()
 			cs := connectstore.New(s)
-			units := newCommitUnits(b, s, 16)
+			units := newCommitUnits(b, s, 16, func(name string) string {
+				return coordinator.OwnerKey(coordinator.Unit{Connector: name, Task: 0})
+			})
 			// Warm up: connections open, tables and pages cached.
 			for i := range 50 {
 				if err := cs.PutSinkOffsets(context.Background(), units[i%16].name, units[i%16].offs, units[i%16].fence); err != nil {
