@@ -267,7 +267,7 @@ func redactLiterals(s string) string {
 }
 
 // paramRE matches name=value pairs: a libpq connection string
-// (password='it''s' or password=x), a URL query (&password=x), a
+// (password='it\'s' or password=x), a URL query (&password=x), a
 // semicolon-separated string (Password=x;).
 var paramRE = regexp.MustCompile(`([A-Za-z0-9_.\-]+)\s*=\s*('(?:[^'\\]|\\.)*'|[^\s&;]*)`)
 
