@@ -130,7 +130,12 @@ func parseValue(v string) ([]part, error) {
 			ref := v[i : i+end+1]
 			kind, name, ok := strings.Cut(ref[2:len(ref)-1], ":")
 			if !ok || (kind != "env" && kind != "file") {
-				return nil, fmt.Errorf("%s: unknown reference, use ${env:NAME} or ${file:PATH} ($${ for a literal ${)", quoteRef(ref))
+				// Not echoed: it may be a literal secret that starts with "${".
+				what := fmt.Sprintf("malformed reference at byte %d", i)
+				if ok && identRE.MatchString(kind) {
+					what = fmt.Sprintf("unknown reference kind %q", kind)
+				}
+				return nil, fmt.Errorf("%s: use ${env:NAME} or ${file:PATH}, or $${ for a literal ${", what)
 			}
 			if name == "" {
 				return nil, fmt.Errorf("%s: empty %s name", ref, kind)
@@ -152,14 +157,8 @@ func parseValue(v string) ([]part, error) {
 	return parts, nil
 }
 
-// quoteRef shows a malformed reference, shortened: it may be a literal
-// secret that merely starts with "${".
-func quoteRef(ref string) string {
-	if len(ref) > 16 {
-		ref = ref[:8] + "..."
-	}
-	return strconv.Quote(ref)
-}
+// identRE matches a reference kind that may be shown.
+var identRE = regexp.MustCompile(`^[a-z]{1,16}$`)
 
 func resolveRef(p part) (string, error) {
 	switch p.kind {

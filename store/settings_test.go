@@ -84,8 +84,9 @@ func TestResolveSettingsErrors(t *testing.T) {
 		{"${file:" + filepath.Join(dir, "missing") + "}", []string{`"dsn"`, "missing}", "no such file"}},
 		{"${file:" + big + "}", []string{`"dsn"`, "larger than"}},
 		{"${env:KCD_TEST_SECRET", []string{`"dsn"`, "no closing }"}},
-		{"${vault:db/pw}", []string{`"dsn"`, "unknown reference"}},
-		{"${KCD_TEST_SECRET}", []string{`"dsn"`, "unknown reference", "$${"}},
+		{"${vault:db/pw}", []string{`"dsn"`, `unknown reference kind "vault"`}},
+		{"${KCD_TEST_SECRET}", []string{`"dsn"`, "malformed reference at byte 0", "$${"}},
+		{"pw${Hunter2:x}", []string{`"dsn"`, "malformed reference at byte 2"}},
 		{"${env:}", []string{`"dsn"`, "empty env name"}},
 		{"${file:}", []string{`"dsn"`, "empty file name"}},
 	} {
@@ -102,7 +103,7 @@ func TestResolveSettingsErrors(t *testing.T) {
 				t.Errorf("ResolveSettings(%q): error %q lacks %q", tc.in, err, w)
 			}
 		}
-		if strings.Contains(err.Error(), "very-secret") {
+		if strings.Contains(err.Error(), "very-secret") || strings.Contains(err.Error(), "unter2") || strings.Contains(err.Error(), "KCD_TEST_SECRET") {
 			t.Errorf("ResolveSettings(%q): error %q shows a resolved value", tc.in, err)
 		}
 		if cerr := store.CheckSettings(map[string]string{"dsn": tc.in}); (cerr == nil) != strings.Contains(tc.in, "KCD_TEST_UNSET") && !strings.Contains(tc.in, "${file:/") {
