@@ -63,8 +63,9 @@ type Options struct {
 const DefaultHistory = 100_000
 
 // maxPending bounds the events queued for one watcher that its reader has
-// not taken; a watcher over it is dropped with store.ErrWatcherLagging, so
-// that a slow reader never holds up writers or memory.
+// not taken (beyond those of its replay); a watcher over it is dropped with
+// store.ErrWatcherLagging, so that a slow reader never holds up writers or
+// memory.
 const maxPending = 4 * store.MaxBatchOps
 
 // Store is the in-memory store. It implements store.Store, store.Loader
@@ -318,7 +319,11 @@ func (s *Store) Watch(ctx context.Context, prefix string, afterRev int64) (store
 	start, _ := slices.BinarySearchFunc(s.history, afterRev+1, func(e store.Event, rev int64) int {
 		return int(min(max(e.KV.ModRevision-rev, -1), 1))
 	})
-	w.send(s.history[start:])
+	// The replay may hold up to the whole history: the queue's bound
+	// starts above it.
+	replay := s.history[start:]
+	w.limit = len(replay) + maxPending
+	w.send(replay)
 	s.watchers[w] = struct{}{}
 	go w.run(ctx)
 	return w, nil
@@ -441,6 +446,7 @@ type watcher struct {
 	s      *Store
 	prefix string
 	after  int64 // events up to this revision are not delivered
+	limit  int   // of pending
 	out    chan store.Event
 	wake   chan struct{} // 1: pending has events
 	done   chan struct{} // closed by end
@@ -460,7 +466,7 @@ func (w *watcher) send(events []store.Event) {
 			w.pending = append(w.pending, ev)
 		}
 	}
-	lagging := len(w.pending) > maxPending
+	lagging := len(w.pending) > w.limit
 	w.mu.Unlock()
 	if lagging {
 		delete(w.s.watchers, w)

@@ -3,6 +3,7 @@ package memstore_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -67,5 +68,40 @@ func TestHistoryBound(t *testing.T) {
 		if ev := <-w.Events(); ev.KV.ModRevision != want {
 			t.Fatalf("event at %d, want %d", ev.KV.ModRevision, want)
 		}
+	}
+}
+
+// A watch that replays more history than a watcher may queue live is not
+// dropped for it.
+func TestLongReplay(t *testing.T) {
+	s := memstore.New(memstore.Options{})
+	defer s.Close()
+	ctx := context.Background()
+	const n = 6 * store.MaxBatchOps
+	ops := make([]store.Op, store.MaxBatchOps)
+	for b := range n / store.MaxBatchOps {
+		for i := range ops {
+			ops[i] = store.Put(fmt.Sprintf("k/%d/%d", b, i), nil)
+		}
+		if _, _, err := s.Batch(ctx, nil, ops); err != nil {
+			t.Fatal(err)
+		}
+	}
+	w, err := s.Watch(ctx, "", 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	if _, err := s.Put(ctx, "last", nil); err != nil {
+		t.Fatal(err)
+	}
+	got := 0
+	for ev := range w.Events() {
+		if got++; ev.KV.Key == "last" {
+			break
+		}
+	}
+	if want := n - store.MaxBatchOps + 1; got != want {
+		t.Fatalf("the watch delivered %d events (Err %v), want %d", got, w.Err(), want)
 	}
 }
