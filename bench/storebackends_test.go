@@ -23,10 +23,12 @@ import (
 
 // sqlBackends are the SQL backends the store benchmarks compare with raft,
 // and the test environment's variable holding each one's DSN.
-var sqlBackends = []struct{ name, dsnVar string }{
+var sqlBackends = []sqlBackend{
 	{"mysql", testenv.MySQLDSN},
 	{"postgres", testenv.PostgreDSN},
 }
+
+type sqlBackend struct{ name, dsnVar string }
 
 // benchTablePrefix keeps the benchmarks' tables apart from the tests'.
 const benchTablePrefix = "kcdbench_"

@@ -10,7 +10,10 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"os"
+	"path/filepath"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -25,6 +28,8 @@ import (
 var (
 	switchConnectors = flag.Int("bench.switch-connectors", 1000, "BenchmarkStoreSwitch: connectors in the store")
 	switchOffsets    = flag.Int("bench.switch-offsets", 100000, "BenchmarkStoreSwitch: offset keys in the store (spread over the connectors)")
+	switchTo         = flag.String("bench.switch-to", "mysql,postgres", "BenchmarkStoreSwitch: the backends to switch to from raft and back, in order")
+	switchLogs       = flag.String("bench.switch-logs", "", "BenchmarkStoreSwitch: copy the nodes' logs into this directory after each switch")
 	switchWriters    = flag.Int("bench.switch-writers", 4, "BenchmarkStoreSwitch: clients committing offsets through the switch")
 )
 
@@ -61,17 +66,24 @@ type switchLeg struct {
 // A commit that fails is counted (failed) and reported; none should.
 func BenchmarkStoreSwitch(b *testing.B) {
 	var legs []switchLeg
-	for _, sb := range sqlBackends {
-		dsn := testenv.Lookup(sb.dsnVar)
-		if dsn == "" {
-			progress("%s is not set: the %s legs are skipped (start the test environment to measure them)", sb.dsnVar, sb.name)
-			continue
+	for _, to := range strings.Split(*switchTo, ",") {
+		var settings map[string]string
+		if i := slices.IndexFunc(sqlBackends, func(sb sqlBackend) bool { return sb.name == to }); i >= 0 {
+			dsn := testenv.Lookup(sqlBackends[i].dsnVar)
+			if dsn == "" {
+				msg := fmt.Sprintf("%s is not set: the switches to and from %s are skipped (start the test environment to measure them)", sqlBackends[i].dsnVar, to)
+				if os.Getenv("CI") == "true" {
+					b.Fatal(msg + "; under CI=true a missing service is a failure")
+				}
+				progress("%s", msg)
+				continue
+			}
+			settings = map[string]string{"dsn": dsn, "table_prefix": benchTablePrefix + "sw_"}
 		}
-		settings := map[string]string{"dsn": dsn, "table_prefix": benchTablePrefix + "sw_"}
-		legs = append(legs, switchLeg{"raft", sb.name, settings}, switchLeg{sb.name, "raft", nil})
+		legs = append(legs, switchLeg{"raft", to, settings}, switchLeg{to, "raft", nil})
 	}
 	if len(legs) == 0 {
-		serviceDSN(b, sqlBackends[0].dsnVar) // skips, or fails under CI=true
+		b.Skip("no backend to switch to")
 	}
 
 	bin := kcdBinary(b)
@@ -110,12 +122,12 @@ func BenchmarkStoreSwitch(b *testing.B) {
 			b.Fatal(err)
 		}
 		defer s.Close()
-		clients = append(clients, &switchClient{cs: connectstore.New(s), unit: u})
+		clients = append(clients, &switchClient{cs: connectstore.New(s), unit: u, via: urls[i%len(urls)]})
 	}
 
 	for b.Loop() {
 		for _, leg := range legs {
-			runSwitchLeg(b, c.Nodes()[0].URL(), leg, clients)
+			runSwitchLeg(b, c, leg, clients)
 		}
 	}
 }
@@ -178,6 +190,7 @@ feed:
 type switchClient struct {
 	cs   *connectstore.Store
 	unit *commitUnit
+	via  string // the node's URL
 
 	mu     sync.Mutex
 	acks   []time.Time     // when each commit returned successfully
@@ -220,11 +233,34 @@ func (sc *switchClient) reset() {
 	sc.mu.Unlock()
 }
 
-// runSwitchLeg switches the cluster (through node url, which forwards to
-// the leader) while the clients commit, and reports the leg's figures.
-func runSwitchLeg(b *testing.B, url string, leg switchLeg, clients []*switchClient) {
+// switchTail is how long commits go on being measured after a switch
+// ended: the nodes move to the new backend, and the old copy of the
+// metadata is dropped, after the leader reports the switch done.
+const switchTail = 2 * time.Second
+
+// runSwitchLeg switches the cluster (through node 1, which forwards to the
+// leader) while the clients commit, and reports the leg's figures. A
+// switch that fails is reported and tried again, up to 3 times.
+func runSwitchLeg(b *testing.B, c *systemtest.Cluster, leg switchLeg, clients []*switchClient) {
 	b.Helper()
 	name := leg.from + "-" + leg.to
+	for attempt := 1; ; attempt++ {
+		err := switchOnce(b, c, leg, clients)
+		if err == nil {
+			return
+		}
+		progress("%s: attempt %d: %v", name, attempt, err)
+		b.ReportMetric(float64(attempt), name+"-failed")
+		if attempt == 3 {
+			b.Fatalf("%s: %d switches failed, the last: %v", name, attempt, err)
+		}
+	}
+}
+
+func switchOnce(b *testing.B, c *systemtest.Cluster, leg switchLeg, clients []*switchClient) error {
+	b.Helper()
+	name := leg.from + "-" + leg.to
+	url := c.Nodes()[0].URL()
 	st := getStoreStatus(b, url)
 	if st.Backend != leg.from {
 		b.Fatalf("%s: the active backend is %q", name, st.Backend)
@@ -235,46 +271,80 @@ func runSwitchLeg(b *testing.B, url string, leg switchLeg, clients []*switchClie
 		sc.reset()
 		wg.Go(func() { sc.run(ctx) })
 	}
+	defer func() {
+		stop()
+		wg.Wait()
+	}()
 	// 2 s of commits before the switch: the baseline gap.
 	time.Sleep(2 * time.Second)
 
-	posted := time.Now()
+	// POST; while the last switch still drops the old copy, the leader
+	// answers that one is running: try again (bounded: 60 s).
 	body, _ := json.Marshal(kcdapi.StoreSwitchRequest{Backend: leg.to, Settings: leg.settings, Force: true})
 	var sw kcdapi.StoreSwitch
-	code, err := doJSON(http.MethodPost, url+"/kcd/v1/store/switch", body, &sw)
-	if err != nil || code != http.StatusAccepted {
-		stop()
-		wg.Wait()
-		b.Fatalf("%s: POST /kcd/v1/store/switch: %d %v", name, code, err)
+	var posted time.Time
+	for deadline := time.Now().Add(60 * time.Second); ; {
+		posted = time.Now()
+		code, err := doJSON(http.MethodPost, url+"/kcd/v1/store/switch", body, &sw)
+		if err == nil && code == http.StatusAccepted {
+			break
+		}
+		if code != http.StatusConflict || time.Now().After(deadline) {
+			b.Fatalf("%s: POST /kcd/v1/store/switch: %d %v", name, code, err)
+		}
+		time.Sleep(100 * time.Millisecond)
 	}
-	// Poll until the switch ends (bounded: 5 minutes).
+	// Poll until the switch ends (bounded: 5 minutes), noting when each
+	// phase was first seen.
 	var last kcdapi.StoreSwitch
-	deadline := time.Now().Add(5 * time.Minute)
-	for {
+	var timeline []string
+	phase := ""
+	for deadline := time.Now().Add(5 * time.Minute); ; {
 		st = getStoreStatus(b, url)
-		if ls := st.LastSwitch; ls != nil && ls.ID == sw.ID && ls.State != kcdapi.SwitchRunning {
+		ls := st.LastSwitch
+		if ls != nil && ls.ID == sw.ID && ls.Phase != phase {
+			phase = ls.Phase
+			timeline = append(timeline, fmt.Sprintf("%s %v", phase, time.Since(posted).Round(time.Millisecond)))
+		}
+		if ls != nil && ls.ID == sw.ID && ls.State != kcdapi.SwitchRunning {
 			last = *ls
 			break
 		}
 		if time.Now().After(deadline) {
-			stop()
-			wg.Wait()
 			b.Fatalf("%s: switch %s still running after 5 minutes: %+v", name, sw.ID, st.LastSwitch)
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
 	ended := time.Now()
-	// Commits go on for 0.5 s after the switch ended, so that the first
-	// commits on the new backend are in the window.
-	time.Sleep(500 * time.Millisecond)
+	progress("%s: switch %s: phases seen after the POST: %s", name, sw.ID, strings.Join(timeline, ", "))
+	for _, n := range c.Nodes() {
+		for line := range strings.Lines(n.Log()) {
+			if strings.Contains(line, sw.ID) {
+				progress("%s: node %d: %s", name, n.ID, strings.TrimSpace(line))
+			}
+		}
+	}
+	if *switchLogs != "" {
+		defer func() {
+			for _, n := range c.Nodes() {
+				dst := filepath.Join(*switchLogs, fmt.Sprintf("%s-%s-node%d.log", name, sw.ID, n.ID))
+				if err := os.WriteFile(dst, []byte(n.Log()), 0o644); err != nil {
+					progress("%s: %v", name, err)
+				}
+			}
+		}()
+	}
+	if last.State != kcdapi.SwitchDone {
+		return fmt.Errorf("switch %s %s: %s", sw.ID, last.State, last.Error)
+	}
+	// Commits go on for switchTail after the switch ended.
+	time.Sleep(switchTail)
 	stop()
 	wg.Wait()
-	if last.State != kcdapi.SwitchDone {
-		b.Fatalf("%s: switch %s %s: %s", name, sw.ID, last.State, last.Error)
-	}
-	if st.Backend != leg.to {
+	if st = getStoreStatus(b, url); st.Backend != leg.to {
 		b.Fatalf("%s: switch done but the active backend is %q", name, st.Backend)
 	}
+	windowEnd := ended.Add(switchTail)
 
 	var acks []time.Time
 	var inWindow []time.Duration
@@ -283,18 +353,21 @@ func runSwitchLeg(b *testing.B, url string, leg switchLeg, clients []*switchClie
 		sc.mu.Lock()
 		acks = append(acks, sc.acks...)
 		for i, at := range sc.acks {
-			if at.After(posted) && !at.After(ended.Add(500*time.Millisecond)) {
+			if at.After(posted) && !at.After(windowEnd) {
 				inWindow = append(inWindow, sc.lats[i])
 			}
 		}
 		failed += sc.failed
+		if g, at := longestGapAt(sc.acks, posted, windowEnd); g > 0 {
+			progress("%s: client via %s: longest gap %v, from %v after the POST (done seen %v after it)", name, sc.via, g.Round(100*time.Microsecond), at.Sub(posted).Round(time.Millisecond), ended.Sub(posted).Round(time.Millisecond))
+		}
 		if sc.err != nil {
 			progress("%s: a client's commit failed: %v", name, sc.err)
 		}
 		sc.mu.Unlock()
 	}
 	slices.SortFunc(acks, func(x, y time.Time) int { return x.Compare(y) })
-	pause := longestGap(acks, posted, ended.Add(500*time.Millisecond))
+	pause, pauseAt := longestGapAt(acks, posted, windowEnd)
 	base := longestGap(acks, posted.Add(-2*time.Second), posted)
 	sortDurations(inWindow)
 	total := last.EndedAt.Sub(last.StartedAt)
@@ -307,18 +380,27 @@ func runSwitchLeg(b *testing.B, url string, leg switchLeg, clients []*switchClie
 		b.ReportMetric(ms(inWindow[len(inWindow)-1]), name+"-max-lat-ms")
 	}
 	if failed > 0 {
-		b.ReportMetric(float64(failed), name+"-failed")
+		b.ReportMetric(float64(failed), name+"-failed-commits")
 	}
-	progress("%s: switch %s done: %d of %d keys copied, revision %d, hold %.1f ms, switch %v (POST to done seen %v); client pause %v (baseline %v), %d commits in the window, %d failed",
+	progress("%s: switch %s done: %d of %d keys copied, revision %d, hold %.1f ms, switch %v (POST to done seen %v); client pause %v from %v after the POST (baseline %v), %d commits in the window, %d failed",
 		name, last.ID, last.Copied, last.Total, last.Revision, last.HoldMillis, total.Round(time.Millisecond),
-		ended.Sub(posted).Round(time.Millisecond), pause.Round(100*time.Microsecond), base.Round(100*time.Microsecond), len(inWindow), failed)
+		ended.Sub(posted).Round(time.Millisecond), pause.Round(100*time.Microsecond), pauseAt.Sub(posted).Round(time.Millisecond),
+		base.Round(100*time.Microsecond), len(inWindow), failed)
+	return nil
 }
 
 // longestGap is the longest time in [from, to] without an element of
 // sorted: between from and the first, between consecutive ones, and
 // between the last and to.
 func longestGap(sorted []time.Time, from, to time.Time) time.Duration {
+	g, _ := longestGapAt(sorted, from, to)
+	return g
+}
+
+// longestGapAt is longestGap and when that gap began.
+func longestGapAt(sorted []time.Time, from, to time.Time) (time.Duration, time.Time) {
 	var longest time.Duration
+	var at time.Time
 	prev := from
 	for _, t := range sorted {
 		if t.Before(from) {
@@ -327,10 +409,15 @@ func longestGap(sorted []time.Time, from, to time.Time) time.Duration {
 		if t.After(to) {
 			break
 		}
-		longest = max(longest, t.Sub(prev))
+		if t.Sub(prev) > longest {
+			longest, at = t.Sub(prev), prev
+		}
 		prev = t
 	}
-	return max(longest, to.Sub(prev))
+	if to.Sub(prev) > longest {
+		longest, at = to.Sub(prev), prev
+	}
+	return longest, at
 }
 
 func getStoreStatus(b *testing.B, url string) kcdapi.StoreStatus {
