@@ -429,14 +429,21 @@ func longestGapAt(sorted []time.Time, from, to time.Time) (time.Duration, time.T
 	return longest, at
 }
 
+// getStoreStatus asks for the store's status; while there is no leader
+// (503) it asks again, for up to 30 s.
 func getStoreStatus(b *testing.B, url string) kcdapi.StoreStatus {
 	b.Helper()
-	var st kcdapi.StoreStatus
-	code, err := doJSON(http.MethodGet, url+"/kcd/v1/store/status", nil, &st)
-	if err != nil || code != http.StatusOK {
-		b.Fatalf("GET /kcd/v1/store/status: %d %v", code, err)
+	for deadline := time.Now().Add(30 * time.Second); ; {
+		var st kcdapi.StoreStatus
+		code, err := doJSON(http.MethodGet, url+"/kcd/v1/store/status", nil, &st)
+		if err == nil && code == http.StatusOK {
+			return st
+		}
+		if code != http.StatusServiceUnavailable || time.Now().After(deadline) {
+			b.Fatalf("GET /kcd/v1/store/status: %d %v", code, err)
+		}
+		time.Sleep(100 * time.Millisecond)
 	}
-	return st
 }
 
 // doJSON sends a request with a JSON body (nil: none) and decodes a 2xx
