@@ -2,6 +2,8 @@ package sqlstore
 
 import (
 	"fmt"
+	"log/slog"
+	"strings"
 
 	"github.com/go-sql-driver/mysql"
 )
@@ -66,3 +68,15 @@ func (mysqlDialect) upsertKV(table string, n int) string {
 func (mysqlDialect) limit(n int) string { return fmt.Sprintf(" LIMIT %d", n) }
 
 func (mysqlDialect) rebind(query string) string { return query }
+
+func init() {
+	// The driver logs connection trouble on its own; send it through slog.
+	// Its lines hold no DSN.
+	mysql.SetLogger(driverLog{})
+}
+
+type driverLog struct{}
+
+func (driverLog) Print(v ...any) {
+	slog.Warn("sql store: mysql driver: " + strings.TrimSpace(fmt.Sprint(v...)))
+}

@@ -71,7 +71,11 @@ const (
 func init() {
 	for _, d := range []dialect{mysqlDialect{}, postgresDialect{}} {
 		store.Register(d.name(), func(ctx context.Context, settings map[string]string) (store.Store, error) {
-			return open(ctx, d, settings)
+			s, err := open(ctx, d, settings)
+			if err != nil {
+				return nil, err // not a typed nil
+			}
+			return s, nil
 		})
 	}
 }
