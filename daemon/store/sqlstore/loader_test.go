@@ -143,11 +143,13 @@ func TestIntegrationLoader(t *testing.T) {
 			half := bytes.Repeat([]byte{2}, store.MaxLoadBytes/2+1)
 			for name, call := range map[string]func() error{
 				"below current revision": func() error { return s.Load(ctx, 119, nil, nil) },
-				"mod above rev":          func() error { return s.Load(ctx, 130, []store.KV{{Key: "x", CreateRevision: 1, ModRevision: 131}}, nil) },
-				"create above mod":       func() error { return s.Load(ctx, 130, []store.KV{{Key: "x", CreateRevision: 5, ModRevision: 4}}, nil) },
-				"zero revisions":         func() error { return s.Load(ctx, 130, []store.KV{{Key: "x"}}, nil) },
-				"empty key":              func() error { return s.Load(ctx, 130, []store.KV{{Key: "", CreateRevision: 1, ModRevision: 1}}, nil) },
-				"too many":               func() error { return s.Load(ctx, 130, nil, many) },
+				"mod above rev": func() error {
+					return s.Load(ctx, 130, []store.KV{{Key: "x", CreateRevision: 1, ModRevision: 131}}, nil)
+				},
+				"create above mod": func() error { return s.Load(ctx, 130, []store.KV{{Key: "x", CreateRevision: 5, ModRevision: 4}}, nil) },
+				"zero revisions":   func() error { return s.Load(ctx, 130, []store.KV{{Key: "x"}}, nil) },
+				"empty key":        func() error { return s.Load(ctx, 130, []store.KV{{Key: "", CreateRevision: 1, ModRevision: 1}}, nil) },
+				"too many":         func() error { return s.Load(ctx, 130, nil, many) },
 				"too many bytes": func() error {
 					return s.Load(ctx, 130, []store.KV{
 						{Key: "x", Value: half, CreateRevision: 1, ModRevision: 1},

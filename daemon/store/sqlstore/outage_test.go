@@ -30,8 +30,8 @@ type proxy struct {
 	mu      sync.Mutex
 	stalled bool // accept, then forward nothing: a database that hangs
 	ln      net.Listener
-	conns map[net.Conn]struct{}
-	wg    sync.WaitGroup
+	conns   map[net.Conn]struct{}
+	wg      sync.WaitGroup
 }
 
 func newProxy(t *testing.T, target string) *proxy {
