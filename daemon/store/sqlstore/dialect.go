@@ -1,6 +1,7 @@
 package sqlstore
 
 import (
+	"database/sql"
 	"fmt"
 	"strconv"
 	"strings"
@@ -15,6 +16,8 @@ type dialect interface {
 	name() string
 	// driver is the database/sql driver name.
 	driver() string
+	// openDB returns the pool for dsn.
+	openDB(dsn string) (*sql.DB, error)
 	// secrets returns the strings of dsn that must never appear in an
 	// error or a log line (the password), besides dsn itself.
 	secrets(dsn string) []string

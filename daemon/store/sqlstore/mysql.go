@@ -1,6 +1,7 @@
 package sqlstore
 
 import (
+	"database/sql"
 	"fmt"
 	"log/slog"
 	"strings"
@@ -14,6 +15,22 @@ type mysqlDialect struct{}
 
 func (mysqlDialect) name() string   { return "mysql" }
 func (mysqlDialect) driver() string { return "mysql" }
+
+// openDB sets interpolateParams: the driver then sends each statement with
+// its arguments in one round trip instead of preparing it first (two), which
+// is safe for the binary and integer arguments the store passes.
+func (mysqlDialect) openDB(dsn string) (*sql.DB, error) {
+	cfg, err := mysql.ParseDSN(dsn)
+	if err != nil {
+		return nil, err
+	}
+	cfg.InterpolateParams = true
+	c, err := mysql.NewConnector(cfg)
+	if err != nil {
+		return nil, err
+	}
+	return sql.OpenDB(c), nil
+}
 
 func (mysqlDialect) secrets(dsn string) []string {
 	cfg, err := mysql.ParseDSN(dsn)

@@ -34,13 +34,13 @@ type proxy struct {
 	wg      sync.WaitGroup
 }
 
-func newProxy(t *testing.T, target string) *proxy {
+// newProxy reserves the proxy's address; it listens from up on.
+func newProxy(t *testing.T) *proxy {
 	addr, err := testenv.FreeAddr()
 	if err != nil {
 		t.Fatal(err)
 	}
-	p := &proxy{t: t, addr: addr, target: target, conns: map[net.Conn]struct{}{}}
-	p.up()
+	p := &proxy{t: t, addr: addr, conns: map[net.Conn]struct{}{}}
 	t.Cleanup(func() { p.cut(); p.wg.Wait() })
 	return p
 }
@@ -186,9 +186,10 @@ func TestIntegrationOutage(t *testing.T) {
 			logs := logBuffer(t)
 			password := dialectOf(b.name).secrets(dsn)
 			prefix := freshPrefix(t, b.name, dsn)
-			p := newProxy(t, "")
+			p := newProxy(t)
 			proxied, target := viaAddr(t, b.name, dsn, p.addr)
 			p.target = target
+			p.up()
 			const opTimeout = time.Second
 			open := func(dsn string) store.Store {
 				s, err := store.Open(t.Context(), b.name, map[string]string{

@@ -1,6 +1,7 @@
 package sqlstore
 
 import (
+	"database/sql"
 	"fmt"
 
 	"github.com/jackc/pgx/v5"
@@ -13,6 +14,8 @@ type postgresDialect struct{}
 
 func (postgresDialect) name() string   { return "postgres" }
 func (postgresDialect) driver() string { return "pgx" }
+
+func (postgresDialect) openDB(dsn string) (*sql.DB, error) { return sql.Open("pgx", dsn) }
 
 func (postgresDialect) secrets(dsn string) []string {
 	cfg, err := pgx.ParseConfig(dsn)

@@ -234,7 +234,7 @@ func open(ctx context.Context, d dialect, settings map[string]string) (*Store, e
 		watchers: map[*watcher]struct{}{},
 	}
 	s.prepareQueries()
-	db, err := sql.Open(d.driver(), cfg.dsn)
+	db, err := d.openDB(cfg.dsn)
 	if err != nil {
 		return nil, s.fail(ctx, "open", err)
 	}
