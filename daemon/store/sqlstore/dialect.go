@@ -14,8 +14,6 @@ import (
 type dialect interface {
 	// name is the backend's name, as registered and as in errors.
 	name() string
-	// driver is the database/sql driver name.
-	driver() string
 	// openDB returns the pool for dsn.
 	openDB(dsn string) (*sql.DB, error)
 	// secrets returns the strings of dsn that must never appear in an

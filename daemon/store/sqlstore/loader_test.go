@@ -3,7 +3,6 @@ package sqlstore
 import (
 	"bytes"
 	"context"
-	"database/sql"
 	"errors"
 	"fmt"
 	"strings"
@@ -190,7 +189,7 @@ func TestIntegrationTablesAndSchema(t *testing.T) {
 			prefix := s.cfg.tablePrefix
 			s.Close()
 
-			db, err := sql.Open(s.d.driver(), dsn)
+			db, err := s.d.openDB(dsn)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -13,8 +13,7 @@ import (
 // VARBINARY(1024): byte order, and within InnoDB's 3072-byte index limit.
 type mysqlDialect struct{}
 
-func (mysqlDialect) name() string   { return "mysql" }
-func (mysqlDialect) driver() string { return "mysql" }
+func (mysqlDialect) name() string { return "mysql" }
 
 // openDB sets interpolateParams: the driver then sends each statement with
 // its arguments in one round trip instead of preparing it first (two), which

@@ -12,8 +12,7 @@ import (
 // compares byte by byte.
 type postgresDialect struct{}
 
-func (postgresDialect) name() string   { return "postgres" }
-func (postgresDialect) driver() string { return "pgx" }
+func (postgresDialect) name() string { return "postgres" }
 
 func (postgresDialect) openDB(dsn string) (*sql.DB, error) { return sql.Open("pgx", dsn) }
 

@@ -2,7 +2,6 @@ package sqlstore
 
 import (
 	"context"
-	"database/sql"
 	"fmt"
 	"sync/atomic"
 	"testing"
@@ -36,7 +35,7 @@ func freshPrefix(t testing.TB, name, dsn string) string {
 
 func dropTables(t testing.TB, name, dsn, prefix string) {
 	d := dialectOf(name)
-	db, err := sql.Open(d.driver(), dsn)
+	db, err := d.openDB(dsn)
 	if err != nil {
 		t.Errorf("drop tables: %v", err)
 		return
