@@ -26,6 +26,7 @@ import (
 	"github.com/kcd-project/kcd/daemon/herder"
 	"github.com/kcd-project/kcd/daemon/restapi"
 	"github.com/kcd-project/kcd/daemon/store/activestore"
+	_ "github.com/kcd-project/kcd/daemon/store/sqlstore" // the mysql and postgres backends
 	"github.com/kcd-project/kcd/daemon/worker"
 	"github.com/kcd-project/kcd/raft"
 	"github.com/kcd-project/kcd/raft/raftstore"
