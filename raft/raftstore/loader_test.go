@@ -284,10 +284,15 @@ func TestLoadAndClearReplicate(t *testing.T) {
 	if err := f.Clear(ctx, "kcd/cluster/"); err != nil {
 		t.Fatalf("Clear through a follower: %v", err)
 	}
-	wantState(0, []store.KV{store1})
+	wantState(100, []store.KV{store1}) // the revision stays when keys are kept
 
-	// A watch from a revision of the replaced history fails on every
-	// member instead of waiting for the new history to get there.
+	// Without kept keys the revision starts again from 0, and a watch from
+	// a revision of the replaced history fails on every member instead of
+	// waiting for the new history to get there.
+	if err := f.Clear(ctx); err != nil {
+		t.Fatalf("Clear: %v", err)
+	}
+	wantState(0, nil)
 	for _, n := range c.Nodes() {
 		s := New(n)
 		w, err := s.Watch(ctx, "", 100)
