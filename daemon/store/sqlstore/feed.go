@@ -207,11 +207,9 @@ func (s *Store) Watch(ctx context.Context, prefix string, afterRev int64) (store
 	if afterRev < 0 {
 		return nil, s.fail(ctx, "watch", fmt.Errorf("%w: negative revision %d", store.ErrInvalid, afterRev))
 	}
-	octx, cancel := context.WithTimeout(ctx, s.cfg.opTimeout)
-	defer cancel()
-	var rev, compacted int64
-	if err := s.db.QueryRowContext(octx, s.q.readMeta).Scan(&rev, &compacted); err != nil {
-		return nil, s.fail(ctx, "watch", err)
+	rev, compacted, err := s.readMeta(ctx, "watch")
+	if err != nil {
+		return nil, err
 	}
 	if afterRev != 0 && afterRev < compacted {
 		return nil, s.fail(ctx, "watch", fmt.Errorf("%w: watch after revision %d (history starts after %d)", store.ErrCompacted, afterRev, compacted))

@@ -12,25 +12,26 @@ import (
 // writeTx runs fn in a transaction holding the revision lock, with the
 // current and compacted revisions, and commits.
 func (s *Store) writeTx(ctx context.Context, op string, fn func(ctx context.Context, tx *sql.Tx, cur, compacted int64) error) error {
-	if err := s.enter(ctx, op); err != nil {
-		return err
-	}
-	octx, cancel := context.WithTimeout(ctx, s.cfg.opTimeout)
-	defer cancel()
-	tx, err := s.db.BeginTx(octx, nil)
+	err := s.run(ctx, op, func(ctx context.Context) error {
+		tx, err := s.db.BeginTx(ctx, nil)
+		if err != nil {
+			return err
+		}
+		defer tx.Rollback()
+		var cur, compacted int64
+		if err := tx.QueryRowContext(ctx, s.q.lockMeta).Scan(&cur, &compacted); err != nil {
+			return err
+		}
+		if err := fn(ctx, tx, cur, compacted); err != nil {
+			return err
+		}
+		if err := tx.Commit(); err != nil {
+			return &commitError{err}
+		}
+		return nil
+	})
 	if err != nil {
-		return s.fail(ctx, op, err)
-	}
-	defer tx.Rollback()
-	var cur, compacted int64
-	if err := tx.QueryRowContext(octx, s.q.lockMeta).Scan(&cur, &compacted); err != nil {
-		return s.fail(ctx, op, err)
-	}
-	if err := fn(octx, tx, cur, compacted); err != nil {
-		return s.fail(ctx, op, err)
-	}
-	if err := tx.Commit(); err != nil {
-		return s.fail(ctx, op+" (commit)", err)
+		return err
 	}
 	s.notify()
 	return nil

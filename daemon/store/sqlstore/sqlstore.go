@@ -415,39 +415,84 @@ func validBatch(conds []store.Cond, ops []store.Op) error {
 	return nil
 }
 
-// Get implements store.Store.
-func (s *Store) Get(ctx context.Context, key string) (store.KV, bool, error) {
-	if err := s.enter(ctx, "get"); err != nil {
-		return store.KV{}, false, err
-	}
-	if err := validKey(key); err != nil {
-		return store.KV{}, false, s.fail(ctx, "get", err)
+// commitError is a failure of COMMIT: the write may or may not have
+// happened, so it is not tried again.
+type commitError struct{ err error }
+
+func (e *commitError) Error() string { return e.err.Error() }
+func (e *commitError) Unwrap() error { return e.err }
+
+// retryPause paces the attempts of one operation; see run.
+const retryPause = 20 * time.Millisecond
+
+// run runs fn under op_timeout. A failure before COMMIT leaves nothing
+// behind (the transaction rolls back), so run tries fn again within
+// op_timeout after a lost connection or a deadlock: a database restart
+// then costs no failed call, though every pooled connection is broken
+// (hence one attempt per pooled connection, and one more).
+func (s *Store) run(ctx context.Context, op string, fn func(ctx context.Context) error) error {
+	if err := s.enter(ctx, op); err != nil {
+		return err
 	}
 	octx, cancel := context.WithTimeout(ctx, s.cfg.opTimeout)
 	defer cancel()
-	kv := store.KV{Key: key}
-	err := s.db.QueryRowContext(octx, s.q.get, []byte(key)).Scan(&kv.Value, &kv.CreateRevision, &kv.ModRevision)
-	if errors.Is(err, sql.ErrNoRows) {
-		return store.KV{}, false, nil
+	for attempt := 1; ; attempt++ {
+		err := fn(octx)
+		if err == nil {
+			return nil
+		}
+		if ce := (*commitError)(nil); errors.As(err, &ce) {
+			return s.fail(ctx, op+" (commit: the write may or may not have happened)", ce.err)
+		}
+		if attempt > s.cfg.maxOpenConns || octx.Err() != nil || s.closed.Load() ||
+			errors.Is(err, store.ErrInvalid) || errors.Is(err, store.ErrCompacted) || !s.d.retryable(err) {
+			return s.fail(ctx, op, err)
+		}
+		select {
+		case <-time.After(min(time.Duration(attempt-1)*retryPause, 10*retryPause)):
+		case <-octx.Done():
+			return s.fail(ctx, op, err)
+		}
 	}
-	if err != nil {
+}
+
+// Get implements store.Store.
+func (s *Store) Get(ctx context.Context, key string) (store.KV, bool, error) {
+	if err := validKey(key); err != nil {
+		if err := s.enter(ctx, "get"); err != nil {
+			return store.KV{}, false, err
+		}
 		return store.KV{}, false, s.fail(ctx, "get", err)
+	}
+	var kv store.KV
+	found := false
+	err := s.run(ctx, "get", func(ctx context.Context) error {
+		kv = store.KV{Key: key}
+		err := s.db.QueryRowContext(ctx, s.q.get, []byte(key)).Scan(&kv.Value, &kv.CreateRevision, &kv.ModRevision)
+		if errors.Is(err, sql.ErrNoRows) {
+			return nil
+		}
+		found = err == nil
+		return err
+	})
+	if err != nil || !found {
+		return store.KV{}, false, err
 	}
 	return kv, true, nil
 }
 
 // Revision implements store.Store.
 func (s *Store) Revision(ctx context.Context) (int64, error) {
-	if err := s.enter(ctx, "revision"); err != nil {
-		return 0, err
-	}
-	octx, cancel := context.WithTimeout(ctx, s.cfg.opTimeout)
-	defer cancel()
-	var rev, compacted int64
-	if err := s.db.QueryRowContext(octx, s.q.readMeta).Scan(&rev, &compacted); err != nil {
-		return 0, s.fail(ctx, "revision", err)
-	}
-	return rev, nil
+	rev, _, err := s.readMeta(ctx, "revision")
+	return rev, err
+}
+
+// readMeta reads the current and the compacted revision.
+func (s *Store) readMeta(ctx context.Context, op string) (rev, compacted int64, err error) {
+	err = s.run(ctx, op, func(ctx context.Context) error {
+		return s.db.QueryRowContext(ctx, s.q.readMeta).Scan(&rev, &compacted)
+	})
+	return rev, compacted, err
 }
 
 // prefixRange returns the bounds of the keys starting with prefix: lo
@@ -479,49 +524,55 @@ func rangeCond(prefix string) (string, []any) {
 
 // Scan implements store.Store.
 func (s *Store) Scan(ctx context.Context, prefix string, limit int) ([]store.KV, int64, error) {
-	if err := s.enter(ctx, "scan"); err != nil {
-		return nil, 0, err
-	}
 	if limit < 0 {
+		if err := s.enter(ctx, "scan"); err != nil {
+			return nil, 0, err
+		}
 		return nil, 0, s.fail(ctx, "scan", fmt.Errorf("%w: negative limit %d", store.ErrInvalid, limit))
-	}
-	octx, cancel := context.WithTimeout(ctx, s.cfg.opTimeout)
-	defer cancel()
-	// One snapshot for the revision and the keys.
-	tx, err := s.db.BeginTx(octx, &sql.TxOptions{Isolation: sql.LevelRepeatableRead, ReadOnly: true})
-	if err != nil {
-		return nil, 0, s.fail(ctx, "scan", err)
-	}
-	defer tx.Rollback()
-	var rev, compacted int64
-	if err := tx.QueryRowContext(octx, s.q.readMeta).Scan(&rev, &compacted); err != nil {
-		return nil, 0, s.fail(ctx, "scan", err)
 	}
 	cond, args := rangeCond(prefix)
 	q := "SELECT k, val, create_rev, mod_rev FROM " + s.q.kv + " WHERE " + cond + " ORDER BY k"
 	if limit > 0 {
 		q += s.d.limit(limit)
 	}
-	rows, err := tx.QueryContext(octx, s.d.rebind(q), args...)
-	if err != nil {
-		return nil, 0, s.fail(ctx, "scan", err)
-	}
-	defer rows.Close()
-	var kvs []store.KV
-	for rows.Next() {
-		var kv store.KV
-		var k []byte
-		if err := rows.Scan(&k, &kv.Value, &kv.CreateRevision, &kv.ModRevision); err != nil {
-			return nil, 0, s.fail(ctx, "scan", err)
+	q = s.d.rebind(q)
+	var (
+		kvs []store.KV
+		rev int64
+	)
+	err := s.run(ctx, "scan", func(ctx context.Context) error {
+		kvs = nil
+		// One snapshot for the revision and the keys.
+		tx, err := s.db.BeginTx(ctx, &sql.TxOptions{Isolation: sql.LevelRepeatableRead, ReadOnly: true})
+		if err != nil {
+			return err
 		}
-		kv.Key = string(k)
-		kvs = append(kvs, kv)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, 0, s.fail(ctx, "scan", err)
-	}
-	if err := tx.Commit(); err != nil {
-		return nil, 0, s.fail(ctx, "scan", err)
+		defer tx.Rollback()
+		var compacted int64
+		if err := tx.QueryRowContext(ctx, s.q.readMeta).Scan(&rev, &compacted); err != nil {
+			return err
+		}
+		rows, err := tx.QueryContext(ctx, q, args...)
+		if err != nil {
+			return err
+		}
+		defer rows.Close()
+		for rows.Next() {
+			var kv store.KV
+			var k []byte
+			if err := rows.Scan(&k, &kv.Value, &kv.CreateRevision, &kv.ModRevision); err != nil {
+				return err
+			}
+			kv.Key = string(k)
+			kvs = append(kvs, kv)
+		}
+		if err := rows.Err(); err != nil {
+			return err
+		}
+		return tx.Commit()
+	})
+	if err != nil {
+		return nil, 0, err
 	}
 	return kvs, rev, nil
 }
@@ -582,22 +633,36 @@ func opName(del bool) string {
 // writes the keys, their events and the new revision. It returns the
 // resulting revision, whether conds held and whether anything changed.
 func (s *Store) apply(ctx context.Context, op string, conds []store.Cond, ops []store.Op) (rev int64, ok, changed bool, err error) {
-	if err := s.enter(ctx, op); err != nil {
+	if err := validBatch(conds, ops); err != nil {
+		if err := s.enter(ctx, op); err != nil {
+			return 0, false, false, err
+		}
+		return 0, false, false, s.fail(ctx, op, err)
+	}
+	err = s.run(ctx, op, func(ctx context.Context) error {
+		var err error
+		rev, ok, changed, err = s.applyTx(ctx, conds, ops)
+		return err
+	})
+	if err != nil {
 		return 0, false, false, err
 	}
-	if err := validBatch(conds, ops); err != nil {
-		return 0, false, false, s.fail(ctx, op, err)
+	if changed {
+		s.notify()
 	}
-	octx, cancel := context.WithTimeout(ctx, s.cfg.opTimeout)
-	defer cancel()
-	tx, err := s.db.BeginTx(octx, nil)
+	return rev, ok, changed, nil
+}
+
+// applyTx is one attempt of apply.
+func (s *Store) applyTx(ctx context.Context, conds []store.Cond, ops []store.Op) (rev int64, ok, changed bool, err error) {
+	tx, err := s.db.BeginTx(ctx, nil)
 	if err != nil {
-		return 0, false, false, s.fail(ctx, op, err)
+		return 0, false, false, err
 	}
 	defer tx.Rollback()
 	var cur, compacted int64
-	if err := tx.QueryRowContext(octx, s.q.lockMeta).Scan(&cur, &compacted); err != nil {
-		return 0, false, false, s.fail(ctx, op, err)
+	if err := tx.QueryRowContext(ctx, s.q.lockMeta).Scan(&cur, &compacted); err != nil {
+		return 0, false, false, err
 	}
 	// Every key the batch reads or writes, in first-seen order.
 	var keys []string
@@ -614,9 +679,9 @@ func (s *Store) apply(ctx context.Context, op string, conds []store.Cond, ops []
 			keys = append(keys, o.Key)
 		}
 	}
-	state, err := s.readKeys(octx, tx, keys)
+	state, err := s.readKeys(ctx, tx, keys)
 	if err != nil {
-		return 0, false, false, s.fail(ctx, op, err)
+		return 0, false, false, err
 	}
 	for _, c := range conds {
 		st := state[c.Key]
@@ -669,29 +734,28 @@ func (s *Store) apply(ctx context.Context, op string, conds []store.Cond, ops []
 			dels = append(dels, []byte(k))
 		}
 	}
-	if err := s.deleteKeys(octx, tx, dels); err != nil {
-		return 0, false, false, s.fail(ctx, op, err)
+	if err := s.deleteKeys(ctx, tx, dels); err != nil {
+		return 0, false, false, err
 	}
-	if err := s.upsert(octx, tx, puts); err != nil {
-		return 0, false, false, s.fail(ctx, op, err)
+	if err := s.upsert(ctx, tx, puts); err != nil {
+		return 0, false, false, err
 	}
-	if err := s.insertHistory(octx, tx, rev, events); err != nil {
-		return 0, false, false, s.fail(ctx, op, err)
+	if err := s.insertHistory(ctx, tx, rev, events); err != nil {
+		return 0, false, false, err
 	}
 	if rev-compacted > s.cfg.historyKeep+trimSlack {
 		to := min(rev-s.cfg.historyKeep, compacted+trimMax)
-		if _, err := tx.ExecContext(octx, s.q.deleteHistoryUpTo, to); err != nil {
-			return 0, false, false, s.fail(ctx, op, err)
+		if _, err := tx.ExecContext(ctx, s.q.deleteHistoryUpTo, to); err != nil {
+			return 0, false, false, err
 		}
 		compacted = to
 	}
-	if _, err := tx.ExecContext(octx, s.q.updateMeta, rev, compacted); err != nil {
-		return 0, false, false, s.fail(ctx, op, err)
+	if _, err := tx.ExecContext(ctx, s.q.updateMeta, rev, compacted); err != nil {
+		return 0, false, false, err
 	}
 	if err := tx.Commit(); err != nil {
-		return 0, false, false, s.fail(ctx, op+" (commit; the write may or may not have happened)", err)
+		return 0, false, false, &commitError{err}
 	}
-	s.notify()
 	return rev, true, true, nil
 }
 
