@@ -387,3 +387,31 @@ func TestOpenUnreachableHoldsNoSecret(t *testing.T) {
 		})
 	}
 }
+
+// TestOpenHangingDatabase opens a DSN whose server accepts connections and
+// never answers: Open fails within op_timeout, saying so, with no secret.
+func TestOpenHangingDatabase(t *testing.T) {
+	p := newProxy(t)
+	p.upMode(true)
+	const pw = "S3cret-Hanging-pw"
+	for name, dsn := range map[string]string{
+		"mysql":    "kcd:" + pw + "@tcp(" + p.addr + ")/kcd",
+		"postgres": "postgres://kcd:" + pw + "@" + p.addr + "/kcd?sslmode=disable",
+	} {
+		t.Run(name, func(t *testing.T) {
+			start := time.Now()
+			_, err := open(context.Background(), dialectOf(name), map[string]string{"dsn": dsn, "op_timeout": "1s"})
+			took := time.Since(start)
+			if err == nil {
+				t.Fatal("open of a database that never answers succeeded")
+			}
+			if took > 3*time.Second {
+				t.Errorf("open failed after %v, want about op_timeout (1s)", took)
+			}
+			if !strings.Contains(err.Error(), name+" store: connect: the database did not answer within op_timeout 1s") {
+				t.Errorf("error %q does not say the database did not answer", err)
+			}
+			wantNoSecret(t, "error", err.Error(), dsn, pw)
+		})
+	}
+}

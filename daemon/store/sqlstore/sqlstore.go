@@ -190,7 +190,7 @@ type Store struct {
 var (
 	_ store.Store  = (*Store)(nil)
 	_ store.Loader = (*Store)(nil)
-	_ store.Store  = (*Store)(nil)
+	// storetest.Compacter, for the conformance suite's compaction test.
 	_ interface {
 		Compact(context.Context, int64) error
 	} = (*Store)(nil)
@@ -256,19 +256,19 @@ func open(ctx context.Context, d dialect, settings map[string]string) (*Store, e
 // migrate creates the tables or checks and upgrades their schema, and
 // returns the current revision.
 func (s *Store) migrate(ctx context.Context) (int64, error) {
-	ctx, cancel := context.WithTimeout(ctx, s.cfg.opTimeout)
+	octx, cancel := context.WithTimeout(ctx, s.cfg.opTimeout)
 	defer cancel()
-	if err := s.db.PingContext(ctx); err != nil {
+	if err := s.db.PingContext(octx); err != nil {
 		return 0, s.fail(ctx, "connect", err)
 	}
 	stmts := s.d.createTables(s.cfg.tablePrefix)
 	// The schema table first, to refuse a newer layout before touching
 	// anything else.
-	if _, err := s.db.ExecContext(ctx, stmts[0]); err != nil {
+	if _, err := s.db.ExecContext(octx, stmts[0]); err != nil {
 		return 0, s.fail(ctx, "create table "+s.q.schema, err)
 	}
 	var version int
-	err := s.db.QueryRowContext(ctx, s.d.rebind("SELECT version FROM "+s.q.schema+" WHERE id = 1")).Scan(&version)
+	err := s.db.QueryRowContext(octx, s.d.rebind("SELECT version FROM "+s.q.schema+" WHERE id = 1")).Scan(&version)
 	switch {
 	case errors.Is(err, sql.ErrNoRows):
 		version = 0
@@ -282,23 +282,23 @@ func (s *Store) migrate(ctx context.Context) (int64, error) {
 	// Version 1 is the first layout: creating it is the only upgrade so
 	// far. A later version adds its steps here, each from the one before.
 	for _, stmt := range stmts[1:] {
-		if _, err := s.db.ExecContext(ctx, stmt); err != nil {
+		if _, err := s.db.ExecContext(octx, stmt); err != nil {
 			return 0, s.fail(ctx, "create tables", err)
 		}
 	}
-	if _, err := s.db.ExecContext(ctx, s.d.rebind(s.d.insertIgnore(s.q.meta, []string{"id", "rev", "compacted"})), 1, 0, 0); err != nil {
+	if _, err := s.db.ExecContext(octx, s.d.rebind(s.d.insertIgnore(s.q.meta, []string{"id", "rev", "compacted"})), 1, 0, 0); err != nil {
 		return 0, s.fail(ctx, "create tables", err)
 	}
 	if version < schemaVersion {
-		if _, err := s.db.ExecContext(ctx, s.d.rebind(s.d.insertIgnore(s.q.schema, []string{"id", "version"})), 1, schemaVersion); err != nil {
+		if _, err := s.db.ExecContext(octx, s.d.rebind(s.d.insertIgnore(s.q.schema, []string{"id", "version"})), 1, schemaVersion); err != nil {
 			return 0, s.fail(ctx, "record schema version", err)
 		}
-		if _, err := s.db.ExecContext(ctx, s.d.rebind("UPDATE "+s.q.schema+" SET version = ? WHERE id = 1 AND version < ?"), schemaVersion, schemaVersion); err != nil {
+		if _, err := s.db.ExecContext(octx, s.d.rebind("UPDATE "+s.q.schema+" SET version = ? WHERE id = 1 AND version < ?"), schemaVersion, schemaVersion); err != nil {
 			return 0, s.fail(ctx, "record schema version", err)
 		}
 	}
 	var rev, compacted int64
-	if err := s.db.QueryRowContext(ctx, s.q.readMeta).Scan(&rev, &compacted); err != nil {
+	if err := s.db.QueryRowContext(octx, s.q.readMeta).Scan(&rev, &compacted); err != nil {
 		return 0, s.fail(ctx, "read revision", err)
 	}
 	return rev, nil
