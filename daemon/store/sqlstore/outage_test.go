@@ -415,3 +415,25 @@ func TestOpenHangingDatabase(t *testing.T) {
 		})
 	}
 }
+
+// TestOpenMalformedDSNHoldsNoSecret: a DSN the driver cannot parse is
+// refused without echoing it or its password.
+func TestOpenMalformedDSNHoldsNoSecret(t *testing.T) {
+	const pw = "S3cret-Malformed-pw"
+	for _, tc := range []struct{ name, dsn string }{
+		{"mysql", "kcd:" + pw + "@tcp(127.0.0.1:3306)kcd"},
+		{"mysql", "kcd:" + pw + "@tcp(127.0.0.1:3306)/kcd?interpolateParams=maybe"},
+		{"postgres", "postgres://kcd:" + pw + "@127.0.0.1:notaport/kcd"},
+		{"postgres", "host=127.0.0.1 password=" + pw + " sslmode=sometimes"},
+	} {
+		_, err := store.Open(context.Background(), tc.name, map[string]string{"dsn": tc.dsn})
+		if err == nil {
+			t.Errorf("%s: Open of a malformed DSN succeeded", tc.name)
+			continue
+		}
+		wantNoSecret(t, tc.name+" error", err.Error(), tc.dsn, pw)
+		_, err = open(context.Background(), dialectOf(tc.name), map[string]string{"dsn": tc.dsn})
+		wantNoSecret(t, tc.name+" error before store.Open's redaction", err.Error(), tc.dsn, pw)
+		t.Logf("%s: %v", tc.name, err)
+	}
+}
