@@ -76,6 +76,9 @@ type Options struct {
 	// Coordinator serves the coordinator's leader-only endpoints (worker
 	// heartbeats, rebalance plans); nil on nodes that are not Raft members.
 	Coordinator Coordinator
+	// StoreAdmin serves /kcd/v1/store/switch and /status on Raft nodes;
+	// nil elsewhere (the requests go to the leader).
+	StoreAdmin StoreAdmin
 	// Worker serves GET /kcd/v1/worker; nil on nodes without a worker.
 	Worker LocalWorker
 	// HealthChecks are checked by GET /health after the node's readiness
@@ -96,7 +99,7 @@ func NewHandler(node Node, opts Options) http.Handler {
 		opts.LeaderWait = 5 * time.Second
 	}
 	a := &api{
-		node: node, cluster: opts.Cluster, store: opts.Store, connect: opts.Connect, coord: opts.Coordinator, worker: opts.Worker, log: opts.Logger, leaderWait: opts.LeaderWait,
+		node: node, cluster: opts.Cluster, store: opts.Store, connect: opts.Connect, coord: opts.Coordinator, storeAdmin: opts.StoreAdmin, worker: opts.Worker, log: opts.Logger, leaderWait: opts.LeaderWait,
 		forwardClient: &http.Client{Timeout: 90 * time.Second},
 		healthChecks:  append([]HealthCheck{readyCheck(node)}, opts.HealthChecks...),
 	}
@@ -141,8 +144,9 @@ func NewHandler(node Node, opts Options) http.Handler {
 		{"PUT", "/connector-plugins/{plugin}/config/validate", a.withConnect(a.validateConfig)},
 	}
 
-	routes = append(routes, a.storeRoutes()...)  // the store API (store_api.go)
-	routes = append(routes, a.workerRoutes()...) // workers, assignments, rebalances, events (workers.go, events.go)
+	routes = append(routes, a.storeRoutes()...)
+	routes = append(routes, a.storeAdminRoutes()...) // the store API (store_api.go)
+	routes = append(routes, a.workerRoutes()...)     // workers, assignments, rebalances, events (workers.go, events.go)
 
 	mux := http.NewServeMux()
 	// known answers 405 for a path that exists with another method; anything
@@ -177,6 +181,7 @@ type api struct {
 	store         store.Store
 	connect       *herder.Herder
 	coord         Coordinator
+	storeAdmin    StoreAdmin
 	worker        LocalWorker
 	log           *slog.Logger
 	leaderWait    time.Duration
