@@ -185,6 +185,10 @@ type Store struct {
 	wmu       sync.Mutex
 	watchers  map[*watcher]struct{}
 	delivered int64 // every revision up to it was offered to the watchers
+	// epoch grows whenever delivered moves other than by publishing the
+	// next revision (a Clear, a Load, history the feed found gone): a
+	// feed round or a Watch that started before works from stale state.
+	epoch int64
 }
 
 var (
