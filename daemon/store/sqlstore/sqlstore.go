@@ -62,7 +62,7 @@ const (
 	historyRows      = 8192     // rows read from history at once (at least 2 revisions' worth)
 	trimSlack        = 64       // revisions history may exceed history_keep by before a trim
 	trimMax          = 1024     // revisions one write trims at most
-	stmtRows         = 500      // rows of one multi-row statement
+	stmtRows         = 2048     // rows of one multi-row statement
 	stmtBytes        = 4 << 20  // bytes of values of one multi-row statement
 	feedBackoffMin   = 100 * time.Millisecond
 	feedBackoffMax   = 5 * time.Second
