@@ -450,7 +450,13 @@ func load(ctx context.Context, tgt store.Loader, rev int64, kvs []store.KV, dels
 			size += len(dels[d])
 			d++
 		}
-		if err := tgt.Load(ctx, rev, kvs[:n], dels[:d]); err != nil {
+		// The Raft target's revision moves with writes to its own keys
+		// (kcd/cluster/, kcd/members/) between chunks: never load below it.
+		cur, err := tgt.Revision(ctx)
+		if err != nil {
+			return err
+		}
+		if err := tgt.Load(ctx, max(rev, cur), kvs[:n], dels[:d]); err != nil {
 			return err
 		}
 		if done != nil {
