@@ -29,7 +29,12 @@ const maxSwitchEvents = 1 << 20
 // target, empty or req.Force) and answers; the copy runs on, and Status
 // follows it. A dry run checks and counts, changing nothing. It runs on
 // the leader only.
-func (s *Store) Switch(ctx context.Context, req api.StoreSwitchRequest) (api.StoreSwitch, error) {
+func (s *Store) Switch(ctx context.Context, req api.StoreSwitchRequest) (_ api.StoreSwitch, err error) {
+	defer func() {
+		if err != nil {
+			err = store.MaskError(err, s.resolvedSecrets(Record{Settings: req.Settings}))
+		}
+	}()
 	s.mu.Lock()
 	mark := s.mark
 	s.mu.Unlock()
@@ -205,6 +210,10 @@ func (s *Store) run(sw *api.StoreSwitch, src *delegate, tgt store.Loader, from, 
 	log := s.log.With("switch", sw.ID, "from", from.Backend, "to", to.Backend)
 	log.Info("store switch starts")
 	err := s.copyAndSwitch(log, src, tgt, from, to)
+	if err != nil {
+		// A backend's error may quote its settings: mask both sides'.
+		err = store.MaskError(err, s.resolvedSecrets(from, to))
+	}
 	now := time.Now().UTC()
 	s.progress(func(sw *api.StoreSwitch) {
 		sw.EndedAt = now
@@ -238,6 +247,18 @@ func (s *Store) run(sw *api.StoreSwitch, src *delegate, tgt store.Loader, from, 
 	s.swmu.Lock()
 	s.busy = false
 	s.swmu.Unlock()
+}
+
+// resolvedSecrets are the resolved settings of from and to, for masking.
+func (s *Store) resolvedSecrets(recs ...Record) map[string]string {
+	out := map[string]string{}
+	for i, r := range recs {
+		resolved, _ := s.cfg.Resolve(r.Settings)
+		for k, v := range resolved {
+			out[fmt.Sprintf("%d.%s", i, k)] = v
+		}
+	}
+	return out
 }
 
 // noteFailure keeps a failed switch in the record, so that every node's
