@@ -87,7 +87,7 @@ func (s *Store) Switch(ctx context.Context, req api.StoreSwitchRequest) (_ api.S
 		closeTgt()
 		return api.StoreSwitch{}, fmt.Errorf("read the target backend %s: %w", to.Backend, err)
 	}
-	if held > 0 && !req.Force {
+	if held > 0 && !req.Force && !req.DryRun {
 		closeTgt()
 		return api.StoreSwitch{}, fmt.Errorf("%w (backend %s); pass --force to replace it", ErrTargetHeld, to.Backend)
 	}
@@ -98,8 +98,11 @@ func (s *Store) Switch(ctx context.Context, req api.StoreSwitchRequest) (_ api.S
 			return api.StoreSwitch{}, fmt.Errorf("read the active backend %s: %w", from.Backend, err)
 		}
 		sw.State, sw.Total, sw.EndedAt = api.SwitchDryRun, int64(n), time.Now().UTC()
-		if held > 0 {
+		switch {
+		case held > 0 && req.Force:
 			sw.Warnings = append(sw.Warnings, fmt.Sprintf("the target backend %s holds metadata: it will be removed (--force)", to.Backend))
+		case held > 0:
+			sw.Warnings = append(sw.Warnings, fmt.Sprintf("the target backend %s holds metadata: the switch is refused unless --force removes it", to.Backend))
 		}
 		return *sw, nil
 	}
