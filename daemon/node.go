@@ -26,6 +26,7 @@ import (
 	"github.com/kcd-project/kcd/daemon/herder"
 	"github.com/kcd-project/kcd/daemon/restapi"
 	"github.com/kcd-project/kcd/daemon/store/activestore"
+	_ "github.com/kcd-project/kcd/daemon/store/sqlstore" // the mysql and postgres backends
 	"github.com/kcd-project/kcd/daemon/worker"
 	"github.com/kcd-project/kcd/raft"
 	"github.com/kcd-project/kcd/raft/raftstore"
@@ -116,7 +117,8 @@ func (n *Node) Start(ctx context.Context) (err error) {
 			Logger: n.log,
 		})
 		n.store = n.active
-		opts.Cluster, opts.Store = raftCluster{n: n.raft, drain: n.drainMember}, guardStore(n.active.ForAPI())
+		opts.Cluster, opts.Store = raftCluster{n: n.raft, drain: n.drainMember}, guardStore(n.active)
+		opts.PeerStore = guardStore(n.active.ForAPI())
 		opts.StoreAdmin = storeAdmin{n.active}
 		opts.Connect = herder.New(connectstore.New(n.store), herder.Options{
 			Converters:           converter.Classes(),
