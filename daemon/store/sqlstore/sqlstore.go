@@ -318,8 +318,11 @@ type scrubbed struct {
 func (e *scrubbed) Error() string { return e.msg }
 func (e *scrubbed) Unwrap() error { return e.err }
 
-// scrub removes the DSN and the password from msg.
+// scrub removes the DSN and the password from msg: those the driver
+// parses out of the DSN, and those store.MaskString finds in it (also
+// percent-encoded).
 func (s *Store) scrub(msg string) string {
+	msg = store.MaskString(msg, map[string]string{"dsn": s.cfg.dsn})
 	secrets := slices.Clone(s.secrets)
 	slices.SortFunc(secrets, func(a, b string) int { return len(b) - len(a) })
 	for _, v := range secrets {
