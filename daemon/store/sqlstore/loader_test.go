@@ -334,3 +334,45 @@ func TestSettings(t *testing.T) {
 		t.Fatalf("defaults = %+v, %v", c, err)
 	}
 }
+
+// TestIntegrationLargeBatch writes a Batch of maximal values, which the
+// store splits into several statements, and reads it back and watches it.
+func TestIntegrationLargeBatch(t *testing.T) {
+	for _, b := range backends {
+		t.Run(b.name, func(t *testing.T) {
+			dsn := testenv.Require(t, b.env)
+			s := openTest(t, b.name, dsn, nil)
+			defer s.Close()
+			ctx := t.Context()
+			w, err := s.Watch(ctx, "big/", 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer w.Close()
+			const n = 6
+			values := make([][]byte, n)
+			ops := make([]store.Op, n)
+			for i := range ops {
+				// Every byte value, so that quoting and escaping are exercised.
+				values[i] = bytes.Repeat([]byte{byte(i)}, store.MaxValueSize)
+				for j := range values[i] {
+					values[i][j] += byte(j)
+				}
+				ops[i] = store.Put(fmt.Sprintf("big/%d", i), values[i])
+			}
+			rev, ok, err := s.Batch(ctx, nil, ops)
+			if err != nil || !ok {
+				t.Fatalf("Batch of %d values of %d bytes = %v, %v", n, store.MaxValueSize, ok, err)
+			}
+			for i := range n {
+				kv, found, err := s.Get(ctx, fmt.Sprintf("big/%d", i))
+				if err != nil || !found || !bytes.Equal(kv.Value, values[i]) || kv.ModRevision != rev {
+					t.Fatalf("Get(big/%d) = found %v, %d bytes, mod %d, %v", i, found, len(kv.Value), kv.ModRevision, err)
+				}
+				if ev := nextEvent(t, w); ev.KV.Key != fmt.Sprintf("big/%d", i) || !bytes.Equal(ev.KV.Value, values[i]) || ev.KV.ModRevision != rev {
+					t.Fatalf("event %d = %q, %d bytes at %d", i, ev.KV.Key, len(ev.KV.Value), ev.KV.ModRevision)
+				}
+			}
+		})
+	}
+}

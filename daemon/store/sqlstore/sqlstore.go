@@ -63,7 +63,7 @@ const (
 	trimSlack        = 64       // revisions history may exceed history_keep by before a trim
 	trimMax          = 1024     // revisions one write trims at most
 	stmtRows         = 2048     // rows of one multi-row statement
-	stmtBytes        = 4 << 20  // bytes of values of one multi-row statement
+	stmtBytes        = 2 << 20  // bytes of values of one multi-row statement (MySQL's escaping may double them)
 	feedBackoffMin   = 100 * time.Millisecond
 	feedBackoffMax   = 5 * time.Second
 )
