@@ -13,6 +13,7 @@ import (
 
 	"github.com/kcd-project/kcd/daemon/connectstore"
 	"github.com/kcd-project/kcd/daemon/coordinator"
+	_ "github.com/kcd-project/kcd/daemon/store/sqlstore" // the "mysql" and "postgres" backends
 	"github.com/kcd-project/kcd/internal/testenv"
 	"github.com/kcd-project/kcd/raft/raftstore"
 	"github.com/kcd-project/kcd/store"
