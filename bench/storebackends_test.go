@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"fmt"
 	"os"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -172,6 +173,11 @@ var raftFigures sync.Map
 // p50-ms and p99-ms are single commits; x-raft is commits/s over raft's in
 // this run.
 //
+// load/…: what the copy of a switch costs the target alone: Clear, then
+// Loader.Load of -bench.switch-offsets sink offsets (100 per connector) in
+// chunks within store.MaxBatchOps and store.MaxLoadBytes, as the switch
+// loads them; load-s is the whole, keys/s its rate.
+//
 // put/…: one writer, one ~100-byte Put at a time: the latency one write
 // costs. x-raft-p50 is p50 over raft's.
 func BenchmarkStoreBackends(b *testing.B) {
@@ -205,6 +211,23 @@ func BenchmarkStoreBackends(b *testing.B) {
 					report(b, be.name, fmt.Sprintf("commit/%d", committers), "commits/s", lat)
 				})
 			}
+			b.Run("load", func(b *testing.B) {
+				l, ok := s.(store.Loader)
+				if !ok {
+					b.Skipf("%s is not a store.Loader", be.name)
+				}
+				for range b.N {
+					ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+					took, err := loadOffsets(ctx, l, *switchOffsets)
+					cancel()
+					if err != nil {
+						b.Fatal(err)
+					}
+					b.ReportMetric(took.Seconds(), "load-s")
+					b.ReportMetric(float64(*switchOffsets)/took.Seconds(), "keys/s")
+					progress("%s: loaded %d offset keys in %v", be.name, *switchOffsets, took.Round(time.Millisecond))
+				}
+			})
 			b.Run("put", func(b *testing.B) {
 				key := "bench/put/" + strings.Repeat("k", 14) // 24 bytes
 				value := make([]byte, 76)
@@ -285,4 +308,38 @@ func report(b *testing.B, backend, kase, unit string, r opRun) {
 		return
 	}
 	b.ReportMetric(rate/raft[0], "x-raft")
+}
+
+// loadOffsets clears l and loads n sink offsets into it, 100 per
+// connector, in chunks as a switch's copy makes them, and returns how long
+// it took.
+func loadOffsets(ctx context.Context, l store.Loader, n int) (time.Duration, error) {
+	kvs := make([]store.KV, n)
+	for i := range kvs {
+		name := fmt.Sprintf("bench-conn-%04d", i/100)
+		value := fmt.Sprintf(`{"topic":"bench-%s","partition":%d,"offset":%d}`, name, i%100, 1000+i)
+		kvs[i] = store.KV{
+			Key:            fmt.Sprintf("connect/sinkoffset/%s/bench-%s/%d", name, name, i%100),
+			Value:          []byte(value),
+			CreateRevision: int64(i + 1),
+			ModRevision:    int64(i + 1),
+		}
+	}
+	slices.SortFunc(kvs, func(a, b store.KV) int { return strings.Compare(a.Key, b.Key) })
+	start := time.Now()
+	if err := l.Clear(ctx); err != nil {
+		return 0, fmt.Errorf("clear: %w", err)
+	}
+	for len(kvs) > 0 {
+		k, size := 0, 0
+		for k < len(kvs) && k < store.MaxBatchOps && size+len(kvs[k].Key)+len(kvs[k].Value) <= store.MaxLoadBytes {
+			size += len(kvs[k].Key) + len(kvs[k].Value)
+			k++
+		}
+		if err := l.Load(ctx, int64(n), kvs[:k], nil); err != nil {
+			return 0, fmt.Errorf("load: %w", err)
+		}
+		kvs = kvs[k:]
+	}
+	return time.Since(start), nil
 }

@@ -231,6 +231,10 @@ func (sc *switchClient) reset() {
 	sc.mu.Unlock()
 }
 
+// settleGap is the longest a writer may wait in the 2 s before a switch
+// for the cluster to count as settled.
+const settleGap = 300 * time.Millisecond
+
 // switchTail is how long commits go on being measured after a switch
 // ended: the nodes move to the new backend, and the old copy of the
 // metadata is dropped, after the leader reports the switch done.
@@ -273,8 +277,28 @@ func switchOnce(b *testing.B, c *systemtest.Cluster, leg switchLeg, clients []*s
 		stop()
 		wg.Wait()
 	}()
-	// 2 s of commits before the switch: the baseline gap.
-	time.Sleep(2 * time.Second)
+	// The switch starts once the cluster has settled from whatever came
+	// before (the last switch, the load): 2 s in which no writer waited
+	// longer than settleGap, for up to 90 s. Those 2 s are the baseline.
+	settleStart := time.Now()
+	for {
+		from := time.Now()
+		time.Sleep(2 * time.Second)
+		worst := time.Duration(0)
+		for _, sc := range clients {
+			sc.mu.Lock()
+			worst = max(worst, longestGap(sc.acks, from, time.Now()))
+			sc.mu.Unlock()
+		}
+		if worst < settleGap {
+			break
+		}
+		if time.Since(settleStart) > 90*time.Second {
+			progress("%s: not settled after 90 s (a writer waited %v in the last 2 s); switching anyway", name, worst.Round(time.Millisecond))
+			break
+		}
+	}
+	progress("%s: settled after %v", name, time.Since(settleStart).Round(100*time.Millisecond))
 
 	// POST; while the last switch still drops the old copy, the leader
 	// answers that one is running: try again (bounded: 60 s).
