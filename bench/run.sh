@@ -22,7 +22,7 @@
 #   memory    BenchmarkIdleRSS: VmRSS of idle kcd processes, and of the test environment's Kafka
 #             Connect worker when it runs
 #
-# About 5 minutes on 2 cores. Everything it starts it stops; raw output goes to $BENCH_OUT
+# About 6-15 minutes on 2 cores (the switch benchmark waits up to 90 s for the cluster to settle before each switch). Everything it starts it stops; raw output goes to $BENCH_OUT
 # (default .data/bench). Data dirs are under $TMPDIR (default /tmp), which must be a disk, not tmpfs.
 set -euo pipefail
 cd "$(dirname "$0")/.."
