@@ -1,7 +1,6 @@
 package store
 
 import (
-	"cmp"
 	"context"
 	"fmt"
 	"slices"
@@ -10,9 +9,10 @@ import (
 )
 
 // Factory opens a store of one backend. settings are the backend's
-// connection settings (a DSN, a path, credentials...), already resolved: they
-// may hold secrets, so a factory must never log them, and Open takes care
-// that its errors do not echo them either.
+// connection settings (a DSN, a path, credentials...), already resolved
+// (ResolveSettings): they may hold secrets, so a factory must never log
+// them (MaskString masks them in a text), and Open takes care that its
+// errors do not echo them either.
 type Factory func(ctx context.Context, settings map[string]string) (Store, error)
 
 var (
@@ -52,8 +52,9 @@ func Backends() []string {
 }
 
 // Open opens a store of the backend registered as name. An error from the
-// backend's factory is returned with every settings value it contains
-// replaced by "[redacted]" (errors.Is and errors.As still see the original).
+// backend's factory is returned with every settings value and every secret
+// inside one (MaskString) replaced by "[redacted]" (errors.Is and errors.As
+// still see the original).
 func Open(ctx context.Context, name string, settings map[string]string) (Store, error) {
 	registryMu.RLock()
 	factory := registry[name]
@@ -86,21 +87,11 @@ func Open(ctx context.Context, name string, settings map[string]string) (Store, 
 // replacing every occurrence of them would make messages unreadable.
 const minRedactLen = 4
 
-// redact returns err with the settings values in its message replaced.
+// redact returns err with the settings values and the secrets inside them
+// replaced (MaskString).
 func redact(err error, settings map[string]string) error {
 	msg := err.Error()
-	values := make([]string, 0, len(settings))
-	for _, v := range settings {
-		if len(v) >= minRedactLen {
-			values = append(values, v)
-		}
-	}
-	// Longest first, so that a value containing another goes whole.
-	slices.SortFunc(values, func(a, b string) int { return cmp.Compare(len(b), len(a)) })
-	redacted := msg
-	for _, v := range values {
-		redacted = strings.ReplaceAll(redacted, v, "[redacted]")
-	}
+	redacted := MaskString(msg, settings)
 	if redacted == msg {
 		return err
 	}

@@ -128,6 +128,10 @@ type Config struct {
 	// RESTMaxConnections bounds the REST API's open connections; the last
 	// eighth of them is kept for worker heartbeats and /health.
 	RESTMaxConnections int `yaml:"rest-max-connections"`
+	// Store is the metadata store's backend a new cluster starts with; the
+	// active backend then lives in Raft and changes only by kcctl store
+	// switch.
+	Store StoreConfig `yaml:"store"`
 	// LogLevel is one of debug, info, warn, error.
 	LogLevel string `yaml:"log-level"`
 	// LogFormat is text or json.
@@ -164,6 +168,7 @@ func Default() Config {
 		RESTMaxConnections:    512,
 		LogLevel:              "info",
 		LogFormat:             "text",
+		Store:                 StoreConfig{Backend: DefaultStoreBackend},
 
 		ExactlyOnceSourceSupport: "enabled",
 	}
@@ -287,6 +292,7 @@ func (c *Config) Validate() error {
 	if c.RESTMaxConnections < 16 {
 		errs = append(errs, fmt.Errorf("rest-max-connections %d is below 16", c.RESTMaxConnections))
 	}
+	errs = append(errs, c.Store.validate()...)
 	switch c.LogLevel {
 	case "debug", "info", "warn", "error":
 	default:
@@ -475,6 +481,15 @@ func fields() []field {
 			func(c *Config) *int { return &c.MaxTasksPerConnector }),
 		countField("rest-max-connections", "The most open connections of the REST API; the last eighth is kept for worker heartbeats and /health",
 			func(c *Config) *int { return &c.RESTMaxConnections }),
+		{"store", "Metadata store backend a new cluster starts with: raft, or another registered backend (mysql, postgres...); afterwards kcctl store switch changes it",
+			func(c *Config, v string) error { c.Store.Backend = strings.TrimSpace(v); return nil },
+			func(c *Config) string { return c.Store.Backend }},
+		{"store-dsn", "DSN of the store backend, usually a reference such as ${env:KCD_DB_DSN} or kcd:${file:/run/secrets/db}@tcp(db:3306)/kcd",
+			func(c *Config, v string) error { c.Store.DSN = v; return nil },
+			func(c *Config) string { return "" }}, // never shown
+		{storeSettingFlag, "Other setting of the store backend, KEY=VALUE (repeatable; in the environment, comma-separated)",
+			func(c *Config, v string) error { return c.Store.addSettings(splitSettings(v)) },
+			func(c *Config) string { return "" }},
 		{"log-level", "Log level: debug, info, warn or error",
 			func(c *Config, v string) error { c.LogLevel = v; return nil },
 			func(c *Config) string { return c.LogLevel }},
@@ -539,7 +554,7 @@ func (c *Config) ApplyEnv(lookup func(string) (string, bool)) error {
 	for _, f := range fields() {
 		if v, ok := lookup(EnvName(f.name)); ok {
 			if err := f.set(c, v); err != nil {
-				errs = append(errs, fmt.Errorf("%s=%q: %w", EnvName(f.name), v, err))
+				errs = append(errs, fmt.Errorf("%s=%s: %w", EnvName(f.name), shown(f.name, v), err))
 			}
 		}
 	}
@@ -551,6 +566,8 @@ func (c *Config) ApplyEnv(lookup func(string) (string, bool)) error {
 type Flags struct {
 	fs     *pflag.FlagSet
 	values map[string]*string
+	// storeSettings holds --store-setting, which may be repeated.
+	storeSettings *[]string
 }
 
 // RegisterFlags adds one flag per setting to fs, with defaults shown from def.
@@ -560,6 +577,10 @@ func RegisterFlags(fs *pflag.FlagSet, def Config) *Flags {
 		v := new(string)
 		fl.values[f.name] = v
 		usage := f.usage + " (env " + EnvName(f.name) + ")"
+		if f.name == storeSettingFlag {
+			fl.storeSettings = fs.StringArray(f.name, nil, usage)
+			continue
+		}
 		if f.name == "dev-kafka" {
 			fs.Var(&boolString{v}, f.name, usage)
 			fs.Lookup(f.name).NoOptDefVal = "true"
@@ -577,8 +598,14 @@ func (fl *Flags) Apply(c *Config) error {
 		if !fl.fs.Changed(f.name) {
 			continue
 		}
+		if f.name == storeSettingFlag {
+			if err := c.Store.addSettings(*fl.storeSettings); err != nil {
+				errs = append(errs, fmt.Errorf("--%s: %w", f.name, err))
+			}
+			continue
+		}
 		if err := f.set(c, *fl.values[f.name]); err != nil {
-			errs = append(errs, fmt.Errorf("--%s=%q: %w", f.name, *fl.values[f.name], err))
+			errs = append(errs, fmt.Errorf("--%s=%s: %w", f.name, shown(f.name, *fl.values[f.name]), err))
 		}
 	}
 	return errors.Join(errs...)

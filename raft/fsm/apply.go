@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	bolt "go.etcd.io/bbolt"
@@ -102,7 +103,7 @@ func (f *FSM) Apply(entries []Entry) ([]Result, error) {
 		return nil, fmt.Errorf("fsm: apply entries %d-%d: %w", entries[0].Index, last.Index, err)
 	}
 	f.applied.Store(last.Index)
-	f.publish(a.rev, a.compacted, a.revs)
+	f.publish(a.rev, a.compacted, a.reset, a.revs)
 	return results, nil
 }
 
@@ -193,6 +194,13 @@ type applier struct {
 	// events of every revision made in this transaction; revs slices it.
 	events []store.Event
 	revs   []revEvents
+	// reset: a Load or Clear replaced the history, and the watchers of
+	// the revisions before it must end.
+	reset bool
+
+	// frozen and exempt are the freeze state (metaFrozen).
+	frozen bool
+	exempt []string
 }
 
 func (a *applier) begin(tx *bolt.Tx) error {
@@ -204,7 +212,9 @@ func (a *applier) begin(tx *bolt.Tx) error {
 	a.kvc, a.histc = a.kv.Cursor(), a.hist.Cursor()
 	a.rev = int64(getUint(a.meta, metaRevision))
 	a.compacted = int64(getUint(a.meta, metaCompacted))
-	return nil
+	var err error
+	a.frozen, a.exempt, err = decodeFrozen(a.meta.Get(metaFrozen))
+	return err
 }
 
 // endEntry writes the history record of the entry just applied, and
@@ -315,6 +325,17 @@ func (a *applier) apply(index uint64, data []byte) (Result, error) {
 		return r, nil
 	}
 	r.OK = true
+	if a.frozen && !a.writable(&c) {
+		r.OK = false
+		r.Err = fmt.Errorf("%w: %s of a key outside %q", ErrFrozen, c.Kind, a.exempt)
+		r.refused = refusedFrozen
+		if c.ID != 0 {
+			if err := a.remember(r); err != nil {
+				return Result{}, err
+			}
+		}
+		return r, nil
+	}
 	switch c.Kind {
 	case KindPut:
 		err = a.change(func(rev int64) (bool, error) {
@@ -366,17 +387,157 @@ func (a *applier) apply(index uint64, data []byte) (Result, error) {
 			return r, nil
 		}
 		a.compactTo(c.Rev)
+	case KindLoad:
+		if c.Rev < a.rev {
+			r.OK = false
+			r.Err = fmt.Errorf("%w: load at revision %d, below the current revision %d", store.ErrInvalid, c.Rev, a.rev)
+			r.refused = refusedBelow
+			break
+		}
+		err = a.load(&c)
+	case KindClear:
+		err = a.clear(c.Prefixes)
+	case KindFreeze:
+		err = a.freeze(c.Frozen, c.Prefixes)
 	}
 	if err != nil {
 		return Result{}, err
 	}
 	r.Rev = a.rev
-	if c.ID != 0 && r.Err == nil {
+	// A result that depends on the state (refused as frozen or below the
+	// revision) is remembered too, unlike an invalid command's: a copy of
+	// the command applied later must get the same answer.
+	if c.ID != 0 && (r.Err == nil || r.refused != 0) {
 		if err := a.remember(r); err != nil {
 			return Result{}, err
 		}
 	}
 	return r, nil
+}
+
+// writable says whether c may apply while the store is frozen: it writes
+// no key outside the exempt prefixes. Load, Clear, Compact and Freeze
+// always may.
+func (a *applier) writable(c *Command) bool {
+	switch c.Kind {
+	case KindPut, KindDelete, KindCompareAndSet:
+		return a.isExempt(c.Key)
+	case KindBatch:
+		for _, op := range c.Ops {
+			if !a.isExempt(op.Key) {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+func (a *applier) isExempt(key string) bool {
+	for _, p := range a.exempt {
+		if strings.HasPrefix(key, p) {
+			return true
+		}
+	}
+	return false
+}
+
+// load writes c's KVs as they are, deletes its Keys, and moves the
+// revision to c.Rev, with no events: the history before it is dropped.
+func (a *applier) load(c *Command) error {
+	for _, kv := range c.KVs {
+		rec := make([]byte, kvHeader+len(kv.Value))
+		binary.BigEndian.PutUint64(rec, uint64(kv.CreateRevision))
+		binary.BigEndian.PutUint64(rec[8:], uint64(kv.ModRevision))
+		copy(rec[kvHeader:], kv.Value)
+		if err := a.kv.Put([]byte(kv.Key), rec); err != nil {
+			return err
+		}
+	}
+	for _, k := range c.Keys {
+		if a.get([]byte(k)) == nil {
+			continue
+		}
+		if err := a.kvc.Delete(); err != nil { // at k, where get left it
+			return err
+		}
+	}
+	return a.resetHistory(c.Rev)
+}
+
+// clear deletes every key outside the kept prefixes and sets the revision
+// to 0, with no events and no history.
+func (a *applier) clear(keep []string) error {
+	c := a.kvc
+	for k, _ := c.First(); k != nil; {
+		kept := false
+		for _, p := range keep {
+			if hasPrefix(k, []byte(p)) {
+				kept = true
+				break
+			}
+		}
+		if kept {
+			k, _ = c.Next()
+			continue
+		}
+		// A bbolt cursor's Next after Delete may skip a key: seek again.
+		at := bytes.Clone(k)
+		if err := c.Delete(); err != nil {
+			return err
+		}
+		k, _ = c.Seek(at)
+	}
+	return a.resetHistory(0)
+}
+
+// resetHistory sets the revision to rev and drops all history, so that
+// watches start after rev: revisions this transaction made before are
+// forgotten, and the watchers of this FSM end when it is published.
+func (a *applier) resetHistory(rev int64) error {
+	a.rev, a.compacted = rev, rev
+	a.record.take()
+	a.revs = a.revs[:0]
+	a.reset = true
+	for {
+		last, ok := a.records.oldest()
+		if !ok {
+			return nil
+		}
+		k := revKey(last)
+		if got, _ := a.histc.Seek(k); !bytes.Equal(got, k) {
+			return fmt.Errorf("history record of revision %d is missing", last)
+		}
+		if err := a.histc.Delete(); err != nil {
+			return err
+		}
+		a.records.drop()
+	}
+}
+
+// freeze records the freeze state in the meta bucket: absent when thawed.
+func (a *applier) freeze(frozen bool, exempt []string) error {
+	a.frozen, a.exempt = frozen, nil
+	if !frozen {
+		return a.meta.Delete(metaFrozen)
+	}
+	a.exempt = slices.Clone(exempt)
+	return a.meta.Put(metaFrozen, appendStrings(nil, exempt))
+}
+
+// decodeFrozen reads the meta record of the freeze state: nil when thawed,
+// the exempt prefixes when frozen.
+func decodeFrozen(rec []byte) (frozen bool, exempt []string, err error) {
+	if rec == nil {
+		return false, nil, nil
+	}
+	d := decoder{buf: rec}
+	if exempt, err = d.strings(); err == nil && d.off != len(rec) {
+		err = fmt.Errorf("%d trailing bytes", len(rec)-d.off)
+	}
+	if err != nil {
+		return false, nil, fmt.Errorf("corrupt freeze state %x: %w", rec, err)
+	}
+	return true, exempt, nil
 }
 
 // holds says whether cond holds in the current state.

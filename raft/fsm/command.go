@@ -19,7 +19,19 @@ const (
 	KindBatch         Kind = 4
 	// KindCompact drops the watch history up to Rev (see FSM.Apply).
 	KindCompact Kind = 5
+	// KindLoad writes KVs with the revisions they carry, deletes Keys and
+	// sets the revision to Rev, making no events (store.Loader.Load).
+	KindLoad Kind = 6
+	// KindClear deletes every key outside Prefixes and sets the revision
+	// to 0 (store.Loader.Clear).
+	KindClear Kind = 7
+	// KindFreeze freezes the store (Frozen) or thaws it: while frozen,
+	// writes to keys outside Prefixes fail with ErrFrozen.
+	KindFreeze Kind = 8
 )
+
+// MaxPrefixes bounds the Prefixes of a KindClear or KindFreeze command.
+const MaxPrefixes = 64
 
 func (k Kind) String() string {
 	switch k {
@@ -33,6 +45,12 @@ func (k Kind) String() string {
 		return "batch"
 	case KindCompact:
 		return "compact"
+	case KindLoad:
+		return "load"
+	case KindClear:
+		return "clear"
+	case KindFreeze:
+		return "freeze"
 	}
 	return fmt.Sprintf("kind(%d)", uint8(k))
 }
@@ -48,6 +66,9 @@ func (k Kind) String() string {
 //	KindCompareAndSet  Key, ExpectModRev, Value
 //	KindBatch          Conds, Ops
 //	KindCompact        Rev
+//	KindLoad           Rev, KVs, Keys (deleted)
+//	KindClear          Prefixes (kept)
+//	KindFreeze         Frozen, Prefixes (exempt)
 type Command struct {
 	ID           uint64
 	Kind         Kind
@@ -57,6 +78,10 @@ type Command struct {
 	Conds        []store.Cond
 	Ops          []store.Op
 	Rev          int64
+	KVs          []store.KV
+	Keys         []string
+	Prefixes     []string
+	Frozen       bool
 }
 
 // commandVersion is the first byte of every encoded command. A node that
@@ -116,8 +141,53 @@ func (c *Command) Validate() error {
 			return fmt.Errorf("%w: negative compact revision %d", store.ErrInvalid, c.Rev)
 		}
 		return nil
+	case KindLoad:
+		return validLoad(c.Rev, c.KVs, c.Keys)
+	case KindClear, KindFreeze:
+		if len(c.Prefixes) > MaxPrefixes {
+			return fmt.Errorf("%w: %d prefixes exceed %d", store.ErrInvalid, len(c.Prefixes), MaxPrefixes)
+		}
+		for i, p := range c.Prefixes {
+			if len(p) > store.MaxKeySize {
+				return fmt.Errorf("prefix %d: %w: %d bytes exceed %d", i, store.ErrInvalid, len(p), store.MaxKeySize)
+			}
+		}
+		return nil
 	}
 	return fmt.Errorf("%w: unknown command kind %d", store.ErrInvalid, c.Kind)
+}
+
+// validLoad checks a store.Loader.Load against the limits of package store.
+// Whether rev is below the current revision is Apply's to check.
+func validLoad(rev int64, kvs []store.KV, deleted []string) error {
+	if rev < 0 {
+		return fmt.Errorf("%w: negative load revision %d", store.ErrInvalid, rev)
+	}
+	n := len(kvs) + len(deleted)
+	if n > store.MaxBatchOps {
+		return fmt.Errorf("%w: load of %d keys and %d deletions exceeds %d", store.ErrInvalid, len(kvs), len(deleted), store.MaxBatchOps)
+	}
+	size := 0
+	for i, kv := range kvs {
+		if err := validPut(kv.Key, kv.Value); err != nil {
+			return fmt.Errorf("kv %d: %w", i, err)
+		}
+		if kv.CreateRevision < 1 || kv.CreateRevision > kv.ModRevision || kv.ModRevision > rev {
+			return fmt.Errorf("kv %d (%q): %w: revisions create %d, mod %d at load revision %d",
+				i, kv.Key, store.ErrInvalid, kv.CreateRevision, kv.ModRevision, rev)
+		}
+		size += len(kv.Key) + len(kv.Value)
+	}
+	for i, k := range deleted {
+		if err := validKey(k); err != nil {
+			return fmt.Errorf("deleted key %d: %w", i, err)
+		}
+		size += len(k)
+	}
+	if n > 1 && size > store.MaxLoadBytes {
+		return fmt.Errorf("%w: load of %d bytes exceeds %d", store.ErrInvalid, size, store.MaxLoadBytes)
+	}
+	return nil
 }
 
 func validKey(key string) error {
@@ -149,6 +219,9 @@ func validPut(key string, value []byte) error {
 //	  cas:     key, uvarint expectModRev, value
 //	  batch:   uvarint #conds, (key, uvarint modRev)*, uvarint #ops, (op byte, key[, value if put])*
 //	  compact: uvarint rev
+//	  load:    uvarint rev, uvarint #kvs, (key, uvarint create, uvarint mod, value)*, uvarint #keys, key*
+//	  clear:   uvarint #prefixes, prefix*
+//	  freeze:  byte frozen (0 or 1), uvarint #prefixes, prefix*
 //
 // where key and value are a uvarint length and the bytes. Revisions are
 // written as the uvarint of their two's complement, so a negative one
@@ -195,6 +268,25 @@ func AppendCommand(dst []byte, c Command) ([]byte, error) {
 		}
 	case KindCompact:
 		dst = binary.AppendUvarint(dst, uint64(c.Rev))
+	case KindLoad:
+		dst = binary.AppendUvarint(dst, uint64(c.Rev))
+		dst = binary.AppendUvarint(dst, uint64(len(c.KVs)))
+		for _, kv := range c.KVs {
+			dst = appendString(dst, kv.Key)
+			dst = binary.AppendUvarint(dst, uint64(kv.CreateRevision))
+			dst = binary.AppendUvarint(dst, uint64(kv.ModRevision))
+			dst = appendBytes(dst, kv.Value)
+		}
+		dst = appendStrings(dst, c.Keys)
+	case KindClear:
+		dst = appendStrings(dst, c.Prefixes)
+	case KindFreeze:
+		var b byte
+		if c.Frozen {
+			b = 1
+		}
+		dst = append(dst, b)
+		dst = appendStrings(dst, c.Prefixes)
 	default:
 		return nil, fmt.Errorf("fsm: encode command: %w: unknown command kind %d", store.ErrInvalid, c.Kind)
 	}
@@ -204,6 +296,14 @@ func AppendCommand(dst []byte, c Command) ([]byte, error) {
 func appendString(dst []byte, s string) []byte {
 	dst = binary.AppendUvarint(dst, uint64(len(s)))
 	return append(dst, s...)
+}
+
+func appendStrings(dst []byte, ss []string) []byte {
+	dst = binary.AppendUvarint(dst, uint64(len(ss)))
+	for _, s := range ss {
+		dst = appendString(dst, s)
+	}
+	return dst
 }
 
 func appendBytes(dst []byte, b []byte) []byte {
@@ -277,6 +377,26 @@ func (d *decoder) command() (Command, error) {
 		if c.Rev, err = d.int64(); err != nil {
 			return c, err
 		}
+	case KindLoad:
+		if err := d.load(&c); err != nil {
+			return c, err
+		}
+	case KindClear:
+		if c.Prefixes, err = d.strings(); err != nil {
+			return c, fmt.Errorf("prefixes: %w", err)
+		}
+	case KindFreeze:
+		b, err := d.byte()
+		if err != nil {
+			return c, err
+		}
+		if b > 1 {
+			return c, fmt.Errorf("frozen flag %d", b)
+		}
+		c.Frozen = b == 1
+		if c.Prefixes, err = d.strings(); err != nil {
+			return c, fmt.Errorf("prefixes: %w", err)
+		}
 	default:
 		return c, fmt.Errorf("unknown kind %d", k)
 	}
@@ -332,6 +452,59 @@ func (d *decoder) batch(c *Command) error {
 		}
 	}
 	return nil
+}
+
+func (d *decoder) load(c *Command) error {
+	var err error
+	if c.Rev, err = d.int64(); err != nil {
+		return err
+	}
+	// A kv takes at least 4 bytes (key length, two revisions, value
+	// length): the count is bounded by the input, as in batch.
+	n, err := d.count(4)
+	if err != nil {
+		return fmt.Errorf("kvs: %w", err)
+	}
+	if n > 0 {
+		c.KVs = make([]store.KV, n)
+	}
+	for i := range c.KVs {
+		kv := &c.KVs[i]
+		if kv.Key, err = d.string(); err != nil {
+			return fmt.Errorf("kv %d: %w", i, err)
+		}
+		if kv.CreateRevision, err = d.int64(); err != nil {
+			return fmt.Errorf("kv %d: %w", i, err)
+		}
+		if kv.ModRevision, err = d.int64(); err != nil {
+			return fmt.Errorf("kv %d: %w", i, err)
+		}
+		if kv.Value, err = d.bytes(); err != nil {
+			return fmt.Errorf("kv %d: %w", i, err)
+		}
+	}
+	if c.Keys, err = d.strings(); err != nil {
+		return fmt.Errorf("keys: %w", err)
+	}
+	return nil
+}
+
+// strings reads what appendStrings wrote.
+func (d *decoder) strings() ([]string, error) {
+	n, err := d.count(1)
+	if err != nil {
+		return nil, err
+	}
+	if n == 0 {
+		return nil, nil
+	}
+	ss := make([]string, n)
+	for i := range ss {
+		if ss[i], err = d.string(); err != nil {
+			return nil, fmt.Errorf("%d: %w", i, err)
+		}
+	}
+	return ss, nil
 }
 
 func (d *decoder) byte() (byte, error) {

@@ -28,6 +28,17 @@ func sampleCommands() []fsm.Command {
 		{ID: 8, Kind: fsm.KindBatch, Ops: []store.Op{store.Delete("x")}},
 		{ID: 9, Kind: fsm.KindCompact, Rev: 12345},
 		{ID: 10, Kind: fsm.KindPut, Key: "", Value: []byte("empty key is invalid but representable")},
+		{ID: 11, Kind: fsm.KindLoad, Rev: 40, KVs: []store.KV{
+			{Key: "a", Value: []byte("1"), CreateRevision: 3, ModRevision: 39},
+			{Key: "b", CreateRevision: 40, ModRevision: 40},
+		}, Keys: []string{"c", "d"}},
+		{ID: 12, Kind: fsm.KindLoad},
+		{ID: 13, Kind: fsm.KindLoad, Rev: -1, KVs: []store.KV{{Key: "a", CreateRevision: -2, ModRevision: -3}}}, // invalid
+		{ID: 14, Kind: fsm.KindClear, Prefixes: []string{"kcd/cluster/", "kcd/members/"}},
+		{ID: 15, Kind: fsm.KindClear},
+		{ID: 16, Kind: fsm.KindFreeze, Frozen: true, Prefixes: []string{"kcd/cluster/"}},
+		{ID: 17, Kind: fsm.KindFreeze, Frozen: true},
+		{ID: 18, Kind: fsm.KindFreeze},
 	}
 }
 
@@ -45,8 +56,15 @@ func mustEncode(t testing.TB, c fsm.Command) []byte {
 func sameCommand(a, b fsm.Command) bool {
 	if a.ID != b.ID || a.Kind != b.Kind || a.Key != b.Key || !bytes.Equal(a.Value, b.Value) ||
 		a.ExpectModRev != b.ExpectModRev || a.Rev != b.Rev || !slices.Equal(a.Conds, b.Conds) ||
-		len(a.Ops) != len(b.Ops) {
+		len(a.Ops) != len(b.Ops) || len(a.KVs) != len(b.KVs) || !slices.Equal(a.Keys, b.Keys) ||
+		!slices.Equal(a.Prefixes, b.Prefixes) || a.Frozen != b.Frozen {
 		return false
+	}
+	for i := range a.KVs {
+		x, y := a.KVs[i], b.KVs[i]
+		if x.Key != y.Key || !bytes.Equal(x.Value, y.Value) || x.CreateRevision != y.CreateRevision || x.ModRevision != y.ModRevision {
+			return false
+		}
 	}
 	for i := range a.Ops {
 		if a.Ops[i].Type != b.Ops[i].Type || a.Ops[i].Key != b.Ops[i].Key || !bytes.Equal(a.Ops[i].Value, b.Ops[i].Value) {
@@ -125,6 +143,9 @@ func TestDecodeCommandRejectsMalformed(t *testing.T) {
 		"huge cond count":    {1, 4, 0, 0xff, 0xff, 0xff, 0xff, 0x0f, 0},
 		"huge op count":      {1, 4, 0, 0, 0xff, 0xff, 0xff, 0xff, 0x0f},
 		"unknown op type":    {1, 4, 0, 0, 1, 7, 1, 'k'},
+		"huge kv count":      {1, 6, 0, 5, 0xff, 0xff, 0xff, 0xff, 0x0f, 0},
+		"huge prefix count":  {1, 7, 0, 0xff, 0xff, 0xff, 0xff, 0x0f},
+		"frozen flag 2":      {1, 8, 0, 2, 0},
 	} {
 		if c, err := fsm.DecodeCommand(data); err == nil {
 			t.Errorf("%s: DecodeCommand(%x) = %+v, want an error", name, data, c)
@@ -142,6 +163,10 @@ func TestValidate(t *testing.T) {
 		{Kind: fsm.KindBatch},
 		{Kind: fsm.KindBatch, Ops: make([]store.Op, store.MaxBatchOps)[:0]},
 		{Kind: fsm.KindCompact},
+		{Kind: fsm.KindLoad},
+		{Kind: fsm.KindLoad, Rev: 5, KVs: []store.KV{{Key: "k", Value: make([]byte, store.MaxValueSize), CreateRevision: 1, ModRevision: 5}}},
+		{Kind: fsm.KindClear, Prefixes: make([]string, fsm.MaxPrefixes)},
+		{Kind: fsm.KindFreeze, Frozen: true, Prefixes: []string{strings.Repeat("p", store.MaxKeySize)}},
 	}
 	for _, c := range ok {
 		if err := c.Validate(); err != nil {
@@ -164,6 +189,14 @@ func TestValidate(t *testing.T) {
 		{Kind: fsm.KindBatch, Conds: []store.Cond{{Key: "k", ModRevision: -2}}},
 		{Kind: fsm.KindBatch, Ops: []store.Op{{Type: 3, Key: "k"}}},
 		{Kind: fsm.KindCompact, Rev: -1},
+		{Kind: fsm.KindLoad, Rev: -1},
+		{Kind: fsm.KindLoad, Rev: 5, KVs: []store.KV{{Key: "k", CreateRevision: 1, ModRevision: 6}}},
+		{Kind: fsm.KindLoad, Rev: 5, KVs: []store.KV{{Key: "k", CreateRevision: 0, ModRevision: 5}}},
+		{Kind: fsm.KindLoad, Rev: 5, KVs: []store.KV{{Key: "k", CreateRevision: 1, ModRevision: 5}, {Key: "l", Value: make([]byte, store.MaxLoadBytes), CreateRevision: 1, ModRevision: 5}}},
+		{Kind: fsm.KindLoad, Keys: []string{""}},
+		{Kind: fsm.KindLoad, Keys: make([]string, store.MaxBatchOps+1)},
+		{Kind: fsm.KindClear, Prefixes: make([]string, fsm.MaxPrefixes+1)},
+		{Kind: fsm.KindFreeze, Prefixes: []string{long}},
 	}
 	for _, c := range bad {
 		if err := c.Validate(); !errors.Is(err, store.ErrInvalid) {

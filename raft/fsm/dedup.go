@@ -7,6 +7,8 @@ import (
 	"slices"
 
 	bolt "go.etcd.io/bbolt"
+
+	"github.com/kcd-project/kcd/store"
 )
 
 // dedupIndex is the in-memory copy of the dedup bucket: the results of the
@@ -170,17 +172,30 @@ func appendDedup(dst []byte, r Result) []byte {
 	if r.Deleted {
 		flags |= 2
 	}
+	switch r.refused {
+	case refusedFrozen:
+		flags |= 4
+	case refusedBelow:
+		flags |= 8
+	}
 	return append(dst, flags)
 }
 
 func decodeDedup(id uint64, v []byte) Result {
-	return Result{
+	r := Result{
 		ID:      id,
 		Index:   binary.BigEndian.Uint64(v[0:8]),
 		Rev:     int64(binary.BigEndian.Uint64(v[8:16])),
 		OK:      v[16]&1 != 0,
 		Deleted: v[16]&2 != 0,
 	}
+	switch {
+	case v[16]&4 != 0:
+		r.refused, r.Err = refusedFrozen, ErrFrozen
+	case v[16]&8 != 0:
+		r.refused, r.Err = refusedBelow, fmt.Errorf("%w: load below the current revision", store.ErrInvalid)
+	}
+	return r
 }
 
 // upgradeDedupV3 moves a format 3 file's ids bucket (a record per id,

@@ -121,10 +121,28 @@ type Result struct {
 	// held; it is true for every other valid command.
 	OK      bool
 	Deleted bool // delete: whether the key existed
-	// Err is set when the command was invalid (it wraps store.ErrInvalid);
-	// such a command changed nothing.
+	// Err is set when the command was invalid (it wraps store.ErrInvalid)
+	// or refused because the store is frozen (it wraps ErrFrozen); such a
+	// command changed nothing.
 	Err error
+
+	// refused says why a command that depends on the state failed, for
+	// the dedup record.
+	refused refusal
 }
+
+// refusal is why a valid command failed because of the state.
+type refusal uint8
+
+const (
+	refusedFrozen refusal = 1 // ErrFrozen
+	refusedBelow  refusal = 2 // a Load below the current revision
+)
+
+// ErrFrozen is the error of a write refused because the store is frozen
+// (KindFreeze): another metadata backend is active, and this copy takes
+// only Load, Clear and writes under the exempt prefixes.
+var ErrFrozen = errors.New("fsm: store frozen: another metadata backend is active")
 
 // FSM is the state machine. Apply must be called by one goroutine at a time
 // (it serializes itself anyway); everything else is safe for concurrent use,
@@ -204,6 +222,9 @@ var (
 	metaRevision  = []byte("revision")
 	metaCompacted = []byte("compacted")
 	metaDedupHead = []byte("dedup_head")
+	// metaFrozen holds the exempt prefixes while the store is frozen
+	// (appendStrings); absent when it is not.
+	metaFrozen    = []byte("frozen")
 	metaIDCountV2 = []byte("idcount") // format 2 only
 )
 
@@ -638,6 +659,19 @@ func (f *FSM) Revision() (rev int64, err error) {
 		return 0, fmt.Errorf("fsm: revision: %w", err)
 	}
 	return rev, nil
+}
+
+// Frozen returns the freeze state (KindFreeze) and, while frozen, the
+// prefixes of the keys that may still be written.
+func (f *FSM) Frozen() (frozen bool, exempt []string, err error) {
+	err = f.view(func(tx *bolt.Tx) error {
+		frozen, exempt, err = decodeFrozen(tx.Bucket(bucketMeta).Get(metaFrozen))
+		return err
+	})
+	if err != nil {
+		return false, nil, fmt.Errorf("fsm: frozen: %w", err)
+	}
+	return frozen, exempt, nil
 }
 
 func hasPrefix(k, p []byte) bool {

@@ -13,9 +13,9 @@ import (
 )
 
 // StateHash is a digest of the key space as of an applied index: every
-// key, its revisions and value, the store revision and the compacted
-// revision. Members that applied the same log up to Index have the same
-// Hash. History and the remembered request ids are left out: their records
+// key, its revisions and value, the store revision, the compacted
+// revision and the freeze state. Members that applied the same log up to
+// Index have the same Hash. History and the remembered request ids are left out: their records
 // are laid out differently in a file converted from an older format.
 type StateHash struct {
 	Index    uint64
@@ -92,6 +92,12 @@ func (v *HashView) Sum(ctx context.Context) (h StateHash, err error) {
 	var buf []byte
 	buf = binary.BigEndian.AppendUint64(buf, uint64(h.Revision))
 	buf = binary.BigEndian.AppendUint64(buf, getUint(meta, metaCompacted))
+	// The freeze state, only while frozen: the hash of a store never
+	// frozen stays what older versions compute.
+	if fr := meta.Get(metaFrozen); fr != nil {
+		buf = append(buf, "frozen"...)
+		buf = appendBytes(buf, fr)
+	}
 	sum := crc32.Update(0, castagnoli, buf)
 	c := kv.Cursor()
 	for k, val := c.First(); k != nil; k, val = c.Next() {

@@ -22,7 +22,7 @@ type Local struct {
 	nextID uint64 // guarded by sem
 }
 
-var _ store.Store = (*Local)(nil)
+var _ store.Loader = (*Local)(nil)
 
 // OpenLocal opens the state file at path as a Local store.
 func OpenLocal(path string, opts Options) (*Local, error) {
@@ -30,7 +30,9 @@ func OpenLocal(path string, opts Options) (*Local, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Local{f: f, sem: make(chan struct{}, 1)}, nil
+	// Each write is an entry of its own, so ids above the applied index
+	// are new: a reopened file's remembered ids do not answer new writes.
+	return &Local{f: f, sem: make(chan struct{}, 1), nextID: f.AppliedIndex()}, nil
 }
 
 // write applies c and returns its Result.
@@ -132,6 +134,34 @@ func (l *Local) Compact(ctx context.Context, rev int64) error {
 	_, err := l.write(ctx, Command{Kind: KindCompact, Rev: rev})
 	return err
 }
+
+// Clear implements store.Loader.
+func (l *Local) Clear(ctx context.Context, keep ...string) error {
+	_, err := l.write(ctx, Command{Kind: KindClear, Prefixes: keep})
+	return err
+}
+
+// Load implements store.Loader.
+func (l *Local) Load(ctx context.Context, rev int64, kvs []store.KV, deleted []string) error {
+	_, err := l.write(ctx, Command{Kind: KindLoad, Rev: rev, KVs: kvs, Keys: deleted})
+	return err
+}
+
+// Freeze makes writes to keys outside the exempt prefixes fail with
+// ErrFrozen until Thaw.
+func (l *Local) Freeze(ctx context.Context, exempt ...string) error {
+	_, err := l.write(ctx, Command{Kind: KindFreeze, Frozen: true, Prefixes: exempt})
+	return err
+}
+
+// Thaw ends Freeze.
+func (l *Local) Thaw(ctx context.Context) error {
+	_, err := l.write(ctx, Command{Kind: KindFreeze})
+	return err
+}
+
+// Frozen returns the freeze state and its exempt prefixes.
+func (l *Local) Frozen() (bool, []string, error) { return l.f.Frozen() }
 
 // Close implements store.Store: it ends the watchers and closes the file.
 func (l *Local) Close() error { return l.f.Close() }

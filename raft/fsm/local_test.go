@@ -21,3 +21,17 @@ func TestLocalConformance(t *testing.T) {
 		return s
 	})
 }
+
+func TestLocalLoaderConformance(t *testing.T) {
+	for name, opts := range map[string]fsm.Options{"Default": {}, "OpenTransaction": held} {
+		t.Run(name, func(t *testing.T) {
+			storetest.RunLoader(t, func(t *testing.T) store.Loader {
+				s, err := fsm.OpenLocal(filepath.Join(t.TempDir(), "state.db"), opts)
+				if err != nil {
+					t.Fatal(err)
+				}
+				return s
+			})
+		})
+	}
+}

@@ -88,11 +88,15 @@ func (f *FSM) Watch(ctx context.Context, prefix string, afterRev int64) (store.W
 }
 
 // publish makes a commit visible to watchers. Apply calls it after its
-// transaction committed, with the revisions it made.
-func (f *FSM) publish(rev, compacted int64, revs []revEvents) {
+// transaction committed, with the revisions it made; reset says that a Load
+// or Clear replaced the history, which ends every watcher there is.
+func (f *FSM) publish(rev, compacted int64, reset bool, revs []revEvents) {
 	f.wmu.Lock()
 	defer f.wmu.Unlock()
 	f.rev, f.compacted = rev, compacted
+	if reset {
+		f.stopWatchersLocked(fmt.Errorf("%w: the store was loaded or cleared at revision %d", store.ErrCompacted, compacted))
+	}
 	for _, re := range revs {
 		for w := range f.watchers {
 			if !w.offer(re.rev, re.events) {

@@ -51,7 +51,14 @@ type Store struct {
 	close context.CancelFunc
 }
 
-var _ store.Store = (*Store)(nil)
+var _ store.Loader = (*Store)(nil)
+
+// ErrFrozen is the error (errors.Is) of a write refused because the store
+// is frozen (Freeze): another metadata backend is active, and the Raft
+// copy takes only Load, Clear and writes under the exempt prefixes. Such a
+// write changed nothing; it may be retried once the store is thawed or on
+// the active backend.
+var ErrFrozen = fsm.ErrFrozen
 
 // New returns the store of node n with the default Options.
 func New(n *raft.Node) *Store { return NewWithOptions(n, Options{}) }
@@ -159,7 +166,8 @@ func (s *Store) Batch(ctx context.Context, conds []store.Cond, ops []store.Op) (
 // Watch implements store.Store. A watch from now on starts after a read
 // barrier, so it misses no write acknowledged before the call. A watcher
 // ends with store.ErrCompacted when this node installs a snapshot from the
-// leader; watch again from the last revision seen.
+// leader (watch again from the last revision seen) and when it applies a
+// Load or Clear (the history before it is gone: read the state again).
 func (s *Store) Watch(ctx context.Context, prefix string, afterRev int64) (store.Watcher, error) {
 	if err := s.check(ctx); err != nil {
 		return nil, err
@@ -212,6 +220,49 @@ func (s *Store) Revision(ctx context.Context) (int64, error) {
 func (s *Store) Compact(ctx context.Context, rev int64) error {
 	_, err := s.write(ctx, fsm.Command{Kind: fsm.KindCompact, Rev: rev})
 	return err
+}
+
+// Clear implements store.Loader, on every member: every key outside the
+// prefixes in keep goes, the revision becomes 0, and every watcher of every
+// member ends with store.ErrCompacted.
+func (s *Store) Clear(ctx context.Context, keep ...string) error {
+	_, err := s.write(ctx, fsm.Command{Kind: fsm.KindClear, Prefixes: keep})
+	return err
+}
+
+// Load implements store.Loader, on every member, as one Raft entry: the
+// request is checked against the limits (store.MaxBatchOps,
+// store.MaxLoadBytes) before it is proposed. Every watcher of every member
+// ends with store.ErrCompacted.
+func (s *Store) Load(ctx context.Context, rev int64, kvs []store.KV, deleted []string) error {
+	_, err := s.write(ctx, fsm.Command{Kind: fsm.KindLoad, Rev: rev, KVs: kvs, Keys: deleted})
+	return err
+}
+
+// Freeze makes every member refuse, with ErrFrozen, each Put, Delete,
+// CompareAndSet and Batch that writes a key outside the exempt prefixes,
+// until Thaw; Load, Clear and Compact still apply. The state is replicated:
+// it survives restarts and travels in snapshots. Freezing again replaces
+// the exempt prefixes.
+func (s *Store) Freeze(ctx context.Context, exempt ...string) error {
+	_, err := s.write(ctx, fsm.Command{Kind: fsm.KindFreeze, Frozen: true, Prefixes: exempt})
+	return err
+}
+
+// Thaw ends Freeze on every member.
+func (s *Store) Thaw(ctx context.Context) error {
+	_, err := s.write(ctx, fsm.Command{Kind: fsm.KindFreeze})
+	return err
+}
+
+// Frozen reports this member's freeze state as applied so far (no read
+// barrier) and the exempt prefixes; false when the state cannot be read.
+func (s *Store) Frozen() (bool, []string) {
+	frozen, exempt, err := s.n.FSM().Frozen()
+	if err != nil {
+		return false, nil
+	}
+	return frozen, exempt
 }
 
 // Close implements store.Store: later calls fail with store.ErrClosed and

@@ -1,0 +1,110 @@
+// Package kcdcmd is the kcd command: cmd/kcd is only its main. A binary
+// with more metadata store backends built in imports them for their
+// registration and calls Main, without forking kcd:
+//
+//	package main
+//
+//	import (
+//		"github.com/kcd-project/kcd/daemon/kcdcmd"
+//		_ "example.com/acme/kcdstore" // registers the backend "acme"
+//	)
+//
+//	func main() { kcdcmd.Main() }
+//
+// See docs/stores.md, "Writing a backend".
+package kcdcmd
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"runtime/debug"
+	"strings"
+	"syscall"
+
+	"github.com/spf13/cobra"
+
+	"github.com/kcd-project/kcd/daemon"
+	"github.com/kcd-project/kcd/daemon/config"
+	"github.com/kcd-project/kcd/internal/version"
+	"github.com/kcd-project/kcd/store"
+)
+
+// Main runs kcd with the process's arguments and exits with its status.
+func Main() {
+	os.Exit(Run(os.Args[1:], os.Stdout, os.Stderr))
+}
+
+// Run runs kcd with args until it stops (SIGINT or SIGTERM), and returns
+// the process's exit status.
+func Run(args []string, stdout, stderr io.Writer) int {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	go func() {
+		// After the first signal, restore the default handling so that a
+		// second Ctrl-C kills a node that hangs while stopping.
+		<-ctx.Done()
+		stop()
+	}()
+
+	root := NewCommand(stdout, stderr)
+	root.SetArgs(args)
+	if err := root.ExecuteContext(ctx); err != nil {
+		fmt.Fprintln(stderr, "kcd:", err)
+		return 1
+	}
+	return 0
+}
+
+// NewCommand returns the kcd command, writing to stdout and stderr.
+func NewCommand(stdout, stderr io.Writer) *cobra.Command {
+	var configFile string
+	cmd := &cobra.Command{
+		Use:   "kcd",
+		Short: "kcd runs Kafka Connect connectors, coordinated by Raft instead of Kafka",
+		Long: `kcd is a Kafka Connect runtime in one Go binary. It serves Kafka Connect's REST
+API, keeps connector configs, statuses and offsets in its own replicated
+store, and uses Kafka only as the data plane.
+
+Settings come from defaults, then the YAML file given with --config, then
+KCD_* environment variables, then flags.`,
+		Example: `  # Try it out with an embedded dev broker (not a real Kafka)
+  kcd --dev-kafka --data-dir ./kcd-data
+
+  # Run against a Kafka cluster
+  kcd --node-id 1 --data-dir /var/lib/kcd --bootstrap-servers kafka1:9092,kafka2:9092`,
+		Args:          cobra.NoArgs,
+		SilenceUsage:  true,
+		SilenceErrors: true,
+	}
+	cmd.SetOut(stdout)
+	cmd.SetErr(stderr)
+	cmd.Flags().StringVar(&configFile, "config", os.Getenv("KCD_CONFIG"), "YAML config file; flags and KCD_* variables override it (env KCD_CONFIG)")
+	flags := config.RegisterFlags(cmd.Flags(), config.Default())
+	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
+		cfg, err := config.Load(configFile, os.LookupEnv, flags)
+		if err != nil {
+			return err
+		}
+		log := daemon.NewLogger(stderr, cfg.LogLevel, cfg.LogFormat)
+		if cfg.MemoryLimit > 0 {
+			debug.SetMemoryLimit(int64(cfg.MemoryLimit))
+			log.Info("memory limit set", "memory_limit", cfg.MemoryLimit.String())
+		}
+		return daemon.New(cfg, log).Run(cmd.Context())
+	}
+	cmd.AddCommand(&cobra.Command{
+		Use:   "version",
+		Short: "Print kcd's version and commit",
+		Args:  cobra.NoArgs,
+		Run: func(cmd *cobra.Command, _ []string) {
+			fmt.Fprintf(cmd.OutOrStdout(), "kcd %s (commit %s)\n", version.Version, version.Commit)
+			if backends := store.Backends(); len(backends) > 0 {
+				fmt.Fprintf(cmd.OutOrStdout(), "store backends: %s\n", strings.Join(backends, ", "))
+			}
+		},
+	})
+	return cmd
+}
