@@ -152,7 +152,7 @@ func (n *Node) ensureJoinToken(ctx context.Context, configured string) {
 func (n *Node) publishJoinToken(ctx context.Context, configured string, mayGenerate bool) (done bool) {
 	rctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
-	kv, found, err := n.store.Get(rctx, joinTokenKey)
+	kv, found, err := n.raftStore.Get(rctx, joinTokenKey)
 	if err != nil {
 		return false
 	}
@@ -178,7 +178,7 @@ func (n *Node) publishJoinToken(ctx context.Context, configured string, mayGener
 			return false
 		}
 	}
-	_, ok, err := n.store.CompareAndSet(rctx, joinTokenKey, 0, newJoinTokenRecord(token))
+	_, ok, err := n.raftStore.CompareAndSet(rctx, joinTokenKey, 0, newJoinTokenRecord(token))
 	switch {
 	case err == nil && ok && generated:
 		n.log.Info("the cluster had no join token: generated one; show it on this node with kcctl cluster join-token --data-dir", "data_dir", n.dir.path, "file", n.dir.sub(JoinTokenFile))

@@ -29,13 +29,13 @@ func (n *Node) publishSelf(ctx context.Context, self raft.Member) {
 	backoff := 100 * time.Millisecond
 	for {
 		wctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-		kv, found, err := n.store.Get(wctx, memberKey(self.ID))
+		kv, found, err := n.raftStore.Get(wctx, memberKey(self.ID))
 		if err == nil && found && string(kv.Value) == string(want) {
 			cancel()
 			return
 		}
 		if err == nil {
-			_, err = n.store.Put(wctx, memberKey(self.ID), want)
+			_, err = n.raftStore.Put(wctx, memberKey(self.ID), want)
 		}
 		cancel()
 		if err == nil {

@@ -25,6 +25,8 @@ import (
 	"github.com/kcd-project/kcd/daemon/devkafka"
 	"github.com/kcd-project/kcd/daemon/herder"
 	"github.com/kcd-project/kcd/daemon/restapi"
+	"github.com/kcd-project/kcd/daemon/store/activestore"
+	_ "github.com/kcd-project/kcd/daemon/store/sqlstore" // the mysql and postgres backends
 	"github.com/kcd-project/kcd/daemon/worker"
 	"github.com/kcd-project/kcd/raft"
 	"github.com/kcd-project/kcd/raft/raftstore"
@@ -44,7 +46,9 @@ type Node struct {
 	cancelRequests context.CancelFunc
 	ln             net.Listener
 	raft           *raft.Node
-	store          store.Store
+	store          store.Store // the active store on Raft nodes, a remote one elsewhere
+	raftStore      *raftstore.Store
+	active         *activestore.Store
 	peer           *http.Server
 
 	worker       *worker.Worker
@@ -106,8 +110,15 @@ func (n *Node) Start(ctx context.Context) (err error) {
 		if err := n.startRaft(ctx); err != nil {
 			return err
 		}
-		n.store = raftstore.NewWithOptions(n.raft, raftstore.Options{StaleReadMax: staleReadMax(n.cfg.StaleReadMax)})
-		opts.Cluster, opts.Store = raftCluster{n: n.raft, drain: n.drainMember}, guardStore(n.store)
+		n.raftStore = raftstore.NewWithOptions(n.raft, raftstore.Options{StaleReadMax: staleReadMax(n.cfg.StaleReadMax)})
+		n.active = activestore.New(activestore.Config{
+			Raft: n.raft, RaftStore: n.raftStore, Remote: n.leaderStore,
+			Resolve: store.ResolveSettings, Mask: store.MaskSettings,
+			Logger: n.log,
+		})
+		n.store = n.active
+		opts.Cluster, opts.Store = raftCluster{n: n.raft, drain: n.drainMember}, guardStore(n.active.ForAPI())
+		opts.StoreAdmin = storeAdmin{n.active}
 		opts.Connect = herder.New(connectstore.New(n.store), herder.Options{
 			Converters:           converter.Classes(),
 			HeaderConverters:     append(converter.Classes(), herder.SimpleHeaderConverter),
@@ -126,7 +137,15 @@ func (n *Node) Start(ctx context.Context) (err error) {
 		}
 		opts.Coordinator = coord
 		n.coord = coord
-		n.wg.Add(3)
+		n.wg.Add(5)
+		go func() {
+			defer n.wg.Done()
+			n.active.Run(ctx)
+		}()
+		go func() {
+			defer n.wg.Done()
+			n.bootstrapStore(ctx)
+		}()
 		go func() {
 			defer n.wg.Done()
 			n.publishSelf(ctx, n.raft.Self())
@@ -431,6 +450,9 @@ func (n *Node) closeResources() {
 	}
 	if n.store != nil {
 		n.store.Close()
+	}
+	if n.raftStore != nil {
+		n.raftStore.Close()
 	}
 	if n.ln != nil {
 		n.ln.Close() // already closed after a clean Shutdown; closing again is harmless

@@ -147,8 +147,9 @@ var (
 type Loader interface {
 	Store
 	// Clear removes every key and all watch history, and sets the
-	// revision to 0. Keys under a prefix in keep are left alone (the Raft
-	// backend keeps the cluster's own settings).
+	// revision to 0. Keys under a prefix in keep are left alone, and with
+	// keep the revision stays (the Raft backend keeps the cluster's own
+	// settings).
 	Clear(ctx context.Context, keep ...string) error
 	// Load writes kvs with the revisions they carry (CreateRevision and
 	// ModRevision as given, each at most rev), removes the keys in

@@ -487,6 +487,10 @@ func (a *applier) clear(keep []string) error {
 		}
 		k, _ = c.Seek(at)
 	}
+	if len(keep) > 0 {
+		// Kept keys keep their revisions: the revision never goes back.
+		return a.resetHistory(a.rev)
+	}
 	return a.resetHistory(0)
 }
 

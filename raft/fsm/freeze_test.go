@@ -276,7 +276,7 @@ func TestLoadResetsHistory(t *testing.T) {
 				t.Fatalf("watcher ended by a Clear with %v, want store.ErrCompacted", err)
 			}
 			kvs, rev, _ := f.Scan("", 0)
-			if rev != 0 || len(kvs) != 1 || kvs[0].Key != "c" || kvs[0].ModRevision != 12 {
+			if rev != 14 || len(kvs) != 1 || kvs[0].Key != "c" || kvs[0].ModRevision != 12 {
 				t.Fatalf("after Clear keeping c: %+v at %d", kvs, rev)
 			}
 			got, err := history(t, f, 0, uint64(len(c.entries)+1))

@@ -353,22 +353,23 @@ func testClear(t *testing.T, h *loaderHarness) {
 	rk := h.put("keep/x", "kx")
 	rk2 := h.put("also/y", "ay")
 	h.put("keepnot", "no")
-	h.put("z", "26")
+	rz := h.put("z", "26")
 	h.clear("keep/", "also/")
-	h.wantRev(0)
+	// With keys kept, the revision stays: it never goes back.
+	h.wantRev(rz)
 	h.wantAbsent("a")
 	h.wantAbsent("keepnot")
 	h.wantAbsent("z")
 	// Kept keys are left alone, revisions and all.
 	h.wantKV("keep/x", "kx", rk, rk)
 	h.wantKV("also/y", "ay", rk2, rk2)
-	if kvs, rev := h.scan("", 0); rev != 0 || len(kvs) != 2 {
-		t.Fatalf("Scan after Clear = %q at %d, want the 2 kept keys at 0", keysOf(kvs), rev)
+	if kvs, rev := h.scan("", 0); rev != rz || len(kvs) != 2 {
+		t.Fatalf("Scan after Clear = %q at %d, want the 2 kept keys at %d", keysOf(kvs), rev, rz)
 	}
-	if rev := h.put("new", "n"); rev != 1 {
-		t.Fatalf("Put after Clear = revision %d, want 1", rev)
+	if rev := h.put("new", "n"); rev != rz+1 {
+		t.Fatalf("Put after Clear = revision %d, want %d", rev, rz+1)
 	}
-	h.wantKV("new", "n", 1, 1)
+	h.wantKV("new", "n", rz+1, rz+1)
 
 	// Without keep, everything goes.
 	h.clear()

@@ -1,0 +1,660 @@
+package activestore
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/binary"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/kcd-project/kcd/api"
+	"github.com/kcd-project/kcd/store"
+)
+
+// maxSwitchEvents bounds the changes a switch collects while it copies; a
+// source busier than that fails the switch (try again at a calmer time).
+const maxSwitchEvents = 1 << 20
+
+// Switch makes req's backend the active one, copying everything from the
+// active backend. It checks the target at once (reachable, a valid switch
+// target, empty or req.Force) and answers; the copy runs on, and Status
+// follows it. A dry run checks and counts, changing nothing. It runs on
+// the leader only.
+func (s *Store) Switch(ctx context.Context, req api.StoreSwitchRequest) (api.StoreSwitch, error) {
+	s.mu.Lock()
+	mark := s.mark
+	s.mu.Unlock()
+	if !s.cfg.Raft.IsLeader() || mark.term != s.cfg.Raft.Term() {
+		return api.StoreSwitch{}, ErrNotLeader
+	}
+	from, err := s.Record()
+	if err != nil {
+		return api.StoreSwitch{}, err
+	}
+	to := Record{Backend: strings.TrimSpace(req.Backend), Settings: req.Settings}
+	if err := s.checkRequest(from, to); err != nil {
+		return api.StoreSwitch{}, err
+	}
+	s.swmu.Lock()
+	if s.busy {
+		s.swmu.Unlock()
+		return api.StoreSwitch{}, ErrSwitchRunning
+	}
+	s.busy = true
+	s.swmu.Unlock()
+	started := false
+	defer func() {
+		if !started {
+			s.swmu.Lock()
+			s.busy = false
+			s.swmu.Unlock()
+		}
+	}()
+
+	sw := &api.StoreSwitch{ID: newID(), From: from.Backend, To: to.Backend, State: api.SwitchRunning, Phase: api.PhaseCheck, StartedAt: time.Now().UTC()}
+	src, err := s.current()
+	if err != nil {
+		return api.StoreSwitch{}, err
+	}
+	if src.kind != kindRaft && src.kind != kindDirect {
+		return api.StoreSwitch{}, fmt.Errorf("the active backend is not served by this node (%s); retry", src.via())
+	}
+	tgt, err := s.openTarget(ctx, to)
+	if err != nil {
+		return api.StoreSwitch{}, err
+	}
+	closeTgt := func() {
+		if to.Backend != Raft {
+			tgt.Close()
+		}
+	}
+	held, err := countKeys(ctx, tgt, 1)
+	if err != nil {
+		closeTgt()
+		return api.StoreSwitch{}, fmt.Errorf("read the target backend %s: %w", to.Backend, err)
+	}
+	if held > 0 && !req.Force {
+		closeTgt()
+		return api.StoreSwitch{}, fmt.Errorf("%w (backend %s); pass --force to replace it", ErrTargetHeld, to.Backend)
+	}
+	if req.DryRun {
+		defer closeTgt()
+		n, err := countKeys(ctx, src.s, 0)
+		if err != nil {
+			return api.StoreSwitch{}, fmt.Errorf("read the active backend %s: %w", from.Backend, err)
+		}
+		sw.State, sw.Total, sw.EndedAt = api.SwitchDryRun, int64(n), time.Now().UTC()
+		if held > 0 {
+			sw.Warnings = append(sw.Warnings, fmt.Sprintf("the target backend %s holds metadata: it will be removed (--force)", to.Backend))
+		}
+		return *sw, nil
+	}
+	s.swmu.Lock()
+	s.running = sw
+	out := *sw
+	s.swmu.Unlock()
+	started = true
+	go s.run(sw, src, tgt, from, to)
+	return out, nil
+}
+
+func (s *Store) checkRequest(from, to Record) error {
+	switch {
+	case to.Backend == "":
+		return fmt.Errorf("%w: the backend to switch to is required", store.ErrInvalid)
+	case to.Backend == Raft && len(to.Settings) > 0:
+		return fmt.Errorf("%w: the raft backend takes no settings", store.ErrInvalid)
+	case to.Backend != Raft && !slices.Contains(store.Backends(), to.Backend):
+		return fmt.Errorf("%w: unknown backend %q (known: %s)", store.ErrInvalid, to.Backend, strings.Join(append([]string{Raft}, store.Backends()...), ", "))
+	case from.same(to):
+		return fmt.Errorf("%w: %s with these settings is already the active backend", store.ErrInvalid, to.Backend)
+	}
+	return nil
+}
+
+// openTarget opens the target as a Loader.
+func (s *Store) openTarget(ctx context.Context, to Record) (store.Loader, error) {
+	if to.Backend == Raft {
+		return s.cfg.RaftStore, nil
+	}
+	b, err := s.open(ctx, to)
+	if err != nil {
+		return nil, fmt.Errorf("open the target backend: %w", err)
+	}
+	l, ok := b.(store.Loader)
+	if !ok {
+		b.Close()
+		return nil, fmt.Errorf("%w: backend %s cannot be switched to: it does not implement store.Loader", store.ErrInvalid, to.Backend)
+	}
+	return l, nil
+}
+
+// Adopt makes rec's backend the active one as it is, copying nothing: a
+// new cluster bootstrapped on a database that holds a cluster's metadata.
+// It fails when the cluster already has a record.
+func (s *Store) Adopt(ctx context.Context, rec Record) error {
+	s.mu.Lock()
+	mark := s.mark
+	s.mu.Unlock()
+	if !s.cfg.Raft.IsLeader() || mark.term != s.cfg.Raft.Term() {
+		return ErrNotLeader
+	}
+	b, err := json.Marshal(rec)
+	if err != nil {
+		return err
+	}
+	_, ok, err := s.cfg.RaftStore.Batch(ctx, []store.Cond{{Key: LeaderKey, ModRevision: mark.modRev}, {Key: RecordKey}}, []store.Op{store.Put(RecordKey, b)})
+	if err != nil {
+		return fmt.Errorf("record the backend: %w", err)
+	}
+	if !ok {
+		return errors.New("the cluster already has a store record, or leadership moved")
+	}
+	return nil
+}
+
+// Status returns the active backend, its health, and the running or last
+// switch.
+func (s *Store) Status(ctx context.Context) api.StoreStatus {
+	rec, err := s.Record()
+	st := api.StoreStatus{Backends: append([]string{Raft}, store.Backends()...)}
+	if err != nil {
+		st.Error = err.Error()
+		return st
+	}
+	st.Backend, st.Since, st.LastSwitch = rec.Backend, rec.Since, rec.LastSwitch
+	if len(rec.Settings) > 0 {
+		st.Settings = s.cfg.Mask(rec.Settings)
+	}
+	start := time.Now()
+	rctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	st.Revision, err = s.Revision(rctx)
+	cancel()
+	st.LatencyMillis = millis(time.Since(start))
+	if err != nil {
+		st.Error = err.Error()
+	} else {
+		st.Healthy = true
+	}
+	s.swmu.Lock()
+	if s.running != nil && (st.LastSwitch == nil || s.busy || s.running.StartedAt.After(st.LastSwitch.StartedAt)) {
+		sw := *s.running
+		st.LastSwitch = &sw
+	}
+	s.swmu.Unlock()
+	return st
+}
+
+// progress updates the running switch under swmu.
+func (s *Store) progress(fn func(*api.StoreSwitch)) {
+	s.swmu.Lock()
+	fn(s.running)
+	s.swmu.Unlock()
+}
+
+func (s *Store) run(sw *api.StoreSwitch, src *delegate, tgt store.Loader, from, to Record) {
+	log := s.log.With("switch", sw.ID, "from", from.Backend, "to", to.Backend)
+	log.Info("store switch starts")
+	err := s.copyAndSwitch(log, src, tgt, from, to)
+	now := time.Now().UTC()
+	s.progress(func(sw *api.StoreSwitch) {
+		sw.EndedAt = now
+		if err != nil {
+			sw.State, sw.Error = api.SwitchFailed, err.Error()
+		} else {
+			sw.State, sw.Phase = api.SwitchDone, api.PhaseDone
+		}
+	})
+	s.swmu.Lock()
+	final := *s.running
+	s.swmu.Unlock()
+	if err != nil {
+		log.Error("store switch failed; the active backend stays", "backend", from.Backend, "err", err)
+		if to.Backend != Raft {
+			tgt.Close()
+		}
+		s.noteFailure(final)
+	} else {
+		log.Info("store switch done", "keys", final.Copied, "revision", final.Revision, "hold_ms", final.HoldMillis)
+		if from.Backend == Raft {
+			// The Raft copy is stale now: drop it (the state machine is
+			// frozen, Clear still applies).
+			cctx, cancel := context.WithTimeout(s.life, 30*time.Second)
+			if err := s.cfg.RaftStore.Clear(cctx, RaftOnly...); err != nil {
+				log.Warn("cannot drop the Raft copy of the metadata; it stays, unused", "err", err)
+			}
+			cancel()
+		}
+	}
+	s.swmu.Lock()
+	s.busy = false
+	s.swmu.Unlock()
+}
+
+// noteFailure keeps a failed switch in the record, so that every node's
+// status shows it; the backend stays as it is.
+func (s *Store) noteFailure(sw api.StoreSwitch) {
+	ctx, cancel := context.WithTimeout(s.life, 5*time.Second)
+	defer cancel()
+	kv, found, err := s.cfg.RaftStore.Get(ctx, RecordKey)
+	if err != nil {
+		return
+	}
+	rec := Record{Backend: Raft}
+	if found && json.Unmarshal(kv.Value, &rec) != nil {
+		return
+	}
+	rec.LastSwitch = &sw
+	b, _ := json.Marshal(rec)
+	_, _, _ = s.cfg.RaftStore.CompareAndSet(ctx, RecordKey, kv.ModRevision, b)
+}
+
+// copyAndSwitch is the switch: copy, verify, hold, copy the rest, verify
+// it, record the new backend, move, release.
+func (s *Store) copyAndSwitch(log interface{ Info(string, ...any) }, src *delegate, tgt store.Loader, from, to Record) error {
+	ctx := s.life
+	var keep []string
+	if to.Backend == Raft {
+		keep = RaftOnly
+	}
+	if err := tgt.Clear(ctx, keep...); err != nil {
+		return fmt.Errorf("clear the target: %w", err)
+	}
+	s.progress(func(sw *api.StoreSwitch) { sw.Phase = api.PhaseCopy })
+	all, r1, err := src.s.Scan(ctx, "", 0)
+	if err != nil {
+		return fmt.Errorf("read the active backend: %w", err)
+	}
+	kvs := all[:0]
+	for _, kv := range all {
+		if !raftOnly(kv.Key) {
+			kvs = append(kvs, kv)
+		}
+	}
+	s.progress(func(sw *api.StoreSwitch) { sw.Total = int64(len(kvs)) })
+
+	// Follow what changes while the copy runs.
+	wctx, stopWatch := context.WithCancel(ctx)
+	defer stopWatch()
+	col, err := collect(wctx, src.s, r1)
+	if err != nil {
+		return fmt.Errorf("follow the active backend: %w", err)
+	}
+	loadRev := func(rev int64) (int64, error) {
+		cur, err := tgt.Revision(ctx)
+		if err != nil {
+			return 0, err
+		}
+		return max(rev, cur), nil
+	}
+	rev, err := loadRev(r1)
+	if err != nil {
+		return fmt.Errorf("read the target: %w", err)
+	}
+	if err := load(ctx, tgt, rev, kvs, nil, func(n int) {
+		s.progress(func(sw *api.StoreSwitch) { sw.Copied += int64(n) })
+	}); err != nil {
+		return fmt.Errorf("copy to the target: %w", err)
+	}
+
+	s.progress(func(sw *api.StoreSwitch) { sw.Phase = api.PhaseVerify })
+	sum := newChecksum()
+	for _, kv := range kvs {
+		sum.add(kv)
+	}
+	if err := verifyAll(ctx, tgt, sum, keep); err != nil {
+		return err
+	}
+
+	// Hold writes, copy what changed, verify it, record, move.
+	s.progress(func(sw *api.StoreSwitch) { sw.Phase = api.PhaseHold })
+	hctx, cancel := context.WithTimeout(ctx, s.cfg.HoldMax)
+	defer cancel()
+	holdStart := time.Now()
+	if err := s.gate.hold(hctx); err != nil {
+		return fmt.Errorf("hold metadata writes: %w", err)
+	}
+	released := false
+	release := func() {
+		if !released {
+			released = true
+			s.gate.release()
+			s.progress(func(sw *api.StoreSwitch) { sw.HoldMillis = millis(time.Since(holdStart)) })
+		}
+	}
+	defer release()
+	if src.kind == kindRaft {
+		// Writes proposed on other nodes do not pass this gate: the
+		// state machine refuses them from here on (they are retried).
+		if err := s.cfg.RaftStore.Freeze(hctx, RaftOnly...); err != nil {
+			return fmt.Errorf("hold writes to the Raft store: %w", err)
+		}
+	}
+	r2, err := src.s.Revision(hctx)
+	if err != nil {
+		return fmt.Errorf("read the active backend's revision: %w", err)
+	}
+	evs, err := col.until(hctx, r2)
+	if err != nil {
+		return fmt.Errorf("follow the active backend: %w", err)
+	}
+	puts, dels, prev := delta(evs, kvs)
+	if rev, err = loadRev(r2); err != nil {
+		return fmt.Errorf("read the target: %w", err)
+	}
+	if err := load(hctx, tgt, rev, puts, dels, nil); err != nil {
+		return fmt.Errorf("copy the last changes to the target: %w", err)
+	}
+	for _, kv := range prev {
+		sum.remove(kv)
+	}
+	for _, kv := range puts {
+		sum.add(kv)
+	}
+	if err := verifyKeys(hctx, tgt, puts, dels); err != nil {
+		return err
+	}
+	stopWatch()
+
+	now := time.Now().UTC()
+	s.progress(func(sw *api.StoreSwitch) {
+		sw.Revision, sw.Checksum, sw.Copied, sw.Total = rev, sum.String(), int64(sum.n), int64(sum.n)
+		sw.HoldMillis = millis(time.Since(holdStart))
+	})
+	s.swmu.Lock()
+	figures := *s.running
+	s.swmu.Unlock()
+	figures.State, figures.Phase, figures.EndedAt = api.SwitchDone, api.PhaseDone, now
+	rec := Record{Backend: to.Backend, Settings: to.Settings, Since: now, LastSwitch: &figures}
+	if err := s.record(hctx, rec); err != nil {
+		// A Raft store frozen for the hold is thawed by the leader's
+		// reconcile once this switch has ended.
+		return err
+	}
+	if to.Backend == Raft {
+		if err := s.cfg.RaftStore.Thaw(hctx); err != nil {
+			// The leader's reconcile thaws it; writes wait until then.
+			s.log.Warn("cannot thaw the Raft store yet", "err", err)
+		}
+		s.swap(&delegate{s: s.cfg.RaftStore, kind: kindRaft, rec: rec, term: s.cfg.Raft.Term()})
+	} else {
+		s.swap(&delegate{s: tgt, kind: kindDirect, rec: rec, term: s.cfg.Raft.Term()})
+	}
+	release()
+	return nil
+}
+
+// record writes the new record while this node's leader mark still holds.
+// When the outcome is unknown it reads the record back.
+func (s *Store) record(ctx context.Context, rec Record) error {
+	s.mu.Lock()
+	mark := s.mark
+	s.mu.Unlock()
+	if mark.term != s.cfg.Raft.Term() || !s.cfg.Raft.IsLeader() {
+		return errors.New("leadership moved during the switch")
+	}
+	b, err := json.Marshal(rec)
+	if err != nil {
+		return err
+	}
+	_, ok, err := s.cfg.RaftStore.Batch(ctx, []store.Cond{{Key: LeaderKey, ModRevision: mark.modRev}}, []store.Op{store.Put(RecordKey, b)})
+	if err == nil && !ok {
+		return errors.New("leadership moved during the switch")
+	}
+	if err == nil {
+		return nil
+	}
+	// Committed or not? Ask Raft until it can tell.
+	for ctx.Err() == nil {
+		if rerr := s.cfg.Raft.LinearizableRead(ctx); rerr == nil {
+			cur, rerr := s.Record()
+			if rerr == nil {
+				if cur.same(rec) && cur.LastSwitch != nil && rec.LastSwitch != nil && cur.LastSwitch.ID == rec.LastSwitch.ID {
+					return nil
+				}
+				return fmt.Errorf("record the new backend: %w", err)
+			}
+		}
+		select {
+		case <-ctx.Done():
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+	return fmt.Errorf("record the new backend (outcome unknown; the active backend is what `kcctl store status` says): %w", err)
+}
+
+// load writes kvs and dels to the target at rev, in chunks within the
+// Loader's limits.
+func load(ctx context.Context, tgt store.Loader, rev int64, kvs []store.KV, dels []string, done func(int)) error {
+	for len(kvs) > 0 || len(dels) > 0 {
+		n, size := 0, 0
+		for n < len(kvs) && n < store.MaxBatchOps {
+			sz := len(kvs[n].Key) + len(kvs[n].Value)
+			if n > 0 && size+sz > store.MaxLoadBytes {
+				break
+			}
+			size += sz
+			n++
+		}
+		d := 0
+		for d < len(dels) && n+d < store.MaxBatchOps && size+len(dels[d]) <= store.MaxLoadBytes {
+			size += len(dels[d])
+			d++
+		}
+		if err := tgt.Load(ctx, rev, kvs[:n], dels[:d]); err != nil {
+			return err
+		}
+		if done != nil {
+			done(n)
+		}
+		kvs, dels = kvs[n:], dels[d:]
+	}
+	return nil
+}
+
+// countKeys counts the keys outside RaftOnly, up to limit (0: all).
+func countKeys(ctx context.Context, s store.Store, limit int) (int, error) {
+	kvs, _, err := s.Scan(ctx, "", 0)
+	if err != nil {
+		return 0, err
+	}
+	n := 0
+	for _, kv := range kvs {
+		if !raftOnly(kv.Key) {
+			n++
+			if limit > 0 && n >= limit {
+				break
+			}
+		}
+	}
+	return n, nil
+}
+
+// verifyAll compares the whole target with sum.
+func verifyAll(ctx context.Context, tgt store.Store, sum *checksum, keep []string) error {
+	kvs, _, err := tgt.Scan(ctx, "", 0)
+	if err != nil {
+		return fmt.Errorf("verify the copy: %w", err)
+	}
+	got := newChecksum()
+	for _, kv := range kvs {
+		if !raftOnly(kv.Key) {
+			got.add(kv)
+		}
+	}
+	if got.n != sum.n || got.x != sum.x {
+		return fmt.Errorf("verify the copy: the target holds %d keys (checksum %s), the source %d (checksum %s)", got.n, got, sum.n, sum)
+	}
+	return nil
+}
+
+// verifyKeys reads back what the hold copied.
+func verifyKeys(ctx context.Context, tgt store.Store, puts []store.KV, dels []string) error {
+	for _, want := range puts {
+		kv, found, err := tgt.Get(ctx, want.Key)
+		if err != nil {
+			return fmt.Errorf("verify the last changes: %w", err)
+		}
+		if !found || !bytes.Equal(kv.Value, want.Value) || kv.ModRevision != want.ModRevision || kv.CreateRevision != want.CreateRevision {
+			return fmt.Errorf("verify the last changes: key %q differs on the target", want.Key)
+		}
+	}
+	for _, key := range dels {
+		if _, found, err := tgt.Get(ctx, key); err != nil || found {
+			return fmt.Errorf("verify the last changes: key %q is still on the target (err %v)", key, err)
+		}
+	}
+	return nil
+}
+
+// delta turns the events after the copy into the keys to put and delete,
+// the last change of each key winning, and the copied values they replace.
+func delta(evs []store.Event, copied []store.KV) (puts []store.KV, dels []string, prev []store.KV) {
+	last := map[string]store.Event{}
+	for _, ev := range evs {
+		if !raftOnly(ev.KV.Key) {
+			last[ev.KV.Key] = ev
+		}
+	}
+	if len(last) == 0 {
+		return nil, nil, nil
+	}
+	keys := make([]string, 0, len(last))
+	for k := range last {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		if i, ok := slices.BinarySearchFunc(copied, k, func(kv store.KV, k string) int { return strings.Compare(kv.Key, k) }); ok {
+			prev = append(prev, copied[i])
+		}
+		ev := last[k]
+		if ev.Type == store.EventDelete {
+			dels = append(dels, k)
+		} else {
+			puts = append(puts, ev.KV)
+		}
+	}
+	return puts, dels, prev
+}
+
+// collector gathers a watch's events.
+type collector struct {
+	mu   sync.Mutex
+	evs  []store.Event
+	last int64
+	err  error
+	wake chan struct{}
+}
+
+func collect(ctx context.Context, src store.Store, after int64) (*collector, error) {
+	w, err := src.Watch(ctx, "", after)
+	if err != nil {
+		return nil, err
+	}
+	c := &collector{last: after, wake: make(chan struct{}, 1)}
+	go func() {
+		defer w.Close()
+		for ev := range w.Events() {
+			c.mu.Lock()
+			if len(c.evs) >= maxSwitchEvents {
+				c.err = fmt.Errorf("more than %d changes while copying", maxSwitchEvents)
+				c.mu.Unlock()
+				c.poke()
+				return
+			}
+			c.evs = append(c.evs, ev)
+			c.last = max(c.last, ev.KV.ModRevision)
+			c.mu.Unlock()
+			c.poke()
+		}
+		c.mu.Lock()
+		c.err = w.Err()
+		if c.err == nil {
+			c.err = errors.New("the watch ended")
+		}
+		c.mu.Unlock()
+		c.poke()
+	}()
+	return c, nil
+}
+
+func (c *collector) poke() {
+	select {
+	case c.wake <- struct{}{}:
+	default:
+	}
+}
+
+// until returns the events up to rev once all of them arrived.
+func (c *collector) until(ctx context.Context, rev int64) ([]store.Event, error) {
+	for {
+		c.mu.Lock()
+		if c.last >= rev {
+			evs := c.evs
+			c.mu.Unlock()
+			n := len(evs)
+			for n > 0 && evs[n-1].KV.ModRevision > rev {
+				n--
+			}
+			return evs[:n], nil
+		}
+		err := c.err
+		c.mu.Unlock()
+		if err != nil {
+			return nil, err
+		}
+		select {
+		case <-c.wake:
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	}
+}
+
+// checksum is order-free: the XOR of a hash of every key, value and
+// revisions, so that a change updates it in O(1).
+type checksum struct {
+	x [16]byte
+	n int
+}
+
+func newChecksum() *checksum { return &checksum{} }
+
+func (c *checksum) mix(kv store.KV) {
+	h := sha256.New()
+	var b [8]byte
+	binary.BigEndian.PutUint64(b[:], uint64(len(kv.Key)))
+	h.Write(b[:])
+	h.Write([]byte(kv.Key))
+	h.Write(kv.Value)
+	binary.BigEndian.PutUint64(b[:], uint64(kv.CreateRevision))
+	h.Write(b[:])
+	binary.BigEndian.PutUint64(b[:], uint64(kv.ModRevision))
+	h.Write(b[:])
+	sum := h.Sum(nil)
+	for i := range c.x {
+		c.x[i] ^= sum[i]
+	}
+}
+
+func (c *checksum) add(kv store.KV)    { c.mix(kv); c.n++ }
+func (c *checksum) remove(kv store.KV) { c.mix(kv); c.n-- }
+func (c *checksum) String() string     { return hex.EncodeToString(c.x[:]) }
+
+func millis(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
+
+func newID() string {
+	var b [6]byte
+	_, _ = rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}
