@@ -67,7 +67,7 @@ func TestIntegrationStoreSwitchUnderLoad(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		before, err := readConnectMeta(ctx, via)
+		before, err := readConnectMeta(ctx, via, waitLeaderNode(t, ctx, c))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -97,7 +97,7 @@ func TestIntegrationStoreSwitchUnderLoad(t *testing.T) {
 			checkNoSecret(t, "the store status", jsonOf(st), step.db.dsn, ":kcd@")
 		}
 
-		after, err := readConnectMeta(ctx, c.Except(via.ID)[0])
+		after, err := readConnectMeta(ctx, c.Except(via.ID)[0], waitLeaderNode(t, ctx, c))
 		if err != nil {
 			t.Fatal(err)
 		}
