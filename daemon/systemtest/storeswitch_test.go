@@ -132,6 +132,11 @@ func TestIntegrationStoreSwitchUnderLoad(t *testing.T) {
 			t.Fatal(err)
 		}
 		checkNoRestart(t, where, units, unitsAfter)
+		for _, n := range nodes {
+			if ws, err := Workers(ctx, n); err != nil || len(ws) != len(nodes) {
+				t.Errorf("%s: GET /kcd/v1/workers on node %d: %d workers, %v", where, n.ID, len(ws), err)
+			}
+		}
 		if t.Failed() {
 			t.FailNow()
 		}
@@ -559,7 +564,11 @@ func TestIntegrationStoreBootstrapPostgres(t *testing.T) {
 		for _, path := range []string{"/", "/kcd/v1/store/status", "/kcd/v1/cluster", "/kcd/v1/worker", "/kcd/v1/workers",
 			"/connectors?expand=info&expand=status", "/kcd/v1/store/keys?prefix=kcd/"} {
 			var body any
-			if err := n.GetJSON(ctx, path, &body); err != nil {
+			err := n.GetJSON(ctx, path, &body)
+			if strings.HasPrefix(path, "/kcd/v1/store/keys") && n.ID != lead && isNotServed(err) {
+				continue // the store API is the leader's with postgres active
+			}
+			if err != nil {
 				t.Errorf("GET %s on node %d: %v", path, n.ID, err)
 				continue
 			}

@@ -204,10 +204,20 @@ func refusal(err error) (code int, message string, ok bool) {
 }
 
 // startSwitch posts a switch through n and fails the test unless it is
-// accepted (202).
+// accepted (202). A leader that has not yet taken charge of the store
+// answers 409 for a moment: that is retried.
 func startSwitch(t *testing.T, ctx context.Context, n *Node, req api.StoreSwitchRequest) api.StoreSwitch {
 	t.Helper()
-	status, sw, err := postSwitch(ctx, n, req)
+	var status int
+	var sw api.StoreSwitch
+	var err error
+	wctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	_ = WaitFor(wctx, 50*time.Millisecond, func() (bool, error) {
+		status, sw, err = postSwitch(ctx, n, req)
+		_, msg, _ := refusal(err)
+		return status != http.StatusConflict || !strings.Contains(msg, "not the Raft leader"), nil
+	})
 	if err != nil || status != http.StatusAccepted {
 		t.Fatalf("switch to %s through node %d: HTTP %d, %v; want 202", req.Backend, n.ID, status, err)
 	}
@@ -384,6 +394,13 @@ func waitLeaderNode(t *testing.T, ctx context.Context, c *Cluster) *Node {
 		t.Fatal(err)
 	}
 	return l
+}
+
+func (f writeFailure) String() string {
+	if f.status != 0 {
+		return fmt.Sprintf("%s via node %d: HTTP %d after %v: %q", f.key, f.node, f.status, f.took.Round(time.Millisecond), f.message)
+	}
+	return fmt.Sprintf("%s via node %d: after %v: %v", f.key, f.node, f.took.Round(time.Millisecond), f.err)
 }
 
 // ackWriter writes keys prefix/w<writer>/<n> through the store API of the
