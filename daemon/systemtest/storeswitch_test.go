@@ -45,7 +45,10 @@ func TestIntegrationStoreSwitchUnderLoad(t *testing.T) {
 		t.Fatal(err)
 	}
 	p := startPipeline(t, ctx, c, c.Node(lead), "kcd-systemtest-switch", 2)
-	w := startWriter(ctx, c, "test/ack/", 3, 30*time.Millisecond, switchWriteTimeout)
+	// Keys enough that each copy takes a moment while writes go on.
+	const loaded = 5000
+	loadKeys(t, ctx, c.Node(lead), "load/", loaded, 100)
+	w := startWriter(ctx, c, "test/ack/", 4, 30*time.Millisecond, switchWriteTimeout)
 	defer w.Stop()
 	if err := w.WaitAcked(ctx, time.Time{}, 20, 20*time.Second); err != nil {
 		t.Fatalf("the writer made no progress: %v", err)
@@ -71,10 +74,12 @@ func TestIntegrationStoreSwitchUnderLoad(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		w.burst.Store(true)
 		started := time.Now()
 		sw := startSwitch(t, ctx, via, req)
 		st, phases := waitSwitchEnd(t, ctx, c, sw.ID, 30*time.Second)
 		ended := time.Now()
+		w.burst.Store(false)
 		last := st.LastSwitch
 		t.Logf("switch %s → %s: %s in %v, phases seen %v, %d of %d keys copied, writes held %.1f ms, revision %d, checksum %s; %d acknowledged writes in flight during it",
 			from, step.backend, last.State, ended.Sub(started).Round(time.Millisecond), phases, last.Copied, last.Total, last.HoldMillis, last.Revision, last.Checksum, w.AckedBetween(started, ended))
@@ -112,6 +117,9 @@ func TestIntegrationStoreSwitchUnderLoad(t *testing.T) {
 		acked := checkAckedEverywhere(t, ctx, c, w, where)
 		if step.db != nil {
 			checkAckedInDB(t, ctx, step.db, acked, w.prefix)
+		}
+		if kv, _, err := scanKV(ctx, waitLeaderNode(t, ctx, c), "load/"); err != nil || len(kv) != loaded {
+			t.Errorf("%s: %d of %d loaded keys are there (%v)", where, len(kv), loaded, err)
 		}
 		if err := WaitFor(ctx, 100*time.Millisecond, func() (bool, error) {
 			now, err := connectorOffsets(ctx, via, "gen")

@@ -16,6 +16,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -416,6 +417,9 @@ type ackWriter struct {
 	mu    sync.Mutex
 	acked map[string]ack
 	fails []writeFailure
+	// burst: the writers write back to back, not every interval (around
+	// a switch, so that writes land in every phase of it).
+	burst atomic.Bool
 
 	stop chan struct{}
 	wg   sync.WaitGroup
@@ -430,12 +434,22 @@ func startWriter(ctx context.Context, c *Cluster, prefix string, writers int, in
 			tick := time.NewTicker(interval)
 			defer tick.Stop()
 			for i := 0; ; i++ {
-				select {
-				case <-w.stop:
-					return
-				case <-ctx.Done():
-					return
-				case <-tick.C:
+				if w.burst.Load() {
+					select {
+					case <-w.stop:
+						return
+					case <-ctx.Done():
+						return
+					default:
+					}
+				} else {
+					select {
+					case <-w.stop:
+						return
+					case <-ctx.Done():
+						return
+					case <-tick.C:
+					}
 				}
 				n, err := leaderNode(ctx, c)
 				if err != nil {
