@@ -118,7 +118,6 @@ func (n *Node) Start(ctx context.Context) (err error) {
 		})
 		n.store = n.active
 		opts.Cluster, opts.Store = raftCluster{n: n.raft, drain: n.drainMember}, guardStore(n.active.ForAPI())
-		opts.Views = n.active // through the leader when it serves the backend
 		opts.StoreAdmin = storeAdmin{n.active}
 		opts.Connect = herder.New(connectstore.New(n.store), herder.Options{
 			Converters:           converter.Classes(),

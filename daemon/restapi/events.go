@@ -107,7 +107,7 @@ func (a *api) events(r *http.Request) (int, any, *Error) {
 }
 
 func (a *api) watchEvents(ctx context.Context, prefix string, out chan<- Event) {
-	wt, err := a.views.Watch(ctx, prefix, 0)
+	wt, err := a.store.Watch(ctx, prefix, 0)
 	if err != nil {
 		return
 	}

@@ -70,11 +70,6 @@ type Options struct {
 	Cluster Cluster
 	// Store serves /kcd/v1/store; nil answers 503 there.
 	Store store.Store
-	// Views is the store the cluster views (workers and their settings,
-	// assignments, rebalances, events) read and write; default Store. A
-	// node whose Store refuses callers it cannot serve itself (the active
-	// backend is reached through the leader) passes its full store here.
-	Views store.Store
 	// Connect serves Kafka Connect's connector endpoints (/connectors,
 	// /connector-plugins); nil answers 503 there.
 	Connect *herder.Herder
@@ -100,14 +95,11 @@ func NewHandler(node Node, opts Options) http.Handler {
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()
 	}
-	if opts.Views == nil {
-		opts.Views = opts.Store
-	}
 	if opts.LeaderWait <= 0 {
 		opts.LeaderWait = 5 * time.Second
 	}
 	a := &api{
-		node: node, cluster: opts.Cluster, store: opts.Store, views: opts.Views, connect: opts.Connect, coord: opts.Coordinator, storeAdmin: opts.StoreAdmin, worker: opts.Worker, log: opts.Logger, leaderWait: opts.LeaderWait,
+		node: node, cluster: opts.Cluster, store: opts.Store, connect: opts.Connect, coord: opts.Coordinator, storeAdmin: opts.StoreAdmin, worker: opts.Worker, log: opts.Logger, leaderWait: opts.LeaderWait,
 		forwardClient: &http.Client{Timeout: 90 * time.Second},
 		healthChecks:  append([]HealthCheck{readyCheck(node)}, opts.HealthChecks...),
 	}
@@ -187,7 +179,6 @@ type api struct {
 	node          Node
 	cluster       Cluster
 	store         store.Store
-	views         store.Store // see Options.Views
 	connect       *herder.Herder
 	coord         Coordinator
 	storeAdmin    StoreAdmin

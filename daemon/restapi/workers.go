@@ -144,11 +144,11 @@ func (a *api) rebalancePlan(r *http.Request) (int, any, *Error) {
 
 func (a *api) listWorkers(r *http.Request) (int, any, *Error) {
 	ctx := r.Context()
-	live, _, err := coordinator.LiveWorkers(ctx, a.views)
+	live, _, err := coordinator.LiveWorkers(ctx, a.store)
 	if err != nil {
 		return 0, nil, asError(err)
 	}
-	gone, err := coordinator.GoneWorkers(ctx, a.views)
+	gone, err := coordinator.GoneWorkers(ctx, a.store)
 	if err != nil {
 		return 0, nil, asError(err)
 	}
@@ -202,7 +202,7 @@ func workerView(w coordinator.WorkerInfo, state string, goneAt *time.Time) Worke
 }
 
 func (a *api) readSettings(ctx context.Context) (map[string]coordinator.Settings, error) {
-	kvs, _, err := a.views.Scan(ctx, coordinator.SettingsPrefix, 0)
+	kvs, _, err := a.store.Scan(ctx, coordinator.SettingsPrefix, 0)
 	if err != nil {
 		return nil, err
 	}
@@ -220,7 +220,7 @@ func (a *api) readSettings(ctx context.Context) (map[string]coordinator.Settings
 func (a *api) updateSettings(ctx context.Context, id string, change func(*coordinator.Settings)) (coordinator.Settings, error) {
 	key := coordinator.SettingsPrefix + id
 	for {
-		kv, found, err := a.views.Get(ctx, key)
+		kv, found, err := a.store.Get(ctx, key)
 		if err != nil {
 			return coordinator.Settings{}, err
 		}
@@ -232,7 +232,7 @@ func (a *api) updateSettings(ctx context.Context, id string, change func(*coordi
 		}
 		change(&s)
 		b, _ := json.Marshal(s)
-		_, ok, err := a.views.CompareAndSet(ctx, key, kv.ModRevision, b)
+		_, ok, err := a.store.CompareAndSet(ctx, key, kv.ModRevision, b)
 		if err != nil {
 			return coordinator.Settings{}, err
 		}
@@ -284,7 +284,7 @@ func (a *api) drain(on bool) func(*http.Request) (int, any, *Error) {
 
 // readAssignments lists every unit's owner, sorted by connector and task.
 func (a *api) readAssignments(ctx context.Context) ([]AssignmentView, int64, error) {
-	kvs, rev, err := a.views.Scan(ctx, coordinator.AssignPrefix, 0)
+	kvs, rev, err := a.store.Scan(ctx, coordinator.AssignPrefix, 0)
 	if err != nil {
 		return nil, 0, err
 	}
@@ -352,7 +352,7 @@ func (a *api) listRebalances(r *http.Request) (int, any, *Error) {
 		}
 		limit = n
 	}
-	kvs, _, err := a.views.Scan(r.Context(), coordinator.RebalancePrefix, 0)
+	kvs, _, err := a.store.Scan(r.Context(), coordinator.RebalancePrefix, 0)
 	if err != nil {
 		return 0, nil, asError(err)
 	}
