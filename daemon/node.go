@@ -117,7 +117,8 @@ func (n *Node) Start(ctx context.Context) (err error) {
 			Logger: n.log,
 		})
 		n.store = n.active
-		opts.Cluster, opts.Store = raftCluster{n: n.raft, drain: n.drainMember}, guardStore(n.active.ForAPI())
+		opts.Cluster, opts.Store = raftCluster{n: n.raft, drain: n.drainMember}, guardStore(n.active)
+		opts.PeerStore = guardStore(n.active.ForAPI())
 		opts.StoreAdmin = storeAdmin{n.active}
 		opts.Connect = herder.New(connectstore.New(n.store), herder.Options{
 			Converters:           converter.Classes(),

@@ -4,11 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"maps"
 	"time"
 
 	"github.com/kcd-project/kcd/api"
-	"github.com/kcd-project/kcd/daemon/config"
 	"github.com/kcd-project/kcd/daemon/store/activestore"
 	"github.com/kcd-project/kcd/daemon/store/remotestore"
 	"github.com/kcd-project/kcd/store"
@@ -30,18 +28,6 @@ func (n *Node) leaderStore() (store.Store, error) {
 	return remotestore.New(urls, remotestore.Options{Logger: n.log.With("subsys", "remotestore")})
 }
 
-// storeSettings are the configured backend's settings, references as given.
-func storeSettings(c config.StoreConfig) map[string]string {
-	out := maps.Clone(c.Settings)
-	if c.DSN != "" {
-		if out == nil {
-			out = map[string]string{}
-		}
-		out["dsn"] = c.DSN
-	}
-	return out
-}
-
 // bootstrapStore makes the configured backend the first one of a new
 // cluster: when this node leads and the cluster has no store record yet,
 // it switches to the backend (copying what the cluster wrote so far), or,
@@ -53,7 +39,7 @@ func (n *Node) bootstrapStore(ctx context.Context) {
 	if want == "" || want == activestore.Raft {
 		return
 	}
-	settings := storeSettings(n.cfg.Store)
+	settings := n.cfg.Store.BackendSettings()
 	for ctx.Err() == nil {
 		done, err := n.tryBootstrapStore(ctx, want, settings)
 		if done {

@@ -74,7 +74,7 @@ func Open(ctx context.Context, name string, settings map[string]string) (Store, 
 		if s != nil {
 			s.Close()
 		}
-		return nil, fmt.Errorf("store: open backend %q: %w", name, redact(err, settings))
+		return nil, fmt.Errorf("store: open backend %q: %w", name, MaskError(err, settings))
 	}
 	if s == nil {
 		return nil, fmt.Errorf("store: open backend %q: the factory returned no store", name)
@@ -87,9 +87,14 @@ func Open(ctx context.Context, name string, settings map[string]string) (Store, 
 // replacing every occurrence of them would make messages unreadable.
 const minRedactLen = 4
 
-// redact returns err with the settings values and the secrets inside them
-// replaced (MaskString).
-func redact(err error, settings map[string]string) error {
+// MaskError returns err with the resolved settings' values and the secrets
+// inside them replaced in its message (MaskString); errors.Is and errors.As
+// still see the original. For the errors of an open backend, which Open
+// cannot mask: what a switch or a log line reports of them. nil stays nil.
+func MaskError(err error, settings map[string]string) error {
+	if err == nil {
+		return nil
+	}
 	msg := err.Error()
 	redacted := MaskString(msg, settings)
 	if redacted == msg {

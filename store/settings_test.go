@@ -229,3 +229,18 @@ func TestOpenRedactsPasswordInDSN(t *testing.T) {
 		t.Fatalf("Open: %v", err)
 	}
 }
+
+func TestMaskError(t *testing.T) {
+	settings := map[string]string{"dsn": "kcd:Sup3rS3cret@tcp(db:3306)/kcd"}
+	if store.MaskError(nil, settings) != nil {
+		t.Fatal("MaskError(nil) is not nil")
+	}
+	plain := errors.New("no secret here")
+	if store.MaskError(plain, settings) != plain {
+		t.Fatal("MaskError changed an error without secrets")
+	}
+	err := store.MaskError(fmt.Errorf("load: auth as Sup3rS3cret: %w", errRefused), settings)
+	if err.Error() != "load: auth as [redacted]: connection refused" || !errors.Is(err, errRefused) {
+		t.Fatalf("MaskError = %q (wraps the original: %v)", err, errors.Is(err, errRefused))
+	}
+}

@@ -21,6 +21,7 @@ import (
 	"os"
 	"os/signal"
 	"runtime/debug"
+	"slices"
 	"strings"
 	"syscall"
 
@@ -88,6 +89,9 @@ KCD_* environment variables, then flags.`,
 		if err != nil {
 			return err
 		}
+		if err := checkBackend(cfg); err != nil {
+			return err
+		}
 		log := daemon.NewLogger(stderr, cfg.LogLevel, cfg.LogFormat)
 		if cfg.MemoryLimit > 0 {
 			debug.SetMemoryLimit(int64(cfg.MemoryLimit))
@@ -101,10 +105,26 @@ KCD_* environment variables, then flags.`,
 		Args:  cobra.NoArgs,
 		Run: func(cmd *cobra.Command, _ []string) {
 			fmt.Fprintf(cmd.OutOrStdout(), "kcd %s (commit %s)\n", version.Version, version.Commit)
-			if backends := store.Backends(); len(backends) > 0 {
-				fmt.Fprintf(cmd.OutOrStdout(), "store backends: %s\n", strings.Join(backends, ", "))
-			}
+			fmt.Fprintf(cmd.OutOrStdout(), "store backends: %s\n", strings.Join(backends(), ", "))
 		},
 	})
 	return cmd
+}
+
+// backends are the metadata store backends built into this binary: raft,
+// which every kcd has, and the registered ones.
+func backends() []string {
+	return append([]string{config.DefaultStoreBackend}, slices.DeleteFunc(store.Backends(), func(b string) bool {
+		return b == config.DefaultStoreBackend
+	})...)
+}
+
+// checkBackend refuses a --store backend this binary lacks, at start rather
+// than when the node would first open it. Only a Raft node opens a backend.
+func checkBackend(cfg config.Config) error {
+	if !cfg.HasRole(config.RoleRaft) || slices.Contains(backends(), cfg.Store.Backend) {
+		return nil
+	}
+	return fmt.Errorf("store %q is not built into this kcd (built in: %s; a third-party backend needs a kcd built with it, see docs/stores.md)",
+		cfg.Store.Backend, strings.Join(backends(), ", "))
 }

@@ -6,7 +6,9 @@ import (
 	"os/exec"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/kcd-project/kcd/daemon/config"
 	"github.com/kcd-project/kcd/store"
 )
 
@@ -16,7 +18,7 @@ func TestVersionListsBackends(t *testing.T) {
 	if code := Run([]string{"version"}, &out, &errOut); code != 0 {
 		t.Fatalf("kcd version: exit %d: %s", code, errOut.String())
 	}
-	if !strings.HasPrefix(out.String(), "kcd ") || !strings.Contains(out.String(), "store backends: ") || !strings.Contains(out.String(), "kcdcmd-test") {
+	if !strings.HasPrefix(out.String(), "kcd ") || !strings.Contains(out.String(), "store backends: raft, ") || !strings.Contains(out.String(), "kcdcmd-test") {
 		t.Fatalf("kcd version printed %q", out.String())
 	}
 }
@@ -36,6 +38,34 @@ func TestHelpAndBadConfig(t *testing.T) {
 	code := Run([]string{"--dev-kafka", "--store", "mysql", "--store-dsn", "kcd:Sup3rS3cret@tcp(db:3306)/kcd", "--store-setting", "password"}, &out, &errOut)
 	if code != 1 || !strings.Contains(errOut.String(), "KEY=VALUE") || strings.Contains(errOut.String(), "Sup3rS3cret") {
 		t.Fatalf("kcd with a bad store setting: exit %d: %s", code, errOut.String())
+	}
+}
+
+// A backend this binary lacks is refused at start, naming those it has; a
+// worker-only node, which never opens the backend, does not care.
+func TestUnknownBackendRefused(t *testing.T) {
+	var out, errOut bytes.Buffer
+	done := make(chan int, 1)
+	go func() {
+		done <- Run([]string{"--dev-kafka", "--dev-kafka-port", "0", "--data-dir", t.TempDir(), "--rest-addr", "127.0.0.1:0",
+			"--peer-addr", "127.0.0.1:0", "--store", "no-such-backend", "--store-dsn", "${env:X}"}, &out, &errOut)
+	}()
+	select {
+	case code := <-done:
+		if code != 1 || !strings.Contains(errOut.String(), `store "no-such-backend" is not built into this kcd (built in: raft, `) {
+			t.Fatalf("kcd --store no-such-backend: exit %d: %s", code, errOut.String())
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("kcd --store no-such-backend started")
+	}
+	cfg := config.Default()
+	cfg.Roles, cfg.Store.Backend = []string{config.RoleWorker}, "no-such-backend"
+	if err := checkBackend(cfg); err != nil {
+		t.Fatalf("a worker-only node: %v", err)
+	}
+	cfg.Roles, cfg.Store.Backend = []string{config.RoleRaft}, "raft"
+	if err := checkBackend(cfg); err != nil {
+		t.Fatalf("raft: %v", err)
 	}
 }
 

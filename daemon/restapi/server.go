@@ -70,6 +70,11 @@ type Options struct {
 	Cluster Cluster
 	// Store serves /kcd/v1/store; nil answers 503 there.
 	Store store.Store
+	// PeerStore serves the store protocol that other nodes' remote stores
+	// speak (POST /kcd/v1/store/get, ...); nil: Store. A Raft node that
+	// reaches the active backend through the leader refuses there, so
+	// that remote stores go to the leader and requests never circle.
+	PeerStore store.Store
 	// Connect serves Kafka Connect's connector endpoints (/connectors,
 	// /connector-plugins); nil answers 503 there.
 	Connect *herder.Herder
@@ -99,9 +104,12 @@ func NewHandler(node Node, opts Options) http.Handler {
 		opts.LeaderWait = 5 * time.Second
 	}
 	a := &api{
-		node: node, cluster: opts.Cluster, store: opts.Store, connect: opts.Connect, coord: opts.Coordinator, storeAdmin: opts.StoreAdmin, worker: opts.Worker, log: opts.Logger, leaderWait: opts.LeaderWait,
+		node: node, cluster: opts.Cluster, store: opts.Store, connect: opts.Connect, coord: opts.Coordinator, storeAdmin: opts.StoreAdmin, peerStore: opts.PeerStore, worker: opts.Worker, log: opts.Logger, leaderWait: opts.LeaderWait,
 		forwardClient: &http.Client{Timeout: 90 * time.Second},
 		healthChecks:  append([]HealthCheck{readyCheck(node)}, opts.HealthChecks...),
+	}
+	if a.peerStore == nil {
+		a.peerStore = a.store
 	}
 	if al, ok := node.(Alarmed); ok {
 		a.healthChecks = append([]HealthCheck{alarmCheck(al)}, a.healthChecks...)
@@ -182,6 +190,7 @@ type api struct {
 	connect       *herder.Herder
 	coord         Coordinator
 	storeAdmin    StoreAdmin
+	peerStore     store.Store
 	worker        LocalWorker
 	log           *slog.Logger
 	leaderWait    time.Duration

@@ -230,7 +230,7 @@ func storeKV(kv store.KV) StoreKV {
 func ptr[T any](v T) *T { return &v }
 
 func (a *api) storeGet(r *http.Request, req StoreRequest) (any, error) {
-	kv, found, err := a.store.Get(r.Context(), string(req.Key))
+	kv, found, err := a.peerStore.Get(r.Context(), string(req.Key))
 	if err != nil {
 		return nil, err
 	}
@@ -242,22 +242,22 @@ func (a *api) storeGet(r *http.Request, req StoreRequest) (any, error) {
 }
 
 func (a *api) storePut(r *http.Request, req StoreRequest) (any, error) {
-	rev, err := a.store.Put(r.Context(), string(req.Key), req.Value)
+	rev, err := a.peerStore.Put(r.Context(), string(req.Key), req.Value)
 	return StoreResponse{Revision: rev}, err
 }
 
 func (a *api) storeDelete(r *http.Request, req StoreRequest) (any, error) {
-	rev, deleted, err := a.store.Delete(r.Context(), string(req.Key))
+	rev, deleted, err := a.peerStore.Delete(r.Context(), string(req.Key))
 	return StoreResponse{Revision: rev, Deleted: &deleted}, err
 }
 
 func (a *api) storeCAS(r *http.Request, req StoreRequest) (any, error) {
-	rev, ok, err := a.store.CompareAndSet(r.Context(), string(req.Key), req.ExpectModRevision, req.Value)
+	rev, ok, err := a.peerStore.CompareAndSet(r.Context(), string(req.Key), req.ExpectModRevision, req.Value)
 	return StoreResponse{Revision: rev, OK: &ok}, err
 }
 
 func (a *api) storeScan(r *http.Request, req StoreRequest) (any, error) {
-	kvs, rev, err := a.store.Scan(r.Context(), string(req.Prefix), req.Limit)
+	kvs, rev, err := a.peerStore.Scan(r.Context(), string(req.Prefix), req.Limit)
 	if err != nil {
 		return nil, err
 	}
@@ -284,12 +284,12 @@ func (a *api) storeBatch(r *http.Request, req StoreRequest) (any, error) {
 			return nil, errors.Join(store.ErrInvalid, errors.New("unknown op type "+op.Type))
 		}
 	}
-	rev, ok, err := a.store.Batch(r.Context(), conds, ops)
+	rev, ok, err := a.peerStore.Batch(r.Context(), conds, ops)
 	return StoreResponse{Revision: rev, OK: &ok}, err
 }
 
 func (a *api) storeRevision(r *http.Request, _ StoreRequest) (any, error) {
-	rev, err := a.store.Revision(r.Context())
+	rev, err := a.peerStore.Revision(r.Context())
 	return StoreResponse{Revision: rev}, err
 }
 
@@ -299,7 +299,7 @@ type compacter interface {
 }
 
 func (a *api) storeCompact(r *http.Request, req StoreRequest) (any, error) {
-	c, ok := a.store.(compacter)
+	c, ok := a.peerStore.(compacter)
 	if !ok {
 		return nil, Errorf(http.StatusNotImplemented, "this node's store does not compact")
 	}
@@ -320,14 +320,14 @@ func (a *api) storeWatch(r *http.Request, req StoreRequest) (any, error) {
 		// than "from now", so the client learns where it starts and can
 		// resume from there on another node. An empty store has no such
 		// revision: the client then knows it cannot resume (start 0).
-		rev, err := a.store.Revision(ctx)
+		rev, err := a.peerStore.Revision(ctx)
 		if err != nil {
 			cancel()
 			return nil, err
 		}
 		start = rev
 	}
-	w, err := a.store.Watch(ctx, string(req.Prefix), start)
+	w, err := a.peerStore.Watch(ctx, string(req.Prefix), start)
 	if err != nil {
 		cancel()
 		return nil, err

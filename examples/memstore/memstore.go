@@ -389,7 +389,12 @@ func (s *Store) Clear(ctx context.Context, keep ...string) error {
 			delete(s.data, k)
 		}
 	}
-	s.rev, s.compact, s.history = 0, 0, nil
+	if len(keep) == 0 {
+		s.rev = 0
+	}
+	// With keys kept the revision stays (it never goes back under them);
+	// either way the history is gone.
+	s.compact, s.history = s.rev, nil
 	s.endWatchers(fmt.Errorf("memstore: cleared: %w", store.ErrCompacted))
 	return nil
 }

@@ -21,6 +21,14 @@ func TestConformance(t *testing.T) {
 	})
 }
 
+// And the suite of store.Loader, which a backend needs to be the target of
+// kcctl store switch.
+func TestLoaderConformance(t *testing.T) {
+	storetest.RunLoader(t, func(t *testing.T) store.Loader {
+		return memstore.New(memstore.Options{})
+	})
+}
+
 // Opened by name, through the registry, as kcd opens it.
 func TestConformanceThroughRegistry(t *testing.T) {
 	storetest.Run(t, func(t *testing.T) store.Store {

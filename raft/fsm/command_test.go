@@ -268,8 +268,19 @@ func FuzzApply(f *testing.F) {
 			}
 			return
 		}
-		if len(res) != 1 || res[0].Index != index {
+		for _, r := range res {
+			if r.Index > index {
+				t.Fatalf("result %+v of entry %d is from a later entry", r, index)
+			}
+		}
+		if data[0] == 0x80 {
+			return // a group: a result per command it holds
+		}
+		if len(res) != 1 {
 			t.Fatalf("results %+v for entry %d", res, index)
+		}
+		if res[0].Index != index {
+			return // an id applied before: answered with its first result
 		}
 		c, derr := fsm.DecodeCommand(data)
 		if derr != nil && res[0].Err == nil {

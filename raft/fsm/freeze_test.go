@@ -405,3 +405,50 @@ func TestStateHashCoversLoadAndFreeze(t *testing.T) {
 		t.Fatal("frozen and thawed again hashes differently from never frozen")
 	}
 }
+
+// After a Clear the revision starts again from 0: a watch from a revision
+// of the replaced history above the present one fails with ErrCompacted
+// through WatchKnown (and Local) instead of waiting to deliver a later
+// history from there, missing what came before. Watch still waits.
+func TestWatchKnownRefusesReplacedRevisions(t *testing.T) {
+	l, err := fsm.OpenLocal(filepath.Join(t.TempDir(), "state.db"), fsm.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	ctx := t.Context()
+	for i := range 5 {
+		if _, err := l.Put(ctx, fmt.Sprintf("k%d", i), []byte("v")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := l.Clear(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := l.Put(ctx, "new", []byte("v")); err != nil {
+		t.Fatal(err)
+	}
+	if w, err := l.Watch(ctx, "", 3); !errors.Is(err, store.ErrCompacted) {
+		if err == nil {
+			w.Close()
+		}
+		t.Fatalf("Watch from 3 of the replaced history, at revision 1: %v, want store.ErrCompacted", err)
+	}
+	w, err := l.Watch(ctx, "", 1)
+	if err != nil {
+		t.Fatalf("Watch from the present revision: %v", err)
+	}
+	w.Close()
+	f := openFSM(t, "", fsm.Options{})
+	if w, err := f.Watch(ctx, "", 3); err != nil {
+		t.Fatalf("FSM.Watch from a revision not reached yet: %v", err)
+	} else {
+		w.Close()
+	}
+	if w, err := f.WatchKnown(ctx, "", 3); !errors.Is(err, store.ErrCompacted) {
+		if err == nil {
+			w.Close()
+		}
+		t.Fatalf("FSM.WatchKnown from a revision not reached: %v, want store.ErrCompacted", err)
+	}
+}

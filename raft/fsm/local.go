@@ -114,9 +114,11 @@ func (l *Local) Batch(ctx context.Context, conds []store.Cond, ops []store.Op) (
 	return r.Rev, r.OK, err
 }
 
-// Watch implements store.Store.
+// Watch implements store.Store. The state is always current, so a revision
+// above it can only come from a history a Clear or Load replaced: such a
+// watch fails with store.ErrCompacted (FSM.WatchKnown).
 func (l *Local) Watch(ctx context.Context, prefix string, afterRev int64) (store.Watcher, error) {
-	return l.f.Watch(ctx, prefix, afterRev)
+	return l.f.WatchKnown(ctx, prefix, afterRev)
 }
 
 // Revision implements store.Store.

@@ -43,6 +43,19 @@ func eventSize(ev store.Event) int {
 // Apply never waits for a watcher: each has its own bounded queue, emptied
 // by a goroutine of its own into the Events channel.
 func (f *FSM) Watch(ctx context.Context, prefix string, afterRev int64) (store.Watcher, error) {
+	return f.watch(ctx, prefix, afterRev, false)
+}
+
+// WatchKnown is Watch, except that a revision above the current one fails
+// with store.ErrCompacted instead of waiting for it: for a caller that
+// knows this state holds every revision made so far (after a read
+// barrier), to which a revision above it can only come from a history a
+// Clear or Load replaced.
+func (f *FSM) WatchKnown(ctx context.Context, prefix string, afterRev int64) (store.Watcher, error) {
+	return f.watch(ctx, prefix, afterRev, true)
+}
+
+func (f *FSM) watch(ctx context.Context, prefix string, afterRev int64, known bool) (store.Watcher, error) {
 	if afterRev < 0 {
 		return nil, fmt.Errorf("fsm: watch: %w: negative revision %d", store.ErrInvalid, afterRev)
 	}
@@ -74,6 +87,10 @@ func (f *FSM) Watch(ctx context.Context, prefix string, afterRev int64) (store.W
 		compacted := f.compacted
 		f.wmu.Unlock()
 		return nil, fmt.Errorf("fsm: watch after revision %d: %w (history starts after %d)", afterRev, store.ErrCompacted, compacted)
+	}
+	if known && afterRev > cur {
+		f.wmu.Unlock()
+		return nil, fmt.Errorf("fsm: watch after revision %d: %w (the revision is %d: the history that revision belongs to was replaced by a Clear or Load)", afterRev, store.ErrCompacted, cur)
 	}
 	if afterRev == 0 {
 		afterRev = cur

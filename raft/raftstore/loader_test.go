@@ -285,6 +285,48 @@ func TestLoadAndClearReplicate(t *testing.T) {
 		t.Fatalf("Clear through a follower: %v", err)
 	}
 	wantState(100, []store.KV{store1}) // the revision stays when keys are kept
+
+	// Without kept keys the revision starts again from 0, and a watch from
+	// a revision of the replaced history fails on every member instead of
+	// waiting for the new history to get there.
+	if err := f.Clear(ctx); err != nil {
+		t.Fatalf("Clear: %v", err)
+	}
+	wantState(0, nil)
+	for _, n := range c.Nodes() {
+		s := New(n)
+		w, err := s.Watch(ctx, "", 100)
+		if err == nil {
+			w.Close()
+		}
+		if !errors.Is(err, store.ErrCompacted) {
+			t.Fatalf("node %d: Watch from 100 after Clear: %v, want store.ErrCompacted", n.ID(), err)
+		}
+		s.Close()
+	}
+	// A revision a follower has not applied yet, but the store made, is
+	// watched from as ever.
+	rev, err := lead.Put(ctx, "connectors/b", []byte("1"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, err := f.Watch(ctx, "connectors/", rev)
+	if err != nil {
+		t.Fatalf("follower: Watch from the revision just written: %v", err)
+	}
+	defer w.Close()
+	next, err := lead.Put(ctx, "connectors/b", []byte("2"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case ev := <-w.Events():
+		if ev.KV.ModRevision != next || string(ev.KV.Value) != "2" {
+			t.Fatalf("follower's watch from %d delivered %+v, want the put at %d", rev, ev.KV, next)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatalf("follower's watch from %d delivered nothing: %v", rev, w.Err())
+	}
 }
 
 // sameHashes waits until every member has applied the same index, then

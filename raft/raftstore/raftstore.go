@@ -167,19 +167,36 @@ func (s *Store) Batch(ctx context.Context, conds []store.Cond, ops []store.Op) (
 // barrier, so it misses no write acknowledged before the call. A watcher
 // ends with store.ErrCompacted when this node installs a snapshot from the
 // leader (watch again from the last revision seen) and when it applies a
-// Load or Clear (the history before it is gone: read the state again).
+// Load or Clear (the history before it is gone: read the state again). A
+// watch from a revision above the store's present one, which only a
+// history a Clear or Load replaced can have made, fails with
+// store.ErrCompacted too.
 func (s *Store) Watch(ctx context.Context, prefix string, afterRev int64) (store.Watcher, error) {
 	if err := s.check(ctx); err != nil {
 		return nil, err
 	}
+	f := s.n.FSM()
+	watch := f.Watch
 	if afterRev == 0 {
 		if err := s.barrier(ctx); err != nil {
 			return nil, err
 		}
+	} else {
+		// A revision above this replica's: wait until it holds every
+		// acknowledged write. One still above then was never made in the
+		// store's present history (a Clear or Load replaced the history
+		// the caller saw it in): ErrCompacted, so that the caller reads
+		// the state again instead of missing the revisions up to it.
+		if rev, err := f.Revision(); err == nil && afterRev > rev {
+			if err := s.n.LinearizableRead(ctx); err != nil {
+				return nil, fmt.Errorf("raft store: watch: %w", err)
+			}
+		}
+		watch = f.WatchKnown
 	}
 	wctx, cancel := context.WithCancel(ctx)
 	stop := context.AfterFunc(s.life, cancel)
-	w, err := s.n.FSM().Watch(wctx, prefix, afterRev)
+	w, err := watch(wctx, prefix, afterRev)
 	if err != nil {
 		stop()
 		cancel()

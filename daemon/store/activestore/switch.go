@@ -29,7 +29,12 @@ const maxSwitchEvents = 1 << 20
 // target, empty or req.Force) and answers; the copy runs on, and Status
 // follows it. A dry run checks and counts, changing nothing. It runs on
 // the leader only.
-func (s *Store) Switch(ctx context.Context, req api.StoreSwitchRequest) (api.StoreSwitch, error) {
+func (s *Store) Switch(ctx context.Context, req api.StoreSwitchRequest) (_ api.StoreSwitch, err error) {
+	defer func() {
+		if err != nil {
+			err = store.MaskError(err, s.resolvedSecrets(Record{Settings: req.Settings}))
+		}
+	}()
 	s.mu.Lock()
 	mark := s.mark
 	s.mu.Unlock()
@@ -82,7 +87,7 @@ func (s *Store) Switch(ctx context.Context, req api.StoreSwitchRequest) (api.Sto
 		closeTgt()
 		return api.StoreSwitch{}, fmt.Errorf("read the target backend %s: %w", to.Backend, err)
 	}
-	if held > 0 && !req.Force {
+	if held > 0 && !req.Force && !req.DryRun {
 		closeTgt()
 		return api.StoreSwitch{}, fmt.Errorf("%w (backend %s); pass --force to replace it", ErrTargetHeld, to.Backend)
 	}
@@ -93,8 +98,11 @@ func (s *Store) Switch(ctx context.Context, req api.StoreSwitchRequest) (api.Sto
 			return api.StoreSwitch{}, fmt.Errorf("read the active backend %s: %w", from.Backend, err)
 		}
 		sw.State, sw.Total, sw.EndedAt = api.SwitchDryRun, int64(n), time.Now().UTC()
-		if held > 0 {
+		switch {
+		case held > 0 && req.Force:
 			sw.Warnings = append(sw.Warnings, fmt.Sprintf("the target backend %s holds metadata: it will be removed (--force)", to.Backend))
+		case held > 0:
+			sw.Warnings = append(sw.Warnings, fmt.Sprintf("the target backend %s holds metadata: the switch is refused unless --force removes it", to.Backend))
 		}
 		return *sw, nil
 	}
@@ -214,6 +222,10 @@ func (s *Store) run(sw *api.StoreSwitch, src *delegate, tgt store.Loader, from, 
 	log := s.log.With("switch", sw.ID, "from", from.Backend, "to", to.Backend)
 	log.Info("store switch starts")
 	err := s.copyAndSwitch(log, src, tgt, from, to)
+	if err != nil {
+		// A backend's error may quote its settings: mask both sides'.
+		err = store.MaskError(err, s.resolvedSecrets(from, to))
+	}
 	now := time.Now().UTC()
 	s.progress(func(sw *api.StoreSwitch) {
 		sw.EndedAt = now
@@ -247,6 +259,18 @@ func (s *Store) run(sw *api.StoreSwitch, src *delegate, tgt store.Loader, from, 
 	s.swmu.Lock()
 	s.busy = false
 	s.swmu.Unlock()
+}
+
+// resolvedSecrets are the resolved settings of from and to, for masking.
+func (s *Store) resolvedSecrets(recs ...Record) map[string]string {
+	out := map[string]string{}
+	for i, r := range recs {
+		resolved, _ := s.cfg.Resolve(r.Settings)
+		for k, v := range resolved {
+			out[fmt.Sprintf("%d.%s", i, k)] = v
+		}
+	}
+	return out
 }
 
 // noteFailure keeps a failed switch in the record, so that every node's
@@ -459,7 +483,13 @@ func load(ctx context.Context, tgt store.Loader, rev int64, kvs []store.KV, dels
 			size += len(dels[d])
 			d++
 		}
-		if err := tgt.Load(ctx, rev, kvs[:n], dels[:d]); err != nil {
+		// The Raft target's revision moves with writes to its own keys
+		// (kcd/cluster/, kcd/members/) between chunks: never load below it.
+		cur, err := tgt.Revision(ctx)
+		if err != nil {
+			return err
+		}
+		if err := tgt.Load(ctx, max(rev, cur), kvs[:n], dels[:d]); err != nil {
 			return err
 		}
 		if done != nil {

@@ -30,6 +30,10 @@ type dialect interface {
 	upsertKV(table string, n int) string
 	// limit returns the clause that ends a SELECT reading at most n rows.
 	limit(n int) string
+	// retryable says whether an operation that failed with err, before
+	// COMMIT, may succeed when tried again: a lost connection, a deadlock,
+	// a serialization failure; not an error in the statement.
+	retryable(err error) bool
 	// rebind turns the ? placeholders of query into the database's own.
 	rebind(query string) string
 }

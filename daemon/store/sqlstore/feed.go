@@ -124,20 +124,21 @@ func (s *Store) pollOnce(ctx context.Context) (bool, error) {
 		return false, err
 	}
 	s.wmu.Lock()
-	last := s.delivered
+	last, epoch := s.delivered, s.epoch
 	s.wmu.Unlock()
 	if rev < last {
-		// Cleared (Loader.Clear): what the watchers followed is gone.
-		s.skip(rev, func(after int64) bool { return after == rev },
+		// Cleared (Loader.Clear) by another client: what the watchers
+		// followed is gone.
+		s.skip(epoch, rev, func(after int64) bool { return false },
 			fmt.Errorf("%w: the store was cleared", store.ErrCompacted))
-		return false, nil
+		return true, nil
 	}
 	if compacted > last {
 		// History the watchers still needed was trimmed (or replaced by
 		// Load) before the feed read it.
-		s.skip(compacted, func(after int64) bool { return after >= compacted },
+		s.skip(epoch, compacted, func(after int64) bool { return after >= compacted },
 			fmt.Errorf("%w: history up to revision %d was dropped before it was delivered", store.ErrCompacted, compacted))
-		last = compacted
+		return true, nil
 	}
 	if rev == last {
 		return false, nil
@@ -151,7 +152,9 @@ func (s *Store) pollOnce(ctx context.Context) (bool, error) {
 		if re.rev != next {
 			break
 		}
-		s.publish(re)
+		if !s.publish(epoch, re) {
+			return true, nil // moved meanwhile (Clear, Load): read again
+		}
 		next++
 	}
 	if next > rev {
@@ -167,36 +170,52 @@ func (s *Store) pollOnce(ctx context.Context) (bool, error) {
 	}
 	if rev >= next && compacted < next {
 		s.log.Error("sql store: the history of a revision is missing; the watchers that need it end", "rev", next)
-		s.skip(next, func(after int64) bool { return after >= next },
+		s.skip(epoch, next, func(after int64) bool { return after >= next },
 			fmt.Errorf("%w: the history of revision %d is missing", store.ErrCompacted, next))
 	}
 	return true, nil
 }
 
-// publish offers the events of one revision to the watchers.
-func (s *Store) publish(re revEvents) {
+// publish offers the events of one revision to the watchers, when it is
+// the next one of the epoch the feed read it in.
+func (s *Store) publish(epoch int64, re revEvents) bool {
 	s.wmu.Lock()
 	defer s.wmu.Unlock()
+	if s.epoch != epoch || re.rev != s.delivered+1 {
+		return false
+	}
 	for w := range s.watchers {
 		if !w.offer(re.rev, re.events) {
 			delete(s.watchers, w)
 		}
 	}
 	s.delivered = re.rev
+	return true
 }
 
 // skip moves the feed to revision to without delivering what lies
-// between: the watchers for which keep is false end with err.
-func (s *Store) skip(to int64, keep func(after int64) bool, err error) {
+// between, when still in epoch: the watchers for which keep is false end
+// with err.
+func (s *Store) skip(epoch, to int64, keep func(after int64) bool, err error) {
 	s.wmu.Lock()
 	defer s.wmu.Unlock()
+	if s.epoch != epoch {
+		return
+	}
+	s.moveLocked(to, keep, err)
+}
+
+// moveLocked sets delivered to rev without delivering anything, ending
+// the watchers for which keep is false.
+func (s *Store) moveLocked(rev int64, keep func(after int64) bool, err error) {
 	for w := range s.watchers {
 		if !keep(w.after) {
 			w.stop(err)
 			delete(s.watchers, w)
 		}
 	}
-	s.delivered = to
+	s.delivered = rev
+	s.epoch++
 }
 
 // Watch implements store.Store.
@@ -207,38 +226,47 @@ func (s *Store) Watch(ctx context.Context, prefix string, afterRev int64) (store
 	if afterRev < 0 {
 		return nil, s.fail(ctx, "watch", fmt.Errorf("%w: negative revision %d", store.ErrInvalid, afterRev))
 	}
-	octx, cancel := context.WithTimeout(ctx, s.cfg.opTimeout)
-	defer cancel()
-	var rev, compacted int64
-	if err := s.db.QueryRowContext(octx, s.q.readMeta).Scan(&rev, &compacted); err != nil {
-		return nil, s.fail(ctx, "watch", err)
-	}
-	if afterRev != 0 && afterRev < compacted {
-		return nil, s.fail(ctx, "watch", fmt.Errorf("%w: watch after revision %d (history starts after %d)", store.ErrCompacted, afterRev, compacted))
-	}
-	if afterRev == 0 {
-		afterRev = rev
-	}
 	w := &watcher{
 		s:      s,
 		prefix: prefix,
-		after:  afterRev,
 		out:    make(chan store.Event),
 		wake:   make(chan struct{}, 1),
 		done:   make(chan struct{}),
 	}
-	s.wmu.Lock()
-	if s.closed.Load() {
+	var delivered int64
+	for {
+		s.wmu.Lock()
+		epoch := s.epoch
 		s.wmu.Unlock()
-		return nil, s.fail(ctx, "watch", store.ErrClosed)
+		rev, compacted, err := s.readMeta(ctx, "watch")
+		if err != nil {
+			return nil, err
+		}
+		if afterRev != 0 && afterRev < compacted {
+			return nil, s.fail(ctx, "watch", fmt.Errorf("%w: watch after revision %d (history starts after %d)", store.ErrCompacted, afterRev, compacted))
+		}
+		w.after = afterRev
+		if afterRev == 0 {
+			w.after = rev
+		}
+		s.wmu.Lock()
+		if s.closed.Load() {
+			s.wmu.Unlock()
+			return nil, s.fail(ctx, "watch", store.ErrClosed)
+		}
+		if s.epoch != epoch {
+			s.wmu.Unlock()
+			continue // a Clear or Load moved the revisions meanwhile
+		}
+		// The feed offers w every revision after delivered; w reads those
+		// from after to delivered itself.
+		delivered = s.delivered
+		s.watchers[w] = struct{}{}
+		s.wmu.Unlock()
+		break
 	}
-	// The feed offers w every revision after delivered; w reads those
-	// from after to delivered itself.
-	delivered := s.delivered
-	s.watchers[w] = struct{}{}
-	s.wmu.Unlock()
 	w.stopCtx = context.AfterFunc(ctx, func() { w.end(ctx.Err()) })
-	go w.run(afterRev, delivered)
+	go w.run(w.after, delivered)
 	return w, nil
 }
 

@@ -12,25 +12,26 @@ import (
 // writeTx runs fn in a transaction holding the revision lock, with the
 // current and compacted revisions, and commits.
 func (s *Store) writeTx(ctx context.Context, op string, fn func(ctx context.Context, tx *sql.Tx, cur, compacted int64) error) error {
-	if err := s.enter(ctx, op); err != nil {
-		return err
-	}
-	octx, cancel := context.WithTimeout(ctx, s.cfg.opTimeout)
-	defer cancel()
-	tx, err := s.db.BeginTx(octx, nil)
+	err := s.run(ctx, op, func(ctx context.Context) error {
+		tx, err := s.db.BeginTx(ctx, nil)
+		if err != nil {
+			return err
+		}
+		defer tx.Rollback()
+		var cur, compacted int64
+		if err := tx.QueryRowContext(ctx, s.q.lockMeta).Scan(&cur, &compacted); err != nil {
+			return err
+		}
+		if err := fn(ctx, tx, cur, compacted); err != nil {
+			return err
+		}
+		if err := tx.Commit(); err != nil {
+			return &commitError{err}
+		}
+		return nil
+	})
 	if err != nil {
-		return s.fail(ctx, op, err)
-	}
-	defer tx.Rollback()
-	var cur, compacted int64
-	if err := tx.QueryRowContext(octx, s.q.lockMeta).Scan(&cur, &compacted); err != nil {
-		return s.fail(ctx, op, err)
-	}
-	if err := fn(octx, tx, cur, compacted); err != nil {
-		return s.fail(ctx, op, err)
-	}
-	if err := tx.Commit(); err != nil {
-		return s.fail(ctx, op+" (commit)", err)
+		return err
 	}
 	s.notify()
 	return nil
@@ -59,7 +60,8 @@ func (s *Store) Compact(ctx context.Context, rev int64) error {
 }
 
 // Clear implements store.Loader: it removes every key outside the
-// prefixes in keep and all history, and sets the revision to 0.
+// prefixes in keep and all history. Without keep the revision goes back to
+// 0; with keep it stays, and history starts after it.
 func (s *Store) Clear(ctx context.Context, keep ...string) error {
 	var conds []string
 	var args []any
@@ -77,16 +79,43 @@ func (s *Store) Clear(ctx context.Context, keep ...string) error {
 	if len(conds) > 0 {
 		q += " WHERE NOT (" + strings.Join(conds, " OR ") + ")"
 	}
-	return s.writeTx(ctx, "clear", func(ctx context.Context, tx *sql.Tx, _, _ int64) error {
+	var rev int64
+	return s.resetting(ctx, "clear", &rev, func(ctx context.Context, tx *sql.Tx, cur, _ int64) error {
 		if _, err := tx.ExecContext(ctx, s.d.rebind(q), args...); err != nil {
 			return err
 		}
 		if _, err := tx.ExecContext(ctx, s.q.deleteAllHistory); err != nil {
 			return err
 		}
-		_, err := tx.ExecContext(ctx, s.q.updateMeta, 0, 0)
+		rev = 0
+		if len(keep) > 0 {
+			rev = cur
+		}
+		_, err := tx.ExecContext(ctx, s.q.updateMeta, rev, rev)
 		return err
 	})
+}
+
+// resetting runs a Clear or a Load: fn leaves the revision at *rev with no
+// history. The feed moves there with it, and every watcher ends with
+// store.ErrCompacted but one that has nothing to miss: it started at *rev
+// and the revision did not go back. Holding the watchers' lock throughout,
+// no Watch starts from the state before and no feed round publishes it
+// after.
+func (s *Store) resetting(ctx context.Context, op string, rev *int64, fn func(ctx context.Context, tx *sql.Tx, cur, compacted int64) error) error {
+	s.wmu.Lock()
+	defer s.wmu.Unlock()
+	var before int64
+	err := s.writeTx(ctx, op, func(ctx context.Context, tx *sql.Tx, cur, compacted int64) error {
+		before = cur
+		return fn(ctx, tx, cur, compacted)
+	})
+	if err != nil {
+		return err
+	}
+	s.moveLocked(*rev, func(after int64) bool { return after == *rev && *rev >= before },
+		fmt.Errorf("%w: the store was cleared or loaded (%s)", store.ErrCompacted, op))
+	return nil
 }
 
 // validLoad checks a Load against the store's limits.
@@ -130,7 +159,8 @@ func (s *Store) Load(ctx context.Context, rev int64, kvs []store.KV, deleted []s
 	if err := validLoad(rev, kvs, deleted); err != nil {
 		return s.fail(ctx, "load", err)
 	}
-	return s.writeTx(ctx, "load", func(ctx context.Context, tx *sql.Tx, cur, _ int64) error {
+	loaded := rev
+	return s.resetting(ctx, "load", &loaded, func(ctx context.Context, tx *sql.Tx, cur, _ int64) error {
 		if rev < cur {
 			return fmt.Errorf("%w: load at revision %d below the current revision %d", store.ErrInvalid, rev, cur)
 		}

@@ -64,8 +64,8 @@ func TestIntegrationLoader(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			// Clear keeps the prefixes asked for, drops the rest and the
-			// history, and starts the revisions again.
+			// Clear keeps the prefixes asked for and the revision, and
+			// drops the rest and the history.
 			if err := s.Clear(ctx, "kcd/cluster/", "kcd/members/"); err != nil {
 				t.Fatalf("Clear: %v", err)
 			}
@@ -73,10 +73,18 @@ func TestIntegrationLoader(t *testing.T) {
 			wantAbsent(t, s, "b")
 			wantKV(t, s, "kcd/cluster/store", "old", 3, 3)
 			wantKV(t, s, "kcd/members/1", "old", 4, 4)
-			wantRev(t, s, 0)
+			wantRev(t, s, 4)
+			if w, err := s.Watch(ctx, "", 3); !errors.Is(err, store.ErrCompacted) {
+				if err == nil {
+					w.Close()
+				}
+				t.Fatalf("Watch from 3 after Clear at 4: %v, want store.ErrCompacted", err)
+			}
+			// Without keep, everything goes and the revisions start again.
 			if err := s.Clear(ctx); err != nil {
 				t.Fatalf("Clear: %v", err)
 			}
+			wantRev(t, s, 0)
 			if kvs, _, err := s.Scan(ctx, "", 0); err != nil || len(kvs) != 0 {
 				t.Fatalf("Scan after Clear() = %d keys, %v; want none", len(kvs), err)
 			}

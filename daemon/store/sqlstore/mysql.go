@@ -2,6 +2,7 @@ package sqlstore
 
 import (
 	"database/sql"
+	"errors"
 	"fmt"
 	"log/slog"
 	"strings"
@@ -82,6 +83,13 @@ func (mysqlDialect) upsertKV(table string, n int) string {
 }
 
 func (mysqlDialect) limit(n int) string { return fmt.Sprintf(" LIMIT %d", n) }
+
+func (mysqlDialect) retryable(err error) bool {
+	if me := (*mysql.MySQLError)(nil); errors.As(err, &me) {
+		return me.Number == 1213 || me.Number == 1205 // deadlock, lock wait timeout
+	}
+	return true // not an answer of the server: the connection
+}
 
 func (mysqlDialect) rebind(query string) string { return query }
 

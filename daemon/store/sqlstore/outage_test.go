@@ -260,22 +260,23 @@ func TestIntegrationOutage(t *testing.T) {
 				}
 			}
 
+			// The pool still holds connections the outage broke: the
+			// first write after the database is back succeeds all the same.
 			p.up()
-			deadline := time.Now().Add(20 * time.Second)
-			for {
-				err := put(s, "after/0")
-				if err == nil {
-					break
-				}
-				if time.Now().After(deadline) {
-					t.Fatalf("writes still fail 20s after the database came back: %v", err)
-				}
-				time.Sleep(100 * time.Millisecond) // retry pace, not a wait for a condition
+			if err := put(s, "after/0"); err != nil {
+				t.Fatalf("first write after the database came back: %v", err)
 			}
 			for i := 1; i < 3; i++ {
 				if err := put(s, fmt.Sprintf("after/%d", i)); err != nil {
 					t.Fatal(err)
 				}
+			}
+			// A restart between two writes: every pooled connection is
+			// broken, and the next write goes through all the same.
+			p.cut()
+			p.up()
+			if err := put(s, "after/restart"); err != nil {
+				t.Fatalf("first write after a restart of the database: %v", err)
 			}
 			for i, want := range written {
 				ev := nextEvent(t, w)
@@ -384,5 +385,55 @@ func TestOpenUnreachableHoldsNoSecret(t *testing.T) {
 			}
 			t.Logf("unreachable: %v", err)
 		})
+	}
+}
+
+// TestOpenHangingDatabase opens a DSN whose server accepts connections and
+// never answers: Open fails within op_timeout, saying so, with no secret.
+func TestOpenHangingDatabase(t *testing.T) {
+	p := newProxy(t)
+	p.upMode(true)
+	const pw = "S3cret-Hanging-pw"
+	for name, dsn := range map[string]string{
+		"mysql":    "kcd:" + pw + "@tcp(" + p.addr + ")/kcd",
+		"postgres": "postgres://kcd:" + pw + "@" + p.addr + "/kcd?sslmode=disable",
+	} {
+		t.Run(name, func(t *testing.T) {
+			start := time.Now()
+			_, err := open(context.Background(), dialectOf(name), map[string]string{"dsn": dsn, "op_timeout": "1s"})
+			took := time.Since(start)
+			if err == nil {
+				t.Fatal("open of a database that never answers succeeded")
+			}
+			if took > 3*time.Second {
+				t.Errorf("open failed after %v, want about op_timeout (1s)", took)
+			}
+			if !strings.Contains(err.Error(), name+" store: connect: the database did not answer within op_timeout 1s") {
+				t.Errorf("error %q does not say the database did not answer", err)
+			}
+			wantNoSecret(t, "error", err.Error(), dsn, pw)
+		})
+	}
+}
+
+// TestOpenMalformedDSNHoldsNoSecret: a DSN the driver cannot parse is
+// refused without echoing it or its password.
+func TestOpenMalformedDSNHoldsNoSecret(t *testing.T) {
+	const pw = "S3cret-Malformed-pw"
+	for _, tc := range []struct{ name, dsn string }{
+		{"mysql", "kcd:" + pw + "@tcp(127.0.0.1:3306)kcd"},
+		{"mysql", "kcd:" + pw + "@tcp(127.0.0.1:3306)/kcd?interpolateParams=maybe"},
+		{"postgres", "postgres://kcd:" + pw + "@127.0.0.1:notaport/kcd"},
+		{"postgres", "host=127.0.0.1 password=" + pw + " sslmode=sometimes"},
+	} {
+		_, err := store.Open(context.Background(), tc.name, map[string]string{"dsn": tc.dsn})
+		if err == nil {
+			t.Errorf("%s: Open of a malformed DSN succeeded", tc.name)
+			continue
+		}
+		wantNoSecret(t, tc.name+" error", err.Error(), tc.dsn, pw)
+		_, err = open(context.Background(), dialectOf(tc.name), map[string]string{"dsn": tc.dsn})
+		wantNoSecret(t, tc.name+" error before store.Open's redaction", err.Error(), tc.dsn, pw)
+		t.Logf("%s: %v", tc.name, err)
 	}
 }

@@ -2,9 +2,11 @@ package sqlstore
 
 import (
 	"database/sql"
+	"errors"
 	"fmt"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 	_ "github.com/jackc/pgx/v5/stdlib" // registers the "pgx" database/sql driver
 )
 
@@ -64,5 +66,12 @@ func (postgresDialect) upsertKV(table string, n int) string {
 }
 
 func (postgresDialect) limit(n int) string { return fmt.Sprintf(" LIMIT %d", n) }
+
+func (postgresDialect) retryable(err error) bool {
+	if pe := (*pgconn.PgError)(nil); errors.As(err, &pe) {
+		return pe.Code == "40001" || pe.Code == "40P01" // serialization failure, deadlock
+	}
+	return true // not an answer of the server: the connection
+}
 
 func (postgresDialect) rebind(query string) string { return dollarRebind(query) }

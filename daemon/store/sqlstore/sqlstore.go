@@ -62,7 +62,7 @@ const (
 	historyRows      = 8192     // rows read from history at once (at least 2 revisions' worth)
 	trimSlack        = 64       // revisions history may exceed history_keep by before a trim
 	trimMax          = 1024     // revisions one write trims at most
-	stmtRows         = 500      // rows of one multi-row statement
+	stmtRows         = 2048     // rows of one multi-row statement
 	stmtBytes        = 4 << 20  // bytes of values of one multi-row statement
 	feedBackoffMin   = 100 * time.Millisecond
 	feedBackoffMax   = 5 * time.Second
@@ -185,12 +185,16 @@ type Store struct {
 	wmu       sync.Mutex
 	watchers  map[*watcher]struct{}
 	delivered int64 // every revision up to it was offered to the watchers
+	// epoch grows whenever delivered moves other than by publishing the
+	// next revision (a Clear, a Load, history the feed found gone): a
+	// feed round or a Watch that started before works from stale state.
+	epoch int64
 }
 
 var (
 	_ store.Store  = (*Store)(nil)
 	_ store.Loader = (*Store)(nil)
-	_ store.Store  = (*Store)(nil)
+	// storetest.Compacter, for the conformance suite's compaction test.
 	_ interface {
 		Compact(context.Context, int64) error
 	} = (*Store)(nil)
@@ -256,19 +260,19 @@ func open(ctx context.Context, d dialect, settings map[string]string) (*Store, e
 // migrate creates the tables or checks and upgrades their schema, and
 // returns the current revision.
 func (s *Store) migrate(ctx context.Context) (int64, error) {
-	ctx, cancel := context.WithTimeout(ctx, s.cfg.opTimeout)
+	octx, cancel := context.WithTimeout(ctx, s.cfg.opTimeout)
 	defer cancel()
-	if err := s.db.PingContext(ctx); err != nil {
+	if err := s.db.PingContext(octx); err != nil {
 		return 0, s.fail(ctx, "connect", err)
 	}
 	stmts := s.d.createTables(s.cfg.tablePrefix)
 	// The schema table first, to refuse a newer layout before touching
 	// anything else.
-	if _, err := s.db.ExecContext(ctx, stmts[0]); err != nil {
+	if _, err := s.db.ExecContext(octx, stmts[0]); err != nil {
 		return 0, s.fail(ctx, "create table "+s.q.schema, err)
 	}
 	var version int
-	err := s.db.QueryRowContext(ctx, s.d.rebind("SELECT version FROM "+s.q.schema+" WHERE id = 1")).Scan(&version)
+	err := s.db.QueryRowContext(octx, s.d.rebind("SELECT version FROM "+s.q.schema+" WHERE id = 1")).Scan(&version)
 	switch {
 	case errors.Is(err, sql.ErrNoRows):
 		version = 0
@@ -282,23 +286,23 @@ func (s *Store) migrate(ctx context.Context) (int64, error) {
 	// Version 1 is the first layout: creating it is the only upgrade so
 	// far. A later version adds its steps here, each from the one before.
 	for _, stmt := range stmts[1:] {
-		if _, err := s.db.ExecContext(ctx, stmt); err != nil {
+		if _, err := s.db.ExecContext(octx, stmt); err != nil {
 			return 0, s.fail(ctx, "create tables", err)
 		}
 	}
-	if _, err := s.db.ExecContext(ctx, s.d.rebind(s.d.insertIgnore(s.q.meta, []string{"id", "rev", "compacted"})), 1, 0, 0); err != nil {
+	if _, err := s.db.ExecContext(octx, s.d.rebind(s.d.insertIgnore(s.q.meta, []string{"id", "rev", "compacted"})), 1, 0, 0); err != nil {
 		return 0, s.fail(ctx, "create tables", err)
 	}
 	if version < schemaVersion {
-		if _, err := s.db.ExecContext(ctx, s.d.rebind(s.d.insertIgnore(s.q.schema, []string{"id", "version"})), 1, schemaVersion); err != nil {
+		if _, err := s.db.ExecContext(octx, s.d.rebind(s.d.insertIgnore(s.q.schema, []string{"id", "version"})), 1, schemaVersion); err != nil {
 			return 0, s.fail(ctx, "record schema version", err)
 		}
-		if _, err := s.db.ExecContext(ctx, s.d.rebind("UPDATE "+s.q.schema+" SET version = ? WHERE id = 1 AND version < ?"), schemaVersion, schemaVersion); err != nil {
+		if _, err := s.db.ExecContext(octx, s.d.rebind("UPDATE "+s.q.schema+" SET version = ? WHERE id = 1 AND version < ?"), schemaVersion, schemaVersion); err != nil {
 			return 0, s.fail(ctx, "record schema version", err)
 		}
 	}
 	var rev, compacted int64
-	if err := s.db.QueryRowContext(ctx, s.q.readMeta).Scan(&rev, &compacted); err != nil {
+	if err := s.db.QueryRowContext(octx, s.q.readMeta).Scan(&rev, &compacted); err != nil {
 		return 0, s.fail(ctx, "read revision", err)
 	}
 	return rev, nil
@@ -415,39 +419,84 @@ func validBatch(conds []store.Cond, ops []store.Op) error {
 	return nil
 }
 
-// Get implements store.Store.
-func (s *Store) Get(ctx context.Context, key string) (store.KV, bool, error) {
-	if err := s.enter(ctx, "get"); err != nil {
-		return store.KV{}, false, err
-	}
-	if err := validKey(key); err != nil {
-		return store.KV{}, false, s.fail(ctx, "get", err)
+// commitError is a failure of COMMIT: the write may or may not have
+// happened, so it is not tried again.
+type commitError struct{ err error }
+
+func (e *commitError) Error() string { return e.err.Error() }
+func (e *commitError) Unwrap() error { return e.err }
+
+// retryPause paces the attempts of one operation; see run.
+const retryPause = 20 * time.Millisecond
+
+// run runs fn under op_timeout. A failure before COMMIT leaves nothing
+// behind (the transaction rolls back), so run tries fn again within
+// op_timeout after a lost connection or a deadlock: a database restart
+// then costs no failed call, though every pooled connection is broken
+// (hence one attempt per pooled connection, and one more).
+func (s *Store) run(ctx context.Context, op string, fn func(ctx context.Context) error) error {
+	if err := s.enter(ctx, op); err != nil {
+		return err
 	}
 	octx, cancel := context.WithTimeout(ctx, s.cfg.opTimeout)
 	defer cancel()
-	kv := store.KV{Key: key}
-	err := s.db.QueryRowContext(octx, s.q.get, []byte(key)).Scan(&kv.Value, &kv.CreateRevision, &kv.ModRevision)
-	if errors.Is(err, sql.ErrNoRows) {
-		return store.KV{}, false, nil
+	for attempt := 1; ; attempt++ {
+		err := fn(octx)
+		if err == nil {
+			return nil
+		}
+		if ce := (*commitError)(nil); errors.As(err, &ce) {
+			return s.fail(ctx, op+" (commit: the write may or may not have happened)", ce.err)
+		}
+		if attempt > s.cfg.maxOpenConns || octx.Err() != nil || s.closed.Load() ||
+			errors.Is(err, store.ErrInvalid) || errors.Is(err, store.ErrCompacted) || !s.d.retryable(err) {
+			return s.fail(ctx, op, err)
+		}
+		select {
+		case <-time.After(min(time.Duration(attempt-1)*retryPause, 10*retryPause)):
+		case <-octx.Done():
+			return s.fail(ctx, op, err)
+		}
 	}
-	if err != nil {
+}
+
+// Get implements store.Store.
+func (s *Store) Get(ctx context.Context, key string) (store.KV, bool, error) {
+	if err := validKey(key); err != nil {
+		if err := s.enter(ctx, "get"); err != nil {
+			return store.KV{}, false, err
+		}
 		return store.KV{}, false, s.fail(ctx, "get", err)
+	}
+	var kv store.KV
+	found := false
+	err := s.run(ctx, "get", func(ctx context.Context) error {
+		kv = store.KV{Key: key}
+		err := s.db.QueryRowContext(ctx, s.q.get, []byte(key)).Scan(&kv.Value, &kv.CreateRevision, &kv.ModRevision)
+		if errors.Is(err, sql.ErrNoRows) {
+			return nil
+		}
+		found = err == nil
+		return err
+	})
+	if err != nil || !found {
+		return store.KV{}, false, err
 	}
 	return kv, true, nil
 }
 
 // Revision implements store.Store.
 func (s *Store) Revision(ctx context.Context) (int64, error) {
-	if err := s.enter(ctx, "revision"); err != nil {
-		return 0, err
-	}
-	octx, cancel := context.WithTimeout(ctx, s.cfg.opTimeout)
-	defer cancel()
-	var rev, compacted int64
-	if err := s.db.QueryRowContext(octx, s.q.readMeta).Scan(&rev, &compacted); err != nil {
-		return 0, s.fail(ctx, "revision", err)
-	}
-	return rev, nil
+	rev, _, err := s.readMeta(ctx, "revision")
+	return rev, err
+}
+
+// readMeta reads the current and the compacted revision.
+func (s *Store) readMeta(ctx context.Context, op string) (rev, compacted int64, err error) {
+	err = s.run(ctx, op, func(ctx context.Context) error {
+		return s.db.QueryRowContext(ctx, s.q.readMeta).Scan(&rev, &compacted)
+	})
+	return rev, compacted, err
 }
 
 // prefixRange returns the bounds of the keys starting with prefix: lo
@@ -479,49 +528,55 @@ func rangeCond(prefix string) (string, []any) {
 
 // Scan implements store.Store.
 func (s *Store) Scan(ctx context.Context, prefix string, limit int) ([]store.KV, int64, error) {
-	if err := s.enter(ctx, "scan"); err != nil {
-		return nil, 0, err
-	}
 	if limit < 0 {
+		if err := s.enter(ctx, "scan"); err != nil {
+			return nil, 0, err
+		}
 		return nil, 0, s.fail(ctx, "scan", fmt.Errorf("%w: negative limit %d", store.ErrInvalid, limit))
-	}
-	octx, cancel := context.WithTimeout(ctx, s.cfg.opTimeout)
-	defer cancel()
-	// One snapshot for the revision and the keys.
-	tx, err := s.db.BeginTx(octx, &sql.TxOptions{Isolation: sql.LevelRepeatableRead, ReadOnly: true})
-	if err != nil {
-		return nil, 0, s.fail(ctx, "scan", err)
-	}
-	defer tx.Rollback()
-	var rev, compacted int64
-	if err := tx.QueryRowContext(octx, s.q.readMeta).Scan(&rev, &compacted); err != nil {
-		return nil, 0, s.fail(ctx, "scan", err)
 	}
 	cond, args := rangeCond(prefix)
 	q := "SELECT k, val, create_rev, mod_rev FROM " + s.q.kv + " WHERE " + cond + " ORDER BY k"
 	if limit > 0 {
 		q += s.d.limit(limit)
 	}
-	rows, err := tx.QueryContext(octx, s.d.rebind(q), args...)
-	if err != nil {
-		return nil, 0, s.fail(ctx, "scan", err)
-	}
-	defer rows.Close()
-	var kvs []store.KV
-	for rows.Next() {
-		var kv store.KV
-		var k []byte
-		if err := rows.Scan(&k, &kv.Value, &kv.CreateRevision, &kv.ModRevision); err != nil {
-			return nil, 0, s.fail(ctx, "scan", err)
+	q = s.d.rebind(q)
+	var (
+		kvs []store.KV
+		rev int64
+	)
+	err := s.run(ctx, "scan", func(ctx context.Context) error {
+		kvs = nil
+		// One snapshot for the revision and the keys.
+		tx, err := s.db.BeginTx(ctx, &sql.TxOptions{Isolation: sql.LevelRepeatableRead, ReadOnly: true})
+		if err != nil {
+			return err
 		}
-		kv.Key = string(k)
-		kvs = append(kvs, kv)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, 0, s.fail(ctx, "scan", err)
-	}
-	if err := tx.Commit(); err != nil {
-		return nil, 0, s.fail(ctx, "scan", err)
+		defer tx.Rollback()
+		var compacted int64
+		if err := tx.QueryRowContext(ctx, s.q.readMeta).Scan(&rev, &compacted); err != nil {
+			return err
+		}
+		rows, err := tx.QueryContext(ctx, q, args...)
+		if err != nil {
+			return err
+		}
+		defer rows.Close()
+		for rows.Next() {
+			var kv store.KV
+			var k []byte
+			if err := rows.Scan(&k, &kv.Value, &kv.CreateRevision, &kv.ModRevision); err != nil {
+				return err
+			}
+			kv.Key = string(k)
+			kvs = append(kvs, kv)
+		}
+		if err := rows.Err(); err != nil {
+			return err
+		}
+		return tx.Commit()
+	})
+	if err != nil {
+		return nil, 0, err
 	}
 	return kvs, rev, nil
 }
@@ -582,22 +637,36 @@ func opName(del bool) string {
 // writes the keys, their events and the new revision. It returns the
 // resulting revision, whether conds held and whether anything changed.
 func (s *Store) apply(ctx context.Context, op string, conds []store.Cond, ops []store.Op) (rev int64, ok, changed bool, err error) {
-	if err := s.enter(ctx, op); err != nil {
+	if err := validBatch(conds, ops); err != nil {
+		if err := s.enter(ctx, op); err != nil {
+			return 0, false, false, err
+		}
+		return 0, false, false, s.fail(ctx, op, err)
+	}
+	err = s.run(ctx, op, func(ctx context.Context) error {
+		var err error
+		rev, ok, changed, err = s.applyTx(ctx, conds, ops)
+		return err
+	})
+	if err != nil {
 		return 0, false, false, err
 	}
-	if err := validBatch(conds, ops); err != nil {
-		return 0, false, false, s.fail(ctx, op, err)
+	if changed {
+		s.notify()
 	}
-	octx, cancel := context.WithTimeout(ctx, s.cfg.opTimeout)
-	defer cancel()
-	tx, err := s.db.BeginTx(octx, nil)
+	return rev, ok, changed, nil
+}
+
+// applyTx is one attempt of apply.
+func (s *Store) applyTx(ctx context.Context, conds []store.Cond, ops []store.Op) (rev int64, ok, changed bool, err error) {
+	tx, err := s.db.BeginTx(ctx, nil)
 	if err != nil {
-		return 0, false, false, s.fail(ctx, op, err)
+		return 0, false, false, err
 	}
 	defer tx.Rollback()
 	var cur, compacted int64
-	if err := tx.QueryRowContext(octx, s.q.lockMeta).Scan(&cur, &compacted); err != nil {
-		return 0, false, false, s.fail(ctx, op, err)
+	if err := tx.QueryRowContext(ctx, s.q.lockMeta).Scan(&cur, &compacted); err != nil {
+		return 0, false, false, err
 	}
 	// Every key the batch reads or writes, in first-seen order.
 	var keys []string
@@ -614,9 +683,9 @@ func (s *Store) apply(ctx context.Context, op string, conds []store.Cond, ops []
 			keys = append(keys, o.Key)
 		}
 	}
-	state, err := s.readKeys(octx, tx, keys)
+	state, err := s.readKeys(ctx, tx, keys)
 	if err != nil {
-		return 0, false, false, s.fail(ctx, op, err)
+		return 0, false, false, err
 	}
 	for _, c := range conds {
 		st := state[c.Key]
@@ -669,29 +738,28 @@ func (s *Store) apply(ctx context.Context, op string, conds []store.Cond, ops []
 			dels = append(dels, []byte(k))
 		}
 	}
-	if err := s.deleteKeys(octx, tx, dels); err != nil {
-		return 0, false, false, s.fail(ctx, op, err)
+	if err := s.deleteKeys(ctx, tx, dels); err != nil {
+		return 0, false, false, err
 	}
-	if err := s.upsert(octx, tx, puts); err != nil {
-		return 0, false, false, s.fail(ctx, op, err)
+	if err := s.upsert(ctx, tx, puts); err != nil {
+		return 0, false, false, err
 	}
-	if err := s.insertHistory(octx, tx, rev, events); err != nil {
-		return 0, false, false, s.fail(ctx, op, err)
+	if err := s.insertHistory(ctx, tx, rev, events); err != nil {
+		return 0, false, false, err
 	}
 	if rev-compacted > s.cfg.historyKeep+trimSlack {
 		to := min(rev-s.cfg.historyKeep, compacted+trimMax)
-		if _, err := tx.ExecContext(octx, s.q.deleteHistoryUpTo, to); err != nil {
-			return 0, false, false, s.fail(ctx, op, err)
+		if _, err := tx.ExecContext(ctx, s.q.deleteHistoryUpTo, to); err != nil {
+			return 0, false, false, err
 		}
 		compacted = to
 	}
-	if _, err := tx.ExecContext(octx, s.q.updateMeta, rev, compacted); err != nil {
-		return 0, false, false, s.fail(ctx, op, err)
+	if _, err := tx.ExecContext(ctx, s.q.updateMeta, rev, compacted); err != nil {
+		return 0, false, false, err
 	}
 	if err := tx.Commit(); err != nil {
-		return 0, false, false, s.fail(ctx, op+" (commit; the write may or may not have happened)", err)
+		return 0, false, false, &commitError{err}
 	}
-	s.notify()
 	return rev, true, true, nil
 }
 

@@ -81,3 +81,14 @@ func TestIntegrationConformance(t *testing.T) {
 		})
 	}
 }
+
+func TestIntegrationLoaderConformance(t *testing.T) {
+	for _, b := range backends {
+		t.Run(b.name, func(t *testing.T) {
+			dsn := testenv.Require(t, b.env)
+			storetest.RunLoader(t, func(t *testing.T) store.Loader {
+				return openTest(t, b.name, dsn, nil)
+			})
+		})
+	}
+}
