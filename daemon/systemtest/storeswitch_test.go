@@ -121,8 +121,9 @@ func TestIntegrationStoreSwitchUnderLoad(t *testing.T) {
 		if kv, _, err := scanKV(ctx, waitLeaderNode(t, ctx, c), "load/"); err != nil || len(kv) != loaded {
 			t.Errorf("%s: %d of %d loaded keys are there (%v)", where, len(kv), loaded, err)
 		}
-		if err := WaitFor(ctx, 100*time.Millisecond, func() (bool, error) {
-			now, err := connectorOffsets(ctx, via, "gen")
+		octx, ocancel := context.WithTimeout(ctx, 20*time.Second)
+		err = WaitFor(octx, 100*time.Millisecond, func() (bool, error) {
+			now, err := connectorOffsets(octx, via, "gen")
 			if err != nil {
 				return false, err
 			}
@@ -132,7 +133,9 @@ func TestIntegrationStoreSwitchUnderLoad(t *testing.T) {
 				}
 			}
 			return true, nil
-		}); err != nil {
+		})
+		ocancel()
+		if err != nil {
 			t.Errorf("%s: the source tasks commit no new offsets: %v", where, err)
 		}
 		unitsAfter, err := workerUnits(ctx, nodes)
@@ -485,8 +488,10 @@ func TestIntegrationStoreDatabaseRestart(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := WaitFor(ctx, 100*time.Millisecond, func() (bool, error) {
-		now, err := connectorOffsets(ctx, c.Node(lead), "gen")
+	octx, ocancel := context.WithTimeout(ctx, 20*time.Second)
+	defer ocancel()
+	if err := WaitFor(octx, 100*time.Millisecond, func() (bool, error) {
+		now, err := connectorOffsets(octx, c.Node(lead), "gen")
 		if err != nil || len(now) < len(restored) {
 			return false, err
 		}
