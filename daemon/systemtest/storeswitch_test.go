@@ -191,7 +191,7 @@ func TestIntegrationStoreSwitchDatabaseDown(t *testing.T) {
 			via = c.Except(lead)[0]
 		}
 		start := time.Now()
-		status, sw, err := postSwitch(ctx, via, api.StoreSwitchRequest{Backend: down.backend, Settings: map[string]string{"dsn": down.dsn}})
+		status, sw, err := postSwitchRetry(ctx, via, api.StoreSwitchRequest{Backend: down.backend, Settings: map[string]string{"dsn": down.dsn}})
 		took := time.Since(start)
 		code, msg, ok := refusal(err)
 		t.Logf("switch to %s on a closed port through node %d: HTTP %d after %v: %q", down.backend, via.ID, status, took.Round(time.Millisecond), msg)
@@ -286,7 +286,7 @@ func TestIntegrationStoreSwitchDatabaseKilledMidCopy(t *testing.T) {
 	proxy.SetRate(0)
 	proxy.Restore()
 	req := api.StoreSwitchRequest{Backend: "mysql", Settings: my.settings(my.via(proxy.Addr()))}
-	status, _, err := postSwitch(ctx, c.Node(lead), req)
+	status, _, err := postSwitchRetry(ctx, c.Node(lead), req)
 	if code, msg, _ := refusal(err); status != http.StatusBadRequest || code != http.StatusBadRequest || !strings.Contains(msg, "force") {
 		t.Errorf("a switch to the target holding a partial copy, without force: HTTP %d, %v; want 400 that says to force", status, err)
 	}

@@ -204,14 +204,9 @@ func refusal(err error) (code int, message string, ok bool) {
 	return e.ErrorCode, e.Message, true
 }
 
-// startSwitch posts a switch through n and fails the test unless it is
-// accepted (202). A leader that has not yet taken charge of the store
-// answers 409 for a moment: that is retried.
-func startSwitch(t *testing.T, ctx context.Context, n *Node, req api.StoreSwitchRequest) api.StoreSwitch {
-	t.Helper()
-	var status int
-	var sw api.StoreSwitch
-	var err error
+// postSwitchRetry is postSwitch, retrying for up to 10 s the 409 of a
+// new leader that has not yet taken charge of the store.
+func postSwitchRetry(ctx context.Context, n *Node, req api.StoreSwitchRequest) (status int, sw api.StoreSwitch, err error) {
 	wctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	_ = WaitFor(wctx, 50*time.Millisecond, func() (bool, error) {
@@ -219,6 +214,14 @@ func startSwitch(t *testing.T, ctx context.Context, n *Node, req api.StoreSwitch
 		_, msg, _ := refusal(err)
 		return status != http.StatusConflict || !strings.Contains(msg, "not the Raft leader"), nil
 	})
+	return status, sw, err
+}
+
+// startSwitch posts a switch through n (postSwitchRetry) and fails the
+// test unless it is accepted (202).
+func startSwitch(t *testing.T, ctx context.Context, n *Node, req api.StoreSwitchRequest) api.StoreSwitch {
+	t.Helper()
+	status, sw, err := postSwitchRetry(ctx, n, req)
 	if err != nil || status != http.StatusAccepted {
 		t.Fatalf("switch to %s through node %d: HTTP %d, %v; want 202", req.Backend, n.ID, status, err)
 	}
