@@ -6,6 +6,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/kcd-project/kcd/store"
 )
@@ -81,6 +82,47 @@ func BenchmarkIntegrationPut(b *testing.B) {
 				if _, err := s.Put(ctx, fmt.Sprintf("k/%d", i%1000), value); err != nil {
 					b.Fatal(err)
 				}
+			}
+		})
+	}
+}
+
+// BenchmarkIntegrationSwitchCopy measures what a switch asks of a SQL
+// backend with 100,000 offset entries: Load them in chunks as a target,
+// and Scan them all as a source (one Scan, under op_timeout).
+func BenchmarkIntegrationSwitchCopy(b *testing.B) {
+	const entries, chunk = 100000, 2000
+	value := []byte(`{"partition":{"file":"/data/in-0000.txt"},"offset":{"position":1234567890123}}` + "0123456789abcdef0123456789abcdef0123456789abcdef0123456789")
+	for _, be := range backends {
+		b.Run(be.name, func(b *testing.B) {
+			s := benchStore(b, be.name, be.env)
+			ctx := b.Context()
+			for range b.N {
+				if err := s.Clear(ctx); err != nil {
+					b.Fatal(err)
+				}
+				start := time.Now()
+				kvs := make([]store.KV, 0, chunk)
+				for i := range entries {
+					kvs = append(kvs, store.KV{Key: fmt.Sprintf("kcd/offsets/conn-%03d/p%06d", i%1000, i), Value: value, CreateRevision: int64(i + 1), ModRevision: int64(i + 1)})
+					if len(kvs) == chunk || i == entries-1 {
+						if err := s.Load(ctx, entries, kvs, nil); err != nil {
+							b.Fatal(err)
+						}
+						kvs = kvs[:0]
+					}
+				}
+				load := time.Since(start)
+				start = time.Now()
+				all, _, err := s.Scan(ctx, "", 0)
+				if err != nil {
+					b.Fatal(err)
+				}
+				if len(all) != entries {
+					b.Fatalf("Scan found %d entries, want %d", len(all), entries)
+				}
+				b.ReportMetric(load.Seconds()*1000, "load-ms")
+				b.ReportMetric(time.Since(start).Seconds()*1000, "scan-ms")
 			}
 		})
 	}

@@ -119,13 +119,15 @@ func (s *Store) poll() error {
 
 // pollOnce delivers one chunk of history and says whether there is more.
 func (s *Store) pollOnce(ctx context.Context) (bool, error) {
+	// Where the feed stands, before what the database says: a Clear or a
+	// Load in between changes the epoch, and nothing read is used.
+	s.wmu.Lock()
+	last, epoch := s.delivered, s.epoch
+	s.wmu.Unlock()
 	var rev, compacted int64
 	if err := s.db.QueryRowContext(ctx, s.q.readMeta).Scan(&rev, &compacted); err != nil {
 		return false, err
 	}
-	s.wmu.Lock()
-	last, epoch := s.delivered, s.epoch
-	s.wmu.Unlock()
 	if rev < last {
 		// Cleared (Loader.Clear) by another client: what the watchers
 		// followed is gone.

@@ -437,3 +437,24 @@ func TestOpenMalformedDSNHoldsNoSecret(t *testing.T) {
 		t.Logf("%s: %v", tc.name, err)
 	}
 }
+
+// TestScrub checks the masking of driver messages: the DSN, the password
+// the driver parses out of it, and its percent-decoded form.
+func TestScrub(t *testing.T) {
+	for _, tc := range []struct {
+		d        dialect
+		dsn, msg string
+		secret   string
+	}{
+		{mysqlDialect{}, "kcd:pa:ss@tcp(db:3306)/kcd", "auth failed for pa:ss", "pa:ss"},
+		{postgresDialect{}, "postgres://kcd:p%40ssword@db/kcd", "auth failed for p@ssword", "p@ssword"},
+		{postgresDialect{}, "host=db user=kcd password=s3cr3t-pw dbname=kcd", "using s3cr3t-pw", "s3cr3t-pw"},
+		{postgresDialect{}, "host=db user=kcd password=s3cr3t-pw dbname=kcd", "dsn host=db user=kcd password=s3cr3t-pw dbname=kcd", "s3cr3t-pw"},
+	} {
+		s := &Store{d: tc.d, cfg: config{dsn: tc.dsn}, secrets: append([]string{tc.dsn}, tc.d.secrets(tc.dsn)...)}
+		got := s.scrub(tc.msg)
+		if strings.Contains(got, tc.secret) || !strings.Contains(got, "[redacted]") {
+			t.Errorf("%s: scrub(%q) = %q", tc.d.name(), tc.msg, got)
+		}
+	}
+}

@@ -63,7 +63,7 @@ const (
 	trimSlack        = 64       // revisions history may exceed history_keep by before a trim
 	trimMax          = 1024     // revisions one write trims at most
 	stmtRows         = 2048     // rows of one multi-row statement
-	stmtBytes        = 4 << 20  // bytes of values of one multi-row statement
+	stmtBytes        = 2 << 20  // bytes of values of one multi-row statement (MySQL's escaping may double them)
 	feedBackoffMin   = 100 * time.Millisecond
 	feedBackoffMax   = 5 * time.Second
 )
@@ -318,8 +318,11 @@ type scrubbed struct {
 func (e *scrubbed) Error() string { return e.msg }
 func (e *scrubbed) Unwrap() error { return e.err }
 
-// scrub removes the DSN and the password from msg.
+// scrub removes the DSN and the password from msg: those the driver
+// parses out of the DSN, and those store.MaskString finds in it (also
+// percent-encoded).
 func (s *Store) scrub(msg string) string {
+	msg = store.MaskString(msg, map[string]string{"dsn": s.cfg.dsn})
 	secrets := slices.Clone(s.secrets)
 	slices.SortFunc(secrets, func(a, b string) int { return len(b) - len(a) })
 	for _, v := range secrets {
