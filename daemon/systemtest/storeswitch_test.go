@@ -21,9 +21,10 @@ import (
 // hangs.
 const switchWriteTimeout = 10 * time.Second
 
-// TestIntegrationStoreSwitchUnderLoad: a three-node cluster runs a Datagen
-// source and a FileStreamSink that commit offsets every 200 ms while a
-// writer makes acknowledged writes through every node; the store switches
+// TestIntegrationStoreSwitchUnderLoad: three Raft nodes and a worker-only
+// node run a Datagen source and a FileStreamSink that commit offsets every
+// 200 ms while a writer makes acknowledged writes through every Raft node
+// (back to back during each switch); the store switches
 // raft → mysql → postgres → raft. After each switch: the status names the
 // new backend and the switch's figures; every connector, config, task
 // config, status and partition offset is there (offsets as far as or
@@ -44,7 +45,11 @@ func TestIntegrationStoreSwitchUnderLoad(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p := startPipeline(t, ctx, c, c.Node(lead), "kcd-systemtest-switch", 2)
+	// A worker-only node reaches the store through the Raft nodes.
+	if err := c.NewWorker(4).Start(); err != nil {
+		t.Fatal(err)
+	}
+	p := startPipeline(t, ctx, c, c.Node(lead), "kcd-systemtest-switch", 3)
 	// Keys enough that each copy takes a moment while writes go on.
 	const loaded = 5000
 	loadKeys(t, ctx, c.Node(lead), "load/", loaded, 100)
@@ -60,13 +65,13 @@ func TestIntegrationStoreSwitchUnderLoad(t *testing.T) {
 		db      *sqlDB
 	}{{"mysql", my}, {"postgres", pg}, {"raft", nil}} {
 		where := fmt.Sprintf("after the switch %s → %s", from, step.backend)
-		nodes := c.Running()
+		nodes := raftNodes(c)
 		via := nodes[i%len(nodes)] // through a follower too: it forwards
 		req := api.StoreSwitchRequest{Backend: step.backend}
 		if step.db != nil {
 			req.Settings = step.db.settings(step.db.dsn)
 		}
-		units, err := workerUnits(ctx, nodes)
+		units, err := workerUnits(ctx, c.Nodes())
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -138,13 +143,13 @@ func TestIntegrationStoreSwitchUnderLoad(t *testing.T) {
 		if err != nil {
 			t.Errorf("%s: the source tasks commit no new offsets: %v", where, err)
 		}
-		unitsAfter, err := workerUnits(ctx, nodes)
+		unitsAfter, err := workerUnits(ctx, c.Nodes())
 		if err != nil {
 			t.Fatal(err)
 		}
 		checkNoRestart(t, where, units, unitsAfter)
 		for _, n := range nodes {
-			if ws, err := Workers(ctx, n); err != nil || len(ws) != len(nodes) {
+			if ws, err := Workers(ctx, n); err != nil || len(ws) != len(c.Nodes()) {
 				t.Errorf("%s: GET /kcd/v1/workers on node %d: %d workers, %v", where, n.ID, len(ws), err)
 			}
 		}

@@ -242,7 +242,7 @@ func waitSwitchEnd(t *testing.T, ctx context.Context, c *Cluster, id string, lim
 	var phases []string
 	i := 0
 	err := WaitFor(ctx, 20*time.Millisecond, func() (bool, error) {
-		nodes := c.Running()
+		nodes := raftNodes(c)
 		i++
 		s, err := storeStatus(ctx, nodes[i%len(nodes)])
 		if err != nil {
@@ -368,10 +368,22 @@ type writeFailure struct {
 	err       error
 }
 
+// raftNodes returns the running nodes of c that are Raft members (the
+// store API is theirs; a worker-only node has none).
+func raftNodes(c *Cluster) []*Node {
+	var out []*Node
+	for _, n := range c.Running() {
+		if i := slices.Index(n.Args, "--roles"); i < 0 || i+1 >= len(n.Args) || strings.Contains(n.Args[i+1], "raft") {
+			out = append(out, n)
+		}
+	}
+	return out
+}
+
 // leaderNode returns the running node the running nodes of c name as
 // leader.
 func leaderNode(ctx context.Context, c *Cluster) (*Node, error) {
-	for _, n := range c.Running() {
+	for _, n := range raftNodes(c) {
 		rctx, cancel := context.WithTimeout(ctx, time.Second)
 		info, err := n.Info(rctx)
 		cancel()
@@ -408,7 +420,7 @@ func (f writeFailure) String() string {
 }
 
 // ackWriter writes keys prefix/w<writer>/<n> through the store API of the
-// running nodes of a cluster in turn (a follower passes them to the
+// running Raft nodes of a cluster in turn (a follower passes them to the
 // leader when a backend other than raft is active), each key once, and
 // records which writes were acknowledged (with the revision the store
 // answered) and how the others failed. A failed write's outcome is
@@ -455,7 +467,7 @@ func startWriter(ctx context.Context, c *Cluster, prefix string, writers int, in
 					case <-tick.C:
 					}
 				}
-				nodes := c.Running()
+				nodes := raftNodes(c)
 				if len(nodes) == 0 {
 					continue
 				}
@@ -574,11 +586,11 @@ func checkAckedKV(t *testing.T, where string, want map[string]ack, got map[strin
 }
 
 // checkAckedEverywhere checks the acknowledged writes through the store
-// API of every running node of c.
+// API of every running Raft node of c.
 func checkAckedEverywhere(t *testing.T, ctx context.Context, c *Cluster, w *ackWriter, where string) map[string]ack {
 	t.Helper()
 	want := w.Acked()
-	for _, n := range c.Running() {
+	for _, n := range raftNodes(c) {
 		got, _, err := scanKV(ctx, n, w.prefix)
 		if err != nil {
 			t.Errorf("%s: %v", where, err)
