@@ -173,6 +173,18 @@ func (s *Store) Adopt(ctx context.Context, rec Record) error {
 // Status returns the active backend, its health, and the running or last
 // switch.
 func (s *Store) Status(ctx context.Context) api.StoreStatus {
+	// The running switch before the record: a switch seen done has its
+	// record applied here already, so the record read next names its
+	// backend (the other order could show the old backend with the
+	// switch to the new one done).
+	s.swmu.Lock()
+	var running *api.StoreSwitch
+	if s.running != nil {
+		sw := *s.running
+		running = &sw
+	}
+	busy := s.busy
+	s.swmu.Unlock()
 	rec, err := s.Record()
 	st := api.StoreStatus{Backends: append([]string{Raft}, store.Backends()...)}
 	if err != nil {
@@ -193,12 +205,9 @@ func (s *Store) Status(ctx context.Context) api.StoreStatus {
 	} else {
 		st.Healthy = true
 	}
-	s.swmu.Lock()
-	if s.running != nil && (st.LastSwitch == nil || s.busy || s.running.StartedAt.After(st.LastSwitch.StartedAt)) {
-		sw := *s.running
-		st.LastSwitch = &sw
+	if running != nil && (st.LastSwitch == nil || busy || running.StartedAt.After(st.LastSwitch.StartedAt)) {
+		st.LastSwitch = running
 	}
-	s.swmu.Unlock()
 	return st
 }
 
