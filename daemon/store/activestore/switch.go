@@ -372,7 +372,14 @@ func (s *Store) copyAndSwitch(log interface{ Info(string, ...any) }, src *delega
 			return fmt.Errorf("hold writes to the Raft store: %w", err)
 		}
 	}
-	r2, err := src.s.Revision(hctx)
+	var r2 int64
+	if src.kind == kindRaft {
+		// The freeze is applied here, after every write before it: the
+		// local revision is the source's last (no read barrier needed).
+		r2, err = s.cfg.Raft.FSM().Revision()
+	} else {
+		r2, err = src.s.Revision(hctx)
+	}
 	if err != nil {
 		return fmt.Errorf("read the active backend's revision: %w", err)
 	}
