@@ -353,9 +353,17 @@ func (s *Store) copyAndSwitch(log interface{ Info(string, ...any) }, src *delega
 	hctx, cancel := context.WithTimeout(ctx, s.cfg.HoldMax)
 	defer cancel()
 	holdStart := time.Now()
+	var steps []any // how long each step of the hold took, for the log
+	last := holdStart
+	step := func(name string) {
+		now := time.Now()
+		steps = append(steps, name+"_ms", millis(now.Sub(last)))
+		last = now
+	}
 	if err := s.gate.hold(hctx); err != nil {
 		return fmt.Errorf("hold metadata writes: %w", err)
 	}
+	step("drain")
 	released := false
 	release := func() {
 		if !released {
@@ -371,6 +379,7 @@ func (s *Store) copyAndSwitch(log interface{ Info(string, ...any) }, src *delega
 		if err := s.cfg.RaftStore.Freeze(hctx, RaftOnly...); err != nil {
 			return fmt.Errorf("hold writes to the Raft store: %w", err)
 		}
+		step("freeze")
 	}
 	var r2 int64
 	if src.kind == kindRaft {
@@ -387,6 +396,7 @@ func (s *Store) copyAndSwitch(log interface{ Info(string, ...any) }, src *delega
 	if err != nil {
 		return fmt.Errorf("follow the active backend: %w", err)
 	}
+	step("follow")
 	puts, dels, prev := delta(evs, kvs)
 	if rev, err = loadRev(r2); err != nil {
 		return fmt.Errorf("read the target: %w", err)
@@ -394,6 +404,7 @@ func (s *Store) copyAndSwitch(log interface{ Info(string, ...any) }, src *delega
 	if err := load(hctx, tgt, rev, puts, dels, nil); err != nil {
 		return fmt.Errorf("copy the last changes to the target: %w", err)
 	}
+	step("load")
 	for _, kv := range prev {
 		sum.remove(kv)
 	}
@@ -403,6 +414,7 @@ func (s *Store) copyAndSwitch(log interface{ Info(string, ...any) }, src *delega
 	if err := verifyKeys(hctx, tgt, puts, dels); err != nil {
 		return err
 	}
+	step("verify")
 	stopWatch()
 
 	now := time.Now().UTC()
@@ -420,6 +432,7 @@ func (s *Store) copyAndSwitch(log interface{ Info(string, ...any) }, src *delega
 		// reconcile once this switch has ended.
 		return err
 	}
+	step("record")
 	if to.Backend == Raft {
 		if err := s.cfg.RaftStore.Thaw(hctx); err != nil {
 			// The leader's reconcile thaws it; writes wait until then.
@@ -430,6 +443,8 @@ func (s *Store) copyAndSwitch(log interface{ Info(string, ...any) }, src *delega
 		s.swap(&delegate{s: tgt, kind: kindDirect, rec: rec, term: s.cfg.Raft.Term()})
 	}
 	release()
+	step("move")
+	log.Info("store switch: writes held", append([]any{"hold_ms", millis(time.Since(holdStart)), "changed_keys", len(puts) + len(dels)}, steps...)...)
 	return nil
 }
 
