@@ -428,9 +428,15 @@ func (s *Store) swap(d *delegate) {
 		w.end(fmt.Errorf("%w: the metadata store moved (backend %s, via %s); read again", store.ErrCompacted, d.rec.Backend, d.via()))
 	}
 	if drop != nil {
-		drop.Close()
+		// Calls already passed to it finish first (a read, a write that
+		// lost the leadership race): close it after them.
+		time.AfterFunc(closeGrace, func() { drop.Close() })
 	}
 }
+
+// closeGrace is how long a backend this node stopped using stays open for
+// the calls already passed to it.
+const closeGrace = 10 * time.Second
 
 func (s *Store) current() (*delegate, error) {
 	s.mu.Lock()

@@ -485,12 +485,18 @@ func load(ctx context.Context, tgt store.Loader, rev int64, kvs []store.KV, dels
 		}
 		// The Raft target's revision moves with writes to its own keys
 		// (kcd/cluster/, kcd/members/) between chunks: never load below it.
-		cur, err := tgt.Revision(ctx)
-		if err != nil {
-			return err
-		}
-		if err := tgt.Load(ctx, max(rev, cur), kvs[:n], dels[:d]); err != nil {
-			return err
+		for attempt := 0; ; attempt++ {
+			cur, err := tgt.Revision(ctx)
+			if err != nil {
+				return err
+			}
+			err = tgt.Load(ctx, max(rev, cur), kvs[:n], dels[:d])
+			if err == nil {
+				break
+			}
+			if attempt == 2 || !errors.Is(err, store.ErrInvalid) {
+				return err
+			}
 		}
 		if done != nil {
 			done(n)
@@ -536,24 +542,70 @@ func verifyAll(ctx context.Context, tgt store.Store, sum *checksum, keep []strin
 	return nil
 }
 
-// verifyKeys reads back what the hold copied.
+// verifyKeys reads back what the hold copied, a few keys at a time (a Raft
+// target answers each read after a read barrier).
 func verifyKeys(ctx context.Context, tgt store.Store, puts []store.KV, dels []string) error {
-	for _, want := range puts {
-		kv, found, err := tgt.Get(ctx, want.Key)
-		if err != nil {
-			return fmt.Errorf("verify the last changes: %w", err)
+	type check struct {
+		want store.KV
+		del  bool
+	}
+	checks := make(chan check)
+	errs := make(chan error, verifyReaders)
+	var wg sync.WaitGroup
+	for range verifyReaders {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for c := range checks {
+				kv, found, err := tgt.Get(ctx, c.want.Key)
+				switch {
+				case err != nil:
+					err = fmt.Errorf("verify the last changes: %w", err)
+				case c.del && found:
+					err = fmt.Errorf("verify the last changes: key %q is still on the target", c.want.Key)
+				case !c.del && (!found || !bytes.Equal(kv.Value, c.want.Value) || kv.ModRevision != c.want.ModRevision || kv.CreateRevision != c.want.CreateRevision):
+					err = fmt.Errorf("verify the last changes: key %q differs on the target", c.want.Key)
+				}
+				if err != nil {
+					select {
+					case errs <- err:
+					default:
+					}
+				}
+			}
+		}()
+	}
+	send := func(c check) bool {
+		select {
+		case checks <- c:
+			return true
+		case err := <-errs:
+			errs <- err
+			return false
 		}
-		if !found || !bytes.Equal(kv.Value, want.Value) || kv.ModRevision != want.ModRevision || kv.CreateRevision != want.CreateRevision {
-			return fmt.Errorf("verify the last changes: key %q differs on the target", want.Key)
+	}
+	for _, kv := range puts {
+		if !send(check{want: kv}) {
+			break
 		}
 	}
 	for _, key := range dels {
-		if _, found, err := tgt.Get(ctx, key); err != nil || found {
-			return fmt.Errorf("verify the last changes: key %q is still on the target (err %v)", key, err)
+		if !send(check{want: store.KV{Key: key}, del: true}) {
+			break
 		}
 	}
-	return nil
+	close(checks)
+	wg.Wait()
+	select {
+	case err := <-errs:
+		return err
+	default:
+		return nil
+	}
 }
+
+// verifyReaders is how many reads verifyKeys has in flight.
+const verifyReaders = 16
 
 // delta turns the events after the copy into the keys to put and delete,
 // the last change of each key winning, and the copied values they replace.
