@@ -75,6 +75,9 @@ func TestIntegrationStoreSwitchUnderLoad(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		if i == 0 {
+			t.Logf("units by node (unit → running, starts): %v", units)
+		}
 		before, err := readConnectMeta(ctx, via, waitLeaderNode(t, ctx, c))
 		if err != nil {
 			t.Fatal(err)
