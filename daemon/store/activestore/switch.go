@@ -347,6 +347,18 @@ func (s *Store) copyAndSwitch(log interface{ Info(string, ...any) }, src *delega
 	if err := verifyAll(ctx, tgt, sum, keep); err != nil {
 		return err
 	}
+	// Catch up with what changed while copying, writes still going on,
+	// so that the hold has only the last few changes to copy.
+	cs := &copyState{base: kvs, over: map[string]*store.KV{}, sum: sum}
+	for range maxCatchUps {
+		evs, rc := col.sofar()
+		if len(evs)-cs.done <= catchUpDone {
+			break
+		}
+		if err := cs.apply(ctx, tgt, rc, evs); err != nil {
+			return err
+		}
+	}
 
 	// Hold writes, copy what changed, verify it, record, move.
 	s.progress(func(sw *api.StoreSwitch) { sw.Phase = api.PhaseHold })
@@ -397,24 +409,14 @@ func (s *Store) copyAndSwitch(log interface{ Info(string, ...any) }, src *delega
 		return fmt.Errorf("follow the active backend: %w", err)
 	}
 	step("follow")
-	puts, dels, prev := delta(evs, kvs)
-	if rev, err = loadRev(r2); err != nil {
-		return fmt.Errorf("read the target: %w", err)
-	}
-	if err := load(hctx, tgt, rev, puts, dels, nil); err != nil {
-		return fmt.Errorf("copy the last changes to the target: %w", err)
-	}
-	step("load")
-	for _, kv := range prev {
-		sum.remove(kv)
-	}
-	for _, kv := range puts {
-		sum.add(kv)
-	}
-	if err := verifyKeys(hctx, tgt, puts, dels); err != nil {
+	changed := len(evs) - cs.done
+	if err := cs.apply(hctx, tgt, r2, evs); err != nil {
 		return err
 	}
-	step("verify")
+	step("copy")
+	if rev, err = tgt.Revision(hctx); err != nil {
+		return fmt.Errorf("read the target: %w", err)
+	}
 	stopWatch()
 
 	now := time.Now().UTC()
@@ -444,7 +446,7 @@ func (s *Store) copyAndSwitch(log interface{ Info(string, ...any) }, src *delega
 	}
 	release()
 	step("move")
-	log.Info("store switch: writes held", append([]any{"hold_ms", millis(time.Since(holdStart)), "changed_keys", len(puts) + len(dels)}, steps...)...)
+	log.Info("store switch: writes held", append([]any{"hold_ms", millis(time.Since(holdStart)), "changes", changed}, steps...)...)
 	return nil
 }
 
@@ -629,35 +631,87 @@ func verifyKeys(ctx context.Context, tgt store.Store, puts []store.KV, dels []st
 // verifyReaders is how many reads verifyKeys has in flight.
 const verifyReaders = 16
 
-// delta turns the events after the copy into the keys to put and delete,
-// the last change of each key winning, and the copied values they replace.
-func delta(evs []store.Event, copied []store.KV) (puts []store.KV, dels []string, prev []store.KV) {
+// Catching up before the hold: at most maxCatchUps rounds, ended early
+// once no more than catchUpDone changes are left for the hold.
+const (
+	maxCatchUps = 4
+	catchUpDone = 32
+)
+
+// copyState is what the target holds: the bulk copy, the changes copied
+// since, and their checksum.
+type copyState struct {
+	base []store.KV           // the bulk copy, in key order
+	over map[string]*store.KV // changes copied since; nil: deleted
+	sum  *checksum
+	done int // the collector's events already copied
+}
+
+// prev is the key's value on the target.
+func (c *copyState) prev(key string) (store.KV, bool) {
+	if kv, ok := c.over[key]; ok {
+		if kv == nil {
+			return store.KV{}, false
+		}
+		return *kv, true
+	}
+	if i, ok := slices.BinarySearchFunc(c.base, key, func(kv store.KV, k string) int { return strings.Compare(kv.Key, k) }); ok {
+		return c.base[i], true
+	}
+	return store.KV{}, false
+}
+
+// apply copies the changes of evs[c.done:] to the target at rev (or its
+// own revision, if above), the last change of each key winning, reads
+// them back, and updates the checksum.
+func (c *copyState) apply(ctx context.Context, tgt store.Loader, rev int64, evs []store.Event) error {
+	if c.done > len(evs) {
+		return fmt.Errorf("copy the changes made meanwhile: %d events copied, %d known", c.done, len(evs))
+	}
 	last := map[string]store.Event{}
-	for _, ev := range evs {
+	for _, ev := range evs[c.done:] {
 		if !raftOnly(ev.KV.Key) {
 			last[ev.KV.Key] = ev
 		}
 	}
+	c.done = len(evs)
 	if len(last) == 0 {
-		return nil, nil, nil
+		return nil
 	}
 	keys := make([]string, 0, len(last))
 	for k := range last {
 		keys = append(keys, k)
 	}
 	sort.Strings(keys)
+	var puts []store.KV
+	var dels []string
 	for _, k := range keys {
-		if i, ok := slices.BinarySearchFunc(copied, k, func(kv store.KV, k string) int { return strings.Compare(kv.Key, k) }); ok {
-			prev = append(prev, copied[i])
-		}
-		ev := last[k]
-		if ev.Type == store.EventDelete {
+		if ev := last[k]; ev.Type == store.EventDelete {
 			dels = append(dels, k)
 		} else {
 			puts = append(puts, ev.KV)
 		}
 	}
-	return puts, dels, prev
+	if err := load(ctx, tgt, rev, puts, dels, nil); err != nil {
+		return fmt.Errorf("copy the changes made meanwhile to the target: %w", err)
+	}
+	if err := verifyKeys(ctx, tgt, puts, dels); err != nil {
+		return err
+	}
+	for _, kv := range puts {
+		if p, ok := c.prev(kv.Key); ok {
+			c.sum.remove(p)
+		}
+		c.sum.add(kv)
+		c.over[kv.Key] = &kv
+	}
+	for _, k := range dels {
+		if p, ok := c.prev(k); ok {
+			c.sum.remove(p)
+		}
+		c.over[k] = nil
+	}
+	return nil
 }
 
 // collector gathers a watch's events.
@@ -706,6 +760,13 @@ func (c *collector) poke() {
 	case c.wake <- struct{}{}:
 	default:
 	}
+}
+
+// sofar returns the events so far and the highest revision among them.
+func (c *collector) sofar() ([]store.Event, int64) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.evs, c.last
 }
 
 // until returns the events up to rev once all of them arrived.
