@@ -18,6 +18,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"log/slog"
 	"os"
 	"os/signal"
 	"runtime/debug"
@@ -93,6 +94,8 @@ KCD_* environment variables, then flags.`,
 			return err
 		}
 		log := daemon.NewLogger(stderr, cfg.LogLevel, cfg.LogFormat)
+		// Store backends and drivers log through slog's default: kcd's.
+		slog.SetDefault(log)
 		if cfg.MemoryLimit > 0 {
 			debug.SetMemoryLimit(int64(cfg.MemoryLimit))
 			log.Info("memory limit set", "memory_limit", cfg.MemoryLimit.String())

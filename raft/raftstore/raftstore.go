@@ -16,6 +16,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/kcd-project/kcd/raft"
@@ -240,11 +241,64 @@ func (s *Store) Compact(ctx context.Context, rev int64) error {
 }
 
 // Clear implements store.Loader, on every member: every key outside the
-// prefixes in keep goes, the revision becomes 0, and every watcher of every
-// member ends with store.ErrCompacted.
+// prefixes in keep goes, the revision becomes 0 (stays, with keep), and
+// every watcher of every member ends with store.ErrCompacted.
+//
+// A large state is deleted in chunks first (each one Load of deletions, of
+// the limits of one Load), so that no single entry holds every member's
+// apply loop for long: a Clear of 100,000 keys as one entry stalls it for
+// most of a second, long enough for heartbeats to lapse.
 func (s *Store) Clear(ctx context.Context, keep ...string) error {
-	_, err := s.write(ctx, fsm.Command{Kind: fsm.KindClear, Prefixes: keep})
+	kvs, _, err := s.Scan(ctx, "", 0)
+	if err != nil {
+		return err
+	}
+	var keys []string
+	for _, kv := range kvs {
+		if !kept(kv.Key, keep) {
+			keys = append(keys, kv.Key)
+		}
+	}
+	for len(keys) > clearChunkKeys {
+		n, size := 0, 0
+		for n < len(keys) && n < store.MaxBatchOps && size+len(keys[n]) <= store.MaxLoadBytes {
+			size += len(keys[n])
+			n++
+		}
+		if err := s.loadAtRevision(ctx, nil, keys[:n]); err != nil {
+			return err
+		}
+		keys = keys[n:]
+	}
+	_, err = s.write(ctx, fsm.Command{Kind: fsm.KindClear, Prefixes: keep})
 	return err
+}
+
+// loadAtRevision loads at the current revision, which writes to exempt
+// keys may move between reading it and the Load: then it reads again.
+func (s *Store) loadAtRevision(ctx context.Context, kvs []store.KV, deleted []string) error {
+	for attempt := 0; ; attempt++ {
+		rev, err := s.Revision(ctx)
+		if err != nil {
+			return err
+		}
+		err = s.Load(ctx, rev, kvs, deleted)
+		if err == nil || attempt == 2 || !errors.Is(err, store.ErrInvalid) {
+			return err
+		}
+	}
+}
+
+// clearChunkKeys is how many keys Clear leaves to its final entry.
+const clearChunkKeys = 1024
+
+func kept(key string, keep []string) bool {
+	for _, p := range keep {
+		if strings.HasPrefix(key, p) {
+			return true
+		}
+	}
+	return false
 }
 
 // Load implements store.Loader, on every member, as one Raft entry: the

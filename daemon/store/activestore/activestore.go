@@ -142,6 +142,7 @@ type Store struct {
 	closed   bool
 
 	gate gate
+	rmu  sync.Mutex // serializes reconcile
 
 	swmu    sync.Mutex
 	running *api.StoreSwitch // the switch in progress or the last one run here
@@ -219,7 +220,10 @@ func (s *Store) Record() (Record, error) {
 }
 
 // reconcile makes the delegate the one the record and leadership call for.
+// Run and reads (read) call it; one at a time.
 func (s *Store) reconcile(ctx context.Context) {
+	s.rmu.Lock()
+	defer s.rmu.Unlock()
 	rec, err := s.Record()
 	if err != nil {
 		s.log.Error("cannot read the active backend", "err", err)
@@ -424,9 +428,15 @@ func (s *Store) swap(d *delegate) {
 		w.end(fmt.Errorf("%w: the metadata store moved (backend %s, via %s); read again", store.ErrCompacted, d.rec.Backend, d.via()))
 	}
 	if drop != nil {
-		drop.Close()
+		// Calls already passed to it finish first (a read, a write that
+		// lost the leadership race): close it after them.
+		time.AfterFunc(closeGrace, func() { drop.Close() })
 	}
 }
+
+// closeGrace is how long a backend this node stopped using stays open for
+// the calls already passed to it.
+const closeGrace = 10 * time.Second
 
 func (s *Store) current() (*delegate, error) {
 	s.mu.Lock()
@@ -475,28 +485,52 @@ func (s *Store) Close() error {
 
 // ---- reads ----
 
-func (s *Store) Get(ctx context.Context, key string) (store.KV, bool, error) {
-	d, err := s.current()
-	if err != nil {
-		return store.KV{}, false, err
+// read runs fn on the delegate. A read of the Raft store that ran after
+// this node applied a switch's record may have seen the frozen copy, or
+// the cleared one (the record precedes the clear in the log): when the
+// record no longer names raft, the node moves to the backend it names and
+// the read runs again there. A read that ran before the record was applied
+// saw the metadata as the switch copied it (writes were held).
+func (s *Store) read(ctx context.Context, fn func(*delegate) error) error {
+	for attempt := 0; ; attempt++ {
+		d, err := s.current()
+		if err != nil {
+			return err
+		}
+		err = fn(d)
+		if d.kind != kindRaft || !s.moved() {
+			return err
+		}
+		s.reconcile(ctx)
+		if d, cerr := s.current(); cerr == nil && d.kind == kindRaft {
+			// Not moved yet (the switch moves the leader itself).
+			if err := s.backoff(ctx, attempt); err != nil {
+				return err
+			}
+		}
 	}
-	return d.s.Get(ctx, key)
 }
 
-func (s *Store) Scan(ctx context.Context, prefix string, limit int) ([]store.KV, int64, error) {
-	d, err := s.current()
-	if err != nil {
-		return nil, 0, err
-	}
-	return d.s.Scan(ctx, prefix, limit)
+// moved reports whether this node's Raft state records a backend other
+// than raft.
+func (s *Store) moved() bool {
+	rec, err := s.Record()
+	return err == nil && rec.Backend != Raft
 }
 
-func (s *Store) Revision(ctx context.Context) (int64, error) {
-	d, err := s.current()
-	if err != nil {
-		return 0, err
-	}
-	return d.s.Revision(ctx)
+func (s *Store) Get(ctx context.Context, key string) (kv store.KV, found bool, err error) {
+	err = s.read(ctx, func(d *delegate) (e error) { kv, found, e = d.s.Get(ctx, key); return })
+	return
+}
+
+func (s *Store) Scan(ctx context.Context, prefix string, limit int) (kvs []store.KV, rev int64, err error) {
+	err = s.read(ctx, func(d *delegate) (e error) { kvs, rev, e = d.s.Scan(ctx, prefix, limit); return })
+	return
+}
+
+func (s *Store) Revision(ctx context.Context) (rev int64, err error) {
+	err = s.read(ctx, func(d *delegate) (e error) { rev, e = d.s.Revision(ctx); return })
+	return
 }
 
 // ---- writes ----

@@ -173,6 +173,18 @@ func (s *Store) Adopt(ctx context.Context, rec Record) error {
 // Status returns the active backend, its health, and the running or last
 // switch.
 func (s *Store) Status(ctx context.Context) api.StoreStatus {
+	// The running switch before the record: a switch seen done has its
+	// record applied here already, so the record read next names its
+	// backend (the other order could show the old backend with the
+	// switch to the new one done).
+	s.swmu.Lock()
+	var running *api.StoreSwitch
+	if s.running != nil {
+		sw := *s.running
+		running = &sw
+	}
+	busy := s.busy
+	s.swmu.Unlock()
 	rec, err := s.Record()
 	st := api.StoreStatus{Backends: append([]string{Raft}, store.Backends()...)}
 	if err != nil {
@@ -193,12 +205,9 @@ func (s *Store) Status(ctx context.Context) api.StoreStatus {
 	} else {
 		st.Healthy = true
 	}
-	s.swmu.Lock()
-	if s.running != nil && (st.LastSwitch == nil || s.busy || s.running.StartedAt.After(st.LastSwitch.StartedAt)) {
-		sw := *s.running
-		st.LastSwitch = &sw
+	if running != nil && (st.LastSwitch == nil || busy || running.StartedAt.After(st.LastSwitch.StartedAt)) {
+		st.LastSwitch = running
 	}
-	s.swmu.Unlock()
 	return st
 }
 
@@ -338,15 +347,35 @@ func (s *Store) copyAndSwitch(log interface{ Info(string, ...any) }, src *delega
 	if err := verifyAll(ctx, tgt, sum, keep); err != nil {
 		return err
 	}
+	// Catch up with what changed while copying, writes still going on,
+	// so that the hold has only the last few changes to copy.
+	cs := &copyState{base: kvs, over: map[string]*store.KV{}, sum: sum}
+	for range maxCatchUps {
+		evs, rc := col.sofar()
+		if len(evs)-cs.done <= catchUpDone {
+			break
+		}
+		if err := cs.apply(ctx, tgt, rc, evs); err != nil {
+			return err
+		}
+	}
 
 	// Hold writes, copy what changed, verify it, record, move.
 	s.progress(func(sw *api.StoreSwitch) { sw.Phase = api.PhaseHold })
 	hctx, cancel := context.WithTimeout(ctx, s.cfg.HoldMax)
 	defer cancel()
 	holdStart := time.Now()
+	var steps []any // how long each step of the hold took, for the log
+	last := holdStart
+	step := func(name string) {
+		now := time.Now()
+		steps = append(steps, name+"_ms", millis(now.Sub(last)))
+		last = now
+	}
 	if err := s.gate.hold(hctx); err != nil {
 		return fmt.Errorf("hold metadata writes: %w", err)
 	}
+	step("drain")
 	released := false
 	release := func() {
 		if !released {
@@ -362,8 +391,16 @@ func (s *Store) copyAndSwitch(log interface{ Info(string, ...any) }, src *delega
 		if err := s.cfg.RaftStore.Freeze(hctx, RaftOnly...); err != nil {
 			return fmt.Errorf("hold writes to the Raft store: %w", err)
 		}
+		step("freeze")
 	}
-	r2, err := src.s.Revision(hctx)
+	var r2 int64
+	if src.kind == kindRaft {
+		// The freeze is applied here, after every write before it: the
+		// local revision is the source's last (no read barrier needed).
+		r2, err = s.cfg.Raft.FSM().Revision()
+	} else {
+		r2, err = src.s.Revision(hctx)
+	}
 	if err != nil {
 		return fmt.Errorf("read the active backend's revision: %w", err)
 	}
@@ -371,21 +408,14 @@ func (s *Store) copyAndSwitch(log interface{ Info(string, ...any) }, src *delega
 	if err != nil {
 		return fmt.Errorf("follow the active backend: %w", err)
 	}
-	puts, dels, prev := delta(evs, kvs)
-	if rev, err = loadRev(r2); err != nil {
-		return fmt.Errorf("read the target: %w", err)
-	}
-	if err := load(hctx, tgt, rev, puts, dels, nil); err != nil {
-		return fmt.Errorf("copy the last changes to the target: %w", err)
-	}
-	for _, kv := range prev {
-		sum.remove(kv)
-	}
-	for _, kv := range puts {
-		sum.add(kv)
-	}
-	if err := verifyKeys(hctx, tgt, puts, dels); err != nil {
+	step("follow")
+	changed := len(evs) - cs.done
+	if err := cs.apply(hctx, tgt, r2, evs); err != nil {
 		return err
+	}
+	step("copy")
+	if rev, err = tgt.Revision(hctx); err != nil {
+		return fmt.Errorf("read the target: %w", err)
 	}
 	stopWatch()
 
@@ -404,6 +434,7 @@ func (s *Store) copyAndSwitch(log interface{ Info(string, ...any) }, src *delega
 		// reconcile once this switch has ended.
 		return err
 	}
+	step("record")
 	if to.Backend == Raft {
 		if err := s.cfg.RaftStore.Thaw(hctx); err != nil {
 			// The leader's reconcile thaws it; writes wait until then.
@@ -414,6 +445,8 @@ func (s *Store) copyAndSwitch(log interface{ Info(string, ...any) }, src *delega
 		s.swap(&delegate{s: tgt, kind: kindDirect, rec: rec, term: s.cfg.Raft.Term()})
 	}
 	release()
+	step("move")
+	log.Info("store switch: writes held", append([]any{"hold_ms", millis(time.Since(holdStart)), "changes", changed}, steps...)...)
 	return nil
 }
 
@@ -476,12 +509,18 @@ func load(ctx context.Context, tgt store.Loader, rev int64, kvs []store.KV, dels
 		}
 		// The Raft target's revision moves with writes to its own keys
 		// (kcd/cluster/, kcd/members/) between chunks: never load below it.
-		cur, err := tgt.Revision(ctx)
-		if err != nil {
-			return err
-		}
-		if err := tgt.Load(ctx, max(rev, cur), kvs[:n], dels[:d]); err != nil {
-			return err
+		for attempt := 0; ; attempt++ {
+			cur, err := tgt.Revision(ctx)
+			if err != nil {
+				return err
+			}
+			err = tgt.Load(ctx, max(rev, cur), kvs[:n], dels[:d])
+			if err == nil {
+				break
+			}
+			if attempt == 2 || !errors.Is(err, store.ErrInvalid) {
+				return err
+			}
 		}
 		if done != nil {
 			done(n)
@@ -527,54 +566,152 @@ func verifyAll(ctx context.Context, tgt store.Store, sum *checksum, keep []strin
 	return nil
 }
 
-// verifyKeys reads back what the hold copied.
+// verifyKeys reads back what the hold copied, a few keys at a time (a Raft
+// target answers each read after a read barrier).
 func verifyKeys(ctx context.Context, tgt store.Store, puts []store.KV, dels []string) error {
-	for _, want := range puts {
-		kv, found, err := tgt.Get(ctx, want.Key)
-		if err != nil {
-			return fmt.Errorf("verify the last changes: %w", err)
+	type check struct {
+		want store.KV
+		del  bool
+	}
+	checks := make(chan check)
+	errs := make(chan error, verifyReaders)
+	var wg sync.WaitGroup
+	for range verifyReaders {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for c := range checks {
+				kv, found, err := tgt.Get(ctx, c.want.Key)
+				switch {
+				case err != nil:
+					err = fmt.Errorf("verify the last changes: %w", err)
+				case c.del && found:
+					err = fmt.Errorf("verify the last changes: key %q is still on the target", c.want.Key)
+				case !c.del && (!found || !bytes.Equal(kv.Value, c.want.Value) || kv.ModRevision != c.want.ModRevision || kv.CreateRevision != c.want.CreateRevision):
+					err = fmt.Errorf("verify the last changes: key %q differs on the target", c.want.Key)
+				}
+				if err != nil {
+					select {
+					case errs <- err:
+					default:
+					}
+				}
+			}
+		}()
+	}
+	send := func(c check) bool {
+		select {
+		case checks <- c:
+			return true
+		case err := <-errs:
+			errs <- err
+			return false
 		}
-		if !found || !bytes.Equal(kv.Value, want.Value) || kv.ModRevision != want.ModRevision || kv.CreateRevision != want.CreateRevision {
-			return fmt.Errorf("verify the last changes: key %q differs on the target", want.Key)
+	}
+	for _, kv := range puts {
+		if !send(check{want: kv}) {
+			break
 		}
 	}
 	for _, key := range dels {
-		if _, found, err := tgt.Get(ctx, key); err != nil || found {
-			return fmt.Errorf("verify the last changes: key %q is still on the target (err %v)", key, err)
+		if !send(check{want: store.KV{Key: key}, del: true}) {
+			break
 		}
 	}
-	return nil
+	close(checks)
+	wg.Wait()
+	select {
+	case err := <-errs:
+		return err
+	default:
+		return nil
+	}
 }
 
-// delta turns the events after the copy into the keys to put and delete,
-// the last change of each key winning, and the copied values they replace.
-func delta(evs []store.Event, copied []store.KV) (puts []store.KV, dels []string, prev []store.KV) {
+// verifyReaders is how many reads verifyKeys has in flight.
+const verifyReaders = 16
+
+// Catching up before the hold: at most maxCatchUps rounds, ended early
+// once no more than catchUpDone changes are left for the hold.
+const (
+	maxCatchUps = 4
+	catchUpDone = 32
+)
+
+// copyState is what the target holds: the bulk copy, the changes copied
+// since, and their checksum.
+type copyState struct {
+	base []store.KV           // the bulk copy, in key order
+	over map[string]*store.KV // changes copied since; nil: deleted
+	sum  *checksum
+	done int // the collector's events already copied
+}
+
+// prev is the key's value on the target.
+func (c *copyState) prev(key string) (store.KV, bool) {
+	if kv, ok := c.over[key]; ok {
+		if kv == nil {
+			return store.KV{}, false
+		}
+		return *kv, true
+	}
+	if i, ok := slices.BinarySearchFunc(c.base, key, func(kv store.KV, k string) int { return strings.Compare(kv.Key, k) }); ok {
+		return c.base[i], true
+	}
+	return store.KV{}, false
+}
+
+// apply copies the changes of evs[c.done:] to the target at rev (or its
+// own revision, if above), the last change of each key winning, reads
+// them back, and updates the checksum.
+func (c *copyState) apply(ctx context.Context, tgt store.Loader, rev int64, evs []store.Event) error {
+	if c.done > len(evs) {
+		return fmt.Errorf("copy the changes made meanwhile: %d events copied, %d known", c.done, len(evs))
+	}
 	last := map[string]store.Event{}
-	for _, ev := range evs {
+	for _, ev := range evs[c.done:] {
 		if !raftOnly(ev.KV.Key) {
 			last[ev.KV.Key] = ev
 		}
 	}
+	c.done = len(evs)
 	if len(last) == 0 {
-		return nil, nil, nil
+		return nil
 	}
 	keys := make([]string, 0, len(last))
 	for k := range last {
 		keys = append(keys, k)
 	}
 	sort.Strings(keys)
+	var puts []store.KV
+	var dels []string
 	for _, k := range keys {
-		if i, ok := slices.BinarySearchFunc(copied, k, func(kv store.KV, k string) int { return strings.Compare(kv.Key, k) }); ok {
-			prev = append(prev, copied[i])
-		}
-		ev := last[k]
-		if ev.Type == store.EventDelete {
+		if ev := last[k]; ev.Type == store.EventDelete {
 			dels = append(dels, k)
 		} else {
 			puts = append(puts, ev.KV)
 		}
 	}
-	return puts, dels, prev
+	if err := load(ctx, tgt, rev, puts, dels, nil); err != nil {
+		return fmt.Errorf("copy the changes made meanwhile to the target: %w", err)
+	}
+	if err := verifyKeys(ctx, tgt, puts, dels); err != nil {
+		return err
+	}
+	for _, kv := range puts {
+		if p, ok := c.prev(kv.Key); ok {
+			c.sum.remove(p)
+		}
+		c.sum.add(kv)
+		c.over[kv.Key] = &kv
+	}
+	for _, k := range dels {
+		if p, ok := c.prev(k); ok {
+			c.sum.remove(p)
+		}
+		c.over[k] = nil
+	}
+	return nil
 }
 
 // collector gathers a watch's events.
@@ -623,6 +760,13 @@ func (c *collector) poke() {
 	case c.wake <- struct{}{}:
 	default:
 	}
+}
+
+// sofar returns the events so far and the highest revision among them.
+func (c *collector) sofar() ([]store.Event, int64) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.evs, c.last
 }
 
 // until returns the events up to rev once all of them arrived.

@@ -11,12 +11,23 @@ import (
 // store.ErrCompacted when the node moves to another backend or another
 // way of reaching it.
 func (s *Store) Watch(ctx context.Context, prefix string, afterRev int64) (store.Watcher, error) {
-	d, err := s.current()
+	var d *delegate
+	var inner store.Watcher
+	// As for reads: a watch of the Raft store once it is no longer the
+	// active backend is opened again on the one that is.
+	err := s.read(ctx, func(cur *delegate) error {
+		if inner != nil {
+			inner.Close()
+		}
+		var err error
+		d = cur
+		inner, err = d.s.Watch(ctx, prefix, afterRev)
+		return err
+	})
 	if err != nil {
-		return nil, err
-	}
-	inner, err := d.s.Watch(ctx, prefix, afterRev)
-	if err != nil {
+		if inner != nil {
+			inner.Close()
+		}
 		return nil, err
 	}
 	w := &watcher{inner: inner, gen: d.gen, s: s}
