@@ -406,6 +406,7 @@ func (s *Store) swap(d *delegate) {
 		s.mu.Unlock()
 		return
 	}
+	prev := s.cur
 	s.gen++
 	d.gen = s.gen
 	s.cur = d
@@ -424,8 +425,15 @@ func (s *Store) swap(d *delegate) {
 		drop, s.opened, s.openedAs = s.opened, nil, Record{}
 	}
 	s.mu.Unlock()
+	// The same backend reached another way (leadership moved) keeps its
+	// revisions and history: a watcher watches again from where it was.
+	// Another backend has another history: read everything again.
+	why := fmt.Errorf("%w: the metadata store moved (backend %s, via %s); read again", store.ErrCompacted, d.rec.Backend, d.via())
+	if prev.rec.same(d.rec) && d.rec.Backend != Raft && prev.kind != kindRaft && d.kind != kindRaft {
+		why = fmt.Errorf("%w: this node now reaches backend %s %s; watch again from the last revision", store.ErrWatcherLagging, d.rec.Backend, d.via())
+	}
 	for _, w := range ended {
-		w.end(fmt.Errorf("%w: the metadata store moved (backend %s, via %s); read again", store.ErrCompacted, d.rec.Backend, d.via()))
+		w.end(why)
 	}
 	if drop != nil {
 		// Calls already passed to it finish first (a read, a write that
