@@ -100,49 +100,23 @@ var errDecode = errors.New("fsm: malformed command")
 func (c *Command) Validate() error {
 	switch c.Kind {
 	case KindPut:
-		return validPut(c.Key, c.Value)
+		return store.CheckPut(c.Key, c.Value)
 	case KindDelete:
-		return validKey(c.Key)
+		return store.CheckKey(c.Key)
 	case KindCompareAndSet:
 		if c.ExpectModRev < 0 {
 			return fmt.Errorf("%w: negative expected revision %d", store.ErrInvalid, c.ExpectModRev)
 		}
-		return validPut(c.Key, c.Value)
+		return store.CheckPut(c.Key, c.Value)
 	case KindBatch:
-		if len(c.Conds) > store.MaxBatchOps || len(c.Ops) > store.MaxBatchOps {
-			return fmt.Errorf("%w: batch of %d conditions and %d ops exceeds %d",
-				store.ErrInvalid, len(c.Conds), len(c.Ops), store.MaxBatchOps)
-		}
-		for i, cd := range c.Conds {
-			if err := validKey(cd.Key); err != nil {
-				return fmt.Errorf("condition %d: %w", i, err)
-			}
-			if cd.ModRevision < 0 {
-				return fmt.Errorf("condition %d: %w: negative revision %d", i, store.ErrInvalid, cd.ModRevision)
-			}
-		}
-		for i, op := range c.Ops {
-			var err error
-			switch op.Type {
-			case store.OpPut:
-				err = validPut(op.Key, op.Value)
-			case store.OpDelete:
-				err = validKey(op.Key)
-			default:
-				err = fmt.Errorf("%w: unknown op type %d", store.ErrInvalid, op.Type)
-			}
-			if err != nil {
-				return fmt.Errorf("op %d: %w", i, err)
-			}
-		}
-		return nil
+		return store.CheckBatch(c.Conds, c.Ops)
 	case KindCompact:
 		if c.Rev < 0 {
 			return fmt.Errorf("%w: negative compact revision %d", store.ErrInvalid, c.Rev)
 		}
 		return nil
 	case KindLoad:
-		return validLoad(c.Rev, c.KVs, c.Keys)
+		return store.CheckLoad(c.Rev, c.KVs, c.Keys)
 	case KindClear, KindFreeze:
 		if len(c.Prefixes) > MaxPrefixes {
 			return fmt.Errorf("%w: %d prefixes exceed %d", store.ErrInvalid, len(c.Prefixes), MaxPrefixes)
@@ -155,59 +129,6 @@ func (c *Command) Validate() error {
 		return nil
 	}
 	return fmt.Errorf("%w: unknown command kind %d", store.ErrInvalid, c.Kind)
-}
-
-// validLoad checks a store.Loader.Load against the limits of package store.
-// Whether rev is below the current revision is Apply's to check.
-func validLoad(rev int64, kvs []store.KV, deleted []string) error {
-	if rev < 0 {
-		return fmt.Errorf("%w: negative load revision %d", store.ErrInvalid, rev)
-	}
-	n := len(kvs) + len(deleted)
-	if n > store.MaxBatchOps {
-		return fmt.Errorf("%w: load of %d keys and %d deletions exceeds %d", store.ErrInvalid, len(kvs), len(deleted), store.MaxBatchOps)
-	}
-	size := 0
-	for i, kv := range kvs {
-		if err := validPut(kv.Key, kv.Value); err != nil {
-			return fmt.Errorf("kv %d: %w", i, err)
-		}
-		if kv.CreateRevision < 1 || kv.CreateRevision > kv.ModRevision || kv.ModRevision > rev {
-			return fmt.Errorf("kv %d (%q): %w: revisions create %d, mod %d at load revision %d",
-				i, kv.Key, store.ErrInvalid, kv.CreateRevision, kv.ModRevision, rev)
-		}
-		size += len(kv.Key) + len(kv.Value)
-	}
-	for i, k := range deleted {
-		if err := validKey(k); err != nil {
-			return fmt.Errorf("deleted key %d: %w", i, err)
-		}
-		size += len(k)
-	}
-	if n > 1 && size > store.MaxLoadBytes {
-		return fmt.Errorf("%w: load of %d bytes exceeds %d", store.ErrInvalid, size, store.MaxLoadBytes)
-	}
-	return nil
-}
-
-func validKey(key string) error {
-	if key == "" {
-		return fmt.Errorf("%w: empty key", store.ErrInvalid)
-	}
-	if len(key) > store.MaxKeySize {
-		return fmt.Errorf("%w: key of %d bytes exceeds %d", store.ErrInvalid, len(key), store.MaxKeySize)
-	}
-	return nil
-}
-
-func validPut(key string, value []byte) error {
-	if err := validKey(key); err != nil {
-		return err
-	}
-	if len(value) > store.MaxValueSize {
-		return fmt.Errorf("%w: value of %d bytes exceeds %d", store.ErrInvalid, len(value), store.MaxValueSize)
-	}
-	return nil
 }
 
 // EncodeCommand returns the bytes to propose for c. The encoding is

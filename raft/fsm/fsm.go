@@ -603,7 +603,7 @@ func (f *FSM) rollbackLocked() {
 // Get returns key's value and revisions; found is false when it does not
 // exist.
 func (f *FSM) Get(key string) (kv store.KV, found bool, err error) {
-	if err := validKey(key); err != nil {
+	if err := store.CheckKey(key); err != nil {
 		return kv, false, err
 	}
 	err = f.view(func(tx *bolt.Tx) error {

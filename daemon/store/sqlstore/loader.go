@@ -118,37 +118,6 @@ func (s *Store) resetting(ctx context.Context, op string, rev *int64, fn func(ct
 	return nil
 }
 
-// validLoad checks a Load against the store's limits.
-func validLoad(rev int64, kvs []store.KV, deleted []string) error {
-	if rev < 0 {
-		return fmt.Errorf("%w: negative revision %d", store.ErrInvalid, rev)
-	}
-	if n := len(kvs) + len(deleted); n > store.MaxBatchOps {
-		return fmt.Errorf("%w: load of %d keys exceeds %d", store.ErrInvalid, n, store.MaxBatchOps)
-	}
-	size := 0
-	for i, kv := range kvs {
-		if err := validPut(kv.Key, kv.Value); err != nil {
-			return fmt.Errorf("kv %d: %w", i, err)
-		}
-		if kv.CreateRevision < 1 || kv.ModRevision < kv.CreateRevision || kv.ModRevision > rev {
-			return fmt.Errorf("kv %d: %w: revisions create %d mod %d at load revision %d",
-				i, store.ErrInvalid, kv.CreateRevision, kv.ModRevision, rev)
-		}
-		size += len(kv.Key) + len(kv.Value)
-	}
-	for i, k := range deleted {
-		if err := validKey(k); err != nil {
-			return fmt.Errorf("deleted %d: %w", i, err)
-		}
-		size += len(k)
-	}
-	if size > store.MaxLoadBytes && !(len(kvs) == 1 && len(deleted) == 0) {
-		return fmt.Errorf("%w: load of %d bytes exceeds %d", store.ErrInvalid, size, store.MaxLoadBytes)
-	}
-	return nil
-}
-
 // Load implements store.Loader: kvs keep their revisions, the keys of
 // deleted go, the revision becomes rev and the history starts there, in
 // one transaction.
@@ -156,7 +125,7 @@ func (s *Store) Load(ctx context.Context, rev int64, kvs []store.KV, deleted []s
 	if err := s.enter(ctx, "load"); err != nil {
 		return err
 	}
-	if err := validLoad(rev, kvs, deleted); err != nil {
+	if err := store.CheckLoad(rev, kvs, deleted); err != nil {
 		return s.fail(ctx, "load", err)
 	}
 	loaded := rev

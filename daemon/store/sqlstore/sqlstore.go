@@ -372,56 +372,6 @@ func (s *Store) notify() {
 	}
 }
 
-func validKey(key string) error {
-	if key == "" {
-		return fmt.Errorf("%w: empty key", store.ErrInvalid)
-	}
-	if len(key) > store.MaxKeySize {
-		return fmt.Errorf("%w: key of %d bytes exceeds %d", store.ErrInvalid, len(key), store.MaxKeySize)
-	}
-	return nil
-}
-
-func validPut(key string, value []byte) error {
-	if err := validKey(key); err != nil {
-		return err
-	}
-	if len(value) > store.MaxValueSize {
-		return fmt.Errorf("%w: value of %d bytes exceeds %d", store.ErrInvalid, len(value), store.MaxValueSize)
-	}
-	return nil
-}
-
-func validBatch(conds []store.Cond, ops []store.Op) error {
-	if len(conds) > store.MaxBatchOps || len(ops) > store.MaxBatchOps {
-		return fmt.Errorf("%w: batch of %d conditions and %d ops exceeds %d",
-			store.ErrInvalid, len(conds), len(ops), store.MaxBatchOps)
-	}
-	for i, c := range conds {
-		if err := validKey(c.Key); err != nil {
-			return fmt.Errorf("condition %d: %w", i, err)
-		}
-		if c.ModRevision < 0 {
-			return fmt.Errorf("condition %d: %w: negative revision %d", i, store.ErrInvalid, c.ModRevision)
-		}
-	}
-	for i, op := range ops {
-		var err error
-		switch op.Type {
-		case store.OpPut:
-			err = validPut(op.Key, op.Value)
-		case store.OpDelete:
-			err = validKey(op.Key)
-		default:
-			err = fmt.Errorf("%w: unknown op type %d", store.ErrInvalid, op.Type)
-		}
-		if err != nil {
-			return fmt.Errorf("op %d: %w", i, err)
-		}
-	}
-	return nil
-}
-
 // commitError is a failure of COMMIT: the write may or may not have
 // happened, so it is not tried again.
 type commitError struct{ err error }
@@ -465,7 +415,7 @@ func (s *Store) run(ctx context.Context, op string, fn func(ctx context.Context)
 
 // Get implements store.Store.
 func (s *Store) Get(ctx context.Context, key string) (store.KV, bool, error) {
-	if err := validKey(key); err != nil {
+	if err := store.CheckKey(key); err != nil {
 		if err := s.enter(ctx, "get"); err != nil {
 			return store.KV{}, false, err
 		}
@@ -640,7 +590,7 @@ func opName(del bool) string {
 // writes the keys, their events and the new revision. It returns the
 // resulting revision, whether conds held and whether anything changed.
 func (s *Store) apply(ctx context.Context, op string, conds []store.Cond, ops []store.Op) (rev int64, ok, changed bool, err error) {
-	if err := validBatch(conds, ops); err != nil {
+	if err := store.CheckBatch(conds, ops); err != nil {
 		if err := s.enter(ctx, op); err != nil {
 			return 0, false, false, err
 		}
