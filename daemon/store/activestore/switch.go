@@ -322,18 +322,8 @@ func (s *Store) copyAndSwitch(log interface{ Info(string, ...any) }, src *delega
 	if err != nil {
 		return fmt.Errorf("follow the active backend: %w", err)
 	}
-	loadRev := func(rev int64) (int64, error) {
-		cur, err := tgt.Revision(ctx)
-		if err != nil {
-			return 0, err
-		}
-		return max(rev, cur), nil
-	}
-	rev, err := loadRev(r1)
-	if err != nil {
-		return fmt.Errorf("read the target: %w", err)
-	}
-	if err := load(ctx, tgt, rev, kvs, nil, func(n int) {
+	// load never loads below the target's own revision.
+	if err := load(ctx, tgt, r1, kvs, nil, func(n int) {
 		s.progress(func(sw *api.StoreSwitch) { sw.Copied += int64(n) })
 	}); err != nil {
 		return fmt.Errorf("copy to the target: %w", err)
@@ -344,7 +334,7 @@ func (s *Store) copyAndSwitch(log interface{ Info(string, ...any) }, src *delega
 	for _, kv := range kvs {
 		sum.add(kv)
 	}
-	if err := verifyAll(ctx, tgt, sum, keep); err != nil {
+	if err := verifyAll(ctx, tgt, sum); err != nil {
 		return err
 	}
 	// Catch up with what changed while copying, writes still going on,
@@ -414,7 +404,8 @@ func (s *Store) copyAndSwitch(log interface{ Info(string, ...any) }, src *delega
 		return err
 	}
 	step("copy")
-	if rev, err = tgt.Revision(hctx); err != nil {
+	rev, err := tgt.Revision(hctx)
+	if err != nil {
 		return fmt.Errorf("read the target: %w", err)
 	}
 	stopWatch()
@@ -530,9 +521,17 @@ func load(ctx context.Context, tgt store.Loader, rev int64, kvs []store.KV, dels
 	return nil
 }
 
+// maxRaftOnlyKeys bounds the keys under RaftOnly a count may pass over:
+// the members' records and a few of the cluster's own.
+const maxRaftOnlyKeys = 1024
+
 // countKeys counts the keys outside RaftOnly, up to limit (0: all).
 func countKeys(ctx context.Context, s store.Store, limit int) (int, error) {
-	kvs, _, err := s.Scan(ctx, "", 0)
+	scan := 0
+	if limit > 0 {
+		scan = limit + maxRaftOnlyKeys
+	}
+	kvs, _, err := s.Scan(ctx, "", scan)
 	if err != nil {
 		return 0, err
 	}
@@ -549,7 +548,7 @@ func countKeys(ctx context.Context, s store.Store, limit int) (int, error) {
 }
 
 // verifyAll compares the whole target with sum.
-func verifyAll(ctx context.Context, tgt store.Store, sum *checksum, keep []string) error {
+func verifyAll(ctx context.Context, tgt store.Store, sum *checksum) error {
 	kvs, _, err := tgt.Scan(ctx, "", 0)
 	if err != nil {
 		return fmt.Errorf("verify the copy: %w", err)
