@@ -165,7 +165,10 @@ func (s *Store) Batch(ctx context.Context, conds []store.Cond, ops []store.Op) (
 }
 
 // Watch implements store.Store. A watch from now on starts after a read
-// barrier, so it misses no write acknowledged before the call. A watcher
+// barrier, so it misses no write acknowledged before the call; a watch from
+// a revision waits up to StaleReadWait for one, so that it sees a Compact
+// acknowledged on another node (without a leader it opens on what this node
+// holds). A watcher
 // ends with store.ErrCompacted when this node installs a snapshot from the
 // leader (watch again from the last revision seen) and when it applies a
 // Load or Clear (the history before it is gone: read the state again). A
@@ -183,6 +186,16 @@ func (s *Store) Watch(ctx context.Context, prefix string, afterRev int64) (store
 			return nil, err
 		}
 	} else {
+		// A read barrier first, when one completes within StaleReadWait,
+		// so that a Compact acknowledged on another node is seen here.
+		// Without a leader the watch opens on what this node holds: its
+		// events are the store's, only that compaction may be missed.
+		bctx, bcancel := context.WithTimeout(ctx, s.opts.StaleReadWait)
+		err := s.n.LinearizableRead(bctx)
+		bcancel()
+		if err != nil && ctx.Err() != nil {
+			return nil, fmt.Errorf("raft store: watch: %w", ctx.Err())
+		}
 		// A revision above this replica's: wait until it holds every
 		// acknowledged write. One still above then was never made in the
 		// store's present history (a Clear or Load replaced the history
