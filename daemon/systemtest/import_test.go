@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
-	"net/url"
 	"os"
 	"path/filepath"
 	"slices"
@@ -85,11 +84,6 @@ func TestIntegrationProcessImport(t *testing.T) {
 	if err != nil || done.State != api.ImportDone {
 		t.Fatalf("commit: %+v %v", done, err)
 	}
-	t.Cleanup(func() {
-		for _, n := range []string{src, snk, stopped} {
-			_, _ = c.Node(lead).do(context.Background(), "DELETE", "/connectors/"+url.PathEscape(n), nil, nil)
-		}
-	})
 
 	if err := via.GetJSON(ctx, "/connectors", &names); err != nil {
 		t.Fatal(err)
@@ -257,4 +251,110 @@ func mapsEqual(a, b map[string]string) bool {
 	ja, _ := json.Marshal(a)
 	jb, _ := json.Marshal(b)
 	return string(ja) == string(jb)
+}
+
+// TestIntegrationProcessImportLeaderKilledAfterCommit: the leader is
+// killed (SIGKILL) while it rolls a committed import of many connectors
+// forward; the next leader finishes it: every connector ends with its
+// offset and the import is done, with nothing left staged.
+func TestIntegrationProcessImportLeaderKilledAfterCommit(t *testing.T) {
+	bin := binary(t)
+	brokers := testenv.Require(t, testenv.Kafka)
+	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
+	defer cancel()
+
+	c := StartCluster(t, bin, Options{Bootstrap: brokers})
+	lead, err := WaitLeader(ctx, c.Nodes()...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	via := c.Except(lead)[0]
+	cl := client.New(via.URL())
+	const n = 300
+	suffix := fmt.Sprintf("%x", rand.Uint64())
+	req := api.ImportRequest{}
+	offs := api.ImportOffsets{}
+	want := map[string]int64{}
+	for i := range n {
+		name := fmt.Sprintf("imp-many-%s-%04d", suffix, i)
+		req.Connectors = append(req.Connectors, api.ImportConnector{Name: name, Target: "STOPPED",
+			Config: map[string]string{"connector.class": "org.example.Elsewhere", "topics": "t-" + suffix}})
+		offs.Sink = append(offs.Sink, api.ImportSinkOffset{Connector: name, Topic: "t-" + suffix, Partition: int32(i % 3), Offset: int64(1000 + i)})
+		want[name] = int64(1000 + i)
+	}
+	var opened api.Import
+	if err := WaitFor(ctx, 100*time.Millisecond, func() (bool, error) {
+		opened, err = cl.Import(ctx, req)
+		return err == nil, nil
+	}); err != nil {
+		t.Fatalf("import: %v", err)
+	}
+	if _, err := cl.ImportOffsets(ctx, opened.ID, offs); err != nil {
+		t.Fatal(err)
+	}
+	commitDone := make(chan error, 1)
+	go func() {
+		_, err := client.New(c.Node(lead).URL()).CommitImport(ctx, opened.ID)
+		commitDone <- err
+	}()
+	// Kill the leader once the commit is through and the roll-forward
+	// still has connectors to finish.
+	staged := 0
+	if err := WaitFor(ctx, 5*time.Millisecond, func() (bool, error) {
+		v, found, err := via.Get(ctx, "kcd/imports/journal/"+opened.ID)
+		if err != nil || !found || !strings.Contains(v, `"state":"committed"`) {
+			return false, nil
+		}
+		left, _, err := via.Scan(ctx, "kcd/imports/data/"+opened.ID+"/c/")
+		staged = len(left)
+		return err == nil, nil
+	}); err != nil {
+		t.Fatalf("the import did not commit: %v", err)
+	}
+	c.Node(lead).Kill()
+	t.Logf("leader killed after the commit with %d of %d connectors still to finish", staged, n)
+	if staged == 0 {
+		t.Fatal("the roll-forward finished before the kill: nothing tested")
+	}
+	<-commitDone
+	rest := c.Except(lead)
+	if _, err := WaitLeader(ctx, rest...); err != nil {
+		t.Fatal(err)
+	}
+	cl2 := client.New(rest[1].URL())
+	var got api.Import
+	if err := WaitFor(ctx, 100*time.Millisecond, func() (bool, error) {
+		got, err = cl2.GetImport(ctx, opened.ID)
+		return err == nil && got.State == api.ImportDone, nil
+	}); err != nil {
+		t.Fatalf("the new leader did not finish the import: state %q, %v", got.State, err)
+	}
+	seen := 0
+	after := ""
+	for {
+		page, err := cl2.Export(ctx, after, 1000)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, ec := range page.Connectors {
+			w, ok := want[ec.Name]
+			if !ok {
+				continue
+			}
+			seen++
+			if ec.Target != "STOPPED" || len(ec.SinkOffsets) != 1 || ec.SinkOffsets[0].Offset != w {
+				t.Fatalf("connector %s after the recovery: %+v", ec.Name, ec)
+			}
+		}
+		if page.Next == "" {
+			break
+		}
+		after = page.Next
+	}
+	if seen != n {
+		t.Fatalf("%d of %d connectors exported", seen, n)
+	}
+	if left, _, err := rest[0].Scan(ctx, "kcd/imports/data/"+opened.ID+"/"); err != nil || len(left) > 0 {
+		t.Fatalf("%d staged keys left (%v)", len(left), err)
+	}
 }
