@@ -672,7 +672,8 @@ func (im *Importer) rollForward(ctx context.Context, j journal, crev int64) (api
 
 // moveChunk is how many staged offsets move in one batch: each takes a
 // condition (its staged key) and two ops (put the final key, delete the
-// staged one); moveBytes bounds the values of one batch.
+// staged one), besides the staging key's condition and mark; moveBytes
+// bounds the values of one batch.
 const (
 	moveChunk = (store.MaxBatchOps - 1) / 2
 	moveBytes = 512 << 10
@@ -740,16 +741,6 @@ func (im *Importer) finishOnce(ctx context.Context, id string, c stagedKV) error
 			}
 			del = del[n:]
 		}
-		c.sc.Cleared = true
-		rev, ok, err := im.st.Batch(ctx, []store.Cond{self}, []store.Op{store.Put(c.key, mustJSON(c.sc))})
-		if err != nil {
-			return err
-		}
-		if !ok {
-			return errLost
-		}
-		c.rev = rev
-		self.ModRevision = rev
 	}
 	for {
 		kvs, _, err := im.st.Scan(ctx, offPrefix(id, c.n), moveChunk)
@@ -774,10 +765,22 @@ func (im *Importer) finishOnce(ctx context.Context, id string, c stagedKV) error
 			ops = append(ops, store.Put(so.Key, so.Value), store.Delete(kv.Key))
 			size += len(kv.Value)
 		}
-		if _, ok, err := im.st.Batch(ctx, conds, ops); err != nil {
+		// The first move marks the clearing done: after it, a staged
+		// offset already moved must not be taken for a stale one.
+		marked := !c.sc.Cleared
+		if marked {
+			c.sc.Cleared = true
+			ops = append(ops, store.Put(c.key, mustJSON(c.sc)))
+		}
+		rev, ok, err := im.st.Batch(ctx, conds, ops)
+		if err != nil {
 			return err
-		} else if !ok {
+		}
+		if !ok {
 			return errLost
+		}
+		if marked {
+			c.rev, self.ModRevision = rev, rev
 		}
 	}
 	// Task configs, target state, and the staging key gone: one batch.
@@ -801,7 +804,10 @@ func (im *Importer) finishOnce(ctx context.Context, id string, c stagedKV) error
 	if c.sc.Target != connectstore.TargetStopped && len(c.sc.Tasks) > 0 {
 		ops = append(ops, connectstore.TasksOp(name, connectstore.TaskConfigs{Generation: tc.Generation + 1, Tasks: c.sc.Tasks}))
 	}
-	ops = append(ops, connectstore.TargetOp(name, c.sc.Target), store.Delete(c.key))
+	if c.sc.Target != connectstore.TargetStopped { // the commit stopped it
+		ops = append(ops, connectstore.TargetOp(name, c.sc.Target))
+	}
+	ops = append(ops, store.Delete(c.key))
 	if _, ok, err := im.st.Batch(ctx, conds, ops); err != nil {
 		return err
 	} else if !ok {
