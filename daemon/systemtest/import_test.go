@@ -66,13 +66,7 @@ func TestIntegrationProcessImport(t *testing.T) {
 		},
 		Sink: []api.ImportSinkOffset{{Connector: snk, Topic: topic, Partition: 0, Offset: 0}},
 	}
-	var opened api.Import
-	if err := WaitFor(ctx, 100*time.Millisecond, func() (bool, error) {
-		opened, err = cl.Import(ctx, req)
-		return err == nil, nil // the nodes may still be starting
-	}); err != nil {
-		t.Fatalf("import: %v", err)
-	}
+	opened := openImport(t, ctx, cl, req)
 	if _, err := cl.ImportOffsets(ctx, opened.ID, offs); err != nil {
 		t.Fatal(err)
 	}
@@ -242,6 +236,26 @@ func TestIntegrationProcessImport(t *testing.T) {
 	}
 }
 
+// openImport opens an import, retrying while the nodes start (they are
+// unreachable or answer 503 without a leader); any other error fails.
+func openImport(t *testing.T, ctx context.Context, cl *client.Client, req api.ImportRequest) api.Import {
+	t.Helper()
+	for {
+		opened, err := cl.Import(ctx, req)
+		var ue *client.UnreachableError
+		switch {
+		case err == nil:
+			return opened
+		case ctx.Err() != nil || !(isStatus(err, 503) || errors.As(err, &ue)):
+			t.Fatalf("import: %v", err)
+		}
+		select {
+		case <-ctx.Done():
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}
+
 func isStatus(err error, status int) bool {
 	var ae *client.APIError
 	return errors.As(err, &ae) && ae.Status == status
@@ -282,13 +296,7 @@ func TestIntegrationProcessImportLeaderKilledAfterCommit(t *testing.T) {
 		offs.Sink = append(offs.Sink, api.ImportSinkOffset{Connector: name, Topic: "t-" + suffix, Partition: int32(i % 3), Offset: int64(1000 + i)})
 		want[name] = int64(1000 + i)
 	}
-	var opened api.Import
-	if err := WaitFor(ctx, 100*time.Millisecond, func() (bool, error) {
-		opened, err = cl.Import(ctx, req)
-		return err == nil, nil
-	}); err != nil {
-		t.Fatalf("import: %v", err)
-	}
+	opened := openImport(t, ctx, cl, req)
 	if _, err := cl.ImportOffsets(ctx, opened.ID, offs); err != nil {
 		t.Fatal(err)
 	}
