@@ -43,7 +43,7 @@ func parseJAAS(s string) (jaasEntry, error) {
 	case "required", "requisite", "sufficient", "optional":
 		e.Flag = f
 	default:
-		return e, fmt.Errorf("login module %s: invalid control flag %q (want required, requisite, sufficient or optional)", e.Module, tok.text)
+		return e, fmt.Errorf("login module %s: invalid control flag (want required, requisite, sufficient or optional)", e.Module)
 	}
 	e.Options = map[string]string{}
 	for {
@@ -61,19 +61,26 @@ func parseJAAS(s string) (jaasEntry, error) {
 			return e, fmt.Errorf("login module %s: expected an option name or ';'", e.Module)
 		}
 		key := tok.text
+		// A word where an option name belongs may be a piece of a
+		// value that a stray quote cut short: only known names are
+		// shown.
+		name := "option " + key
+		if !knownJAASOptions[key] {
+			name = fmt.Sprintf("the option at character %d", t.i-len(key)+1)
+		}
 		tok, err = t.next()
 		if err != nil {
-			return e, fmt.Errorf("option %s: %w", key, err)
+			return e, fmt.Errorf("login module %s: %s: %w", e.Module, name, err)
 		}
 		if tok.kind != tokChar || tok.text != "=" {
-			return e, fmt.Errorf("login module %s: option %s: expected '=' after the name", e.Module, key)
+			return e, fmt.Errorf("login module %s: %s: expected '=' after the name (is a quote in a value not escaped with a backslash?)", e.Module, name)
 		}
 		tok, err = t.next()
 		if err != nil {
-			return e, fmt.Errorf("login module %s: option %s: %w", e.Module, key, err)
+			return e, fmt.Errorf("login module %s: %s: %w", e.Module, name, err)
 		}
 		if tok.kind != tokWord && tok.kind != tokQuoted {
-			return e, fmt.Errorf("login module %s: option %s: value missing", e.Module, key)
+			return e, fmt.Errorf("login module %s: %s: value missing", e.Module, name)
 		}
 		e.Options[key] = tok.text
 	}
@@ -85,6 +92,13 @@ func parseJAAS(s string) (jaasEntry, error) {
 		return e, errors.New("more than one login module: Kafka takes exactly one in sasl.jaas.config")
 	}
 	return e, nil
+}
+
+// knownJAASOptions are the options of Kafka's PLAIN and SCRAM login modules
+// (and a few common others), which errors may name.
+var knownJAASOptions = map[string]bool{
+	"username": true, "password": true, "tokenauth": true, "serviceName": true,
+	"user": true, "debug": true,
 }
 
 type jaasTokKind int

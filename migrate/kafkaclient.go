@@ -2,6 +2,8 @@ package migrate
 
 import (
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"errors"
 	"fmt"
 	"slices"
@@ -9,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/sasl"
 	"github.com/twmb/franz-go/pkg/sasl/plain"
@@ -217,5 +220,39 @@ func (c ClientConfig) Ping(ctx context.Context) error {
 		return err
 	}
 	defer cl.Close()
-	return cl.Ping(ctx)
+	return ExplainError(cl.Ping(ctx))
+}
+
+// ExplainError says what a Kafka client's connection error means for the
+// user's settings (authentication failed, the broker's certificate is not
+// trusted, TLS against a listener without it), wrapping err; other errors
+// are returned as they are.
+func ExplainError(err error) error {
+	if err == nil {
+		return nil
+	}
+	var (
+		unknownCA    x509.UnknownAuthorityError
+		hostErr      x509.HostnameError
+		invalid      x509.CertificateInvalidError
+		recordErr    tls.RecordHeaderError
+		firstReadEOF *kgo.ErrFirstReadEOF
+	)
+	switch {
+	case errors.Is(err, kerr.SaslAuthenticationFailed):
+		return fmt.Errorf("authentication failed: the broker refused the SASL user name or password: %w", err)
+	case errors.Is(err, kerr.UnsupportedSaslMechanism):
+		return fmt.Errorf("authentication failed: the broker's listener does not enable this sasl.mechanism: %w", err)
+	case errors.As(err, &unknownCA):
+		return fmt.Errorf("the broker's TLS certificate is not trusted: no CA in the truststore (--tls-ca, ssl.truststore.*; default: the system's) signed it: %w", err)
+	case errors.As(err, &hostErr):
+		return fmt.Errorf("the broker's TLS certificate is not valid for the host dialed (see --tls-server-name, or ssl.endpoint.identification.algorithm= to skip the host name check): %w", err)
+	case errors.As(err, &invalid):
+		return fmt.Errorf("the broker's TLS certificate is not valid: %w", err)
+	case errors.As(err, &recordErr):
+		return fmt.Errorf("the broker did not answer in TLS: is the listener PLAINTEXT or SASL_PLAINTEXT (security.protocol)? %w", err)
+	case errors.As(err, &firstReadEOF):
+		return fmt.Errorf("the broker closed the connection at once: a TLS listener reached without TLS, or a SASL listener without SASL (security.protocol)? %w", err)
+	}
+	return err
 }
