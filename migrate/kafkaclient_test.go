@@ -755,3 +755,35 @@ func TestKafkaFlags(t *testing.T) {
 		}
 	})
 }
+
+// TestDecryptOpenSSLKeys decrypts keys that openssl encrypted (files in
+// testdata/kafkatls, made with openssl pkcs8 -topk8 from plain.key with the
+// password kcd-pbe-pass): -v1 PBE-SHA1-3DES, what Java and so Kafka read;
+// -v2 aes-256-cbc and -v2 des3, openssl's PBES2.
+func TestDecryptOpenSSLKeys(t *testing.T) {
+	read := func(name string) []byte {
+		b, err := os.ReadFile(filepath.Join("testdata", "kafkatls", name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		blocks, err := pemBlocks(name, string(b))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return blocks[0].Bytes
+	}
+	want := read("plain.key")
+	for _, name := range []string{"pbe-sha1-3des.key", "pbes2-aes256.key", "pbes2-des3.key"} {
+		got, err := decryptPKCS8(read(name), "kcd-pbe-pass")
+		if err != nil {
+			t.Errorf("%s: %v", name, err)
+			continue
+		}
+		if !bytes.Equal(got, want) {
+			t.Errorf("%s: decrypted key differs from plain.key", name)
+		}
+		if _, err := decryptPKCS8(read(name), "wrong-pass"); err == nil {
+			t.Errorf("%s: decrypted with a wrong password", name)
+		}
+	}
+}

@@ -34,13 +34,11 @@ type KafkaFlags struct {
 	TLSCert          string
 	TLSKey           string
 	TLSServerName    string
-
-	fs *pflag.FlagSet
 }
 
 // AddKafkaFlags registers the Kafka connection flags on fs.
 func AddKafkaFlags(fs *pflag.FlagSet) *KafkaFlags {
-	f := &KafkaFlags{fs: fs}
+	f := &KafkaFlags{}
 	fs.StringSliceVar(&f.BootstrapServers, "bootstrap-servers", nil, "Kafka brokers to connect to first, host:port, comma-separated (required)")
 	fs.StringVar(&f.CommandConfig, "command-config", "", "Kafka client properties file (security.protocol, sasl.*, ssl.*), as Kafka's tools take it")
 	fs.StringVar(&f.SecurityProtocol, "security-protocol", "", "PLAINTEXT, SSL, SASL_PLAINTEXT or SASL_SSL (default: from --command-config, else implied by the SASL and TLS flags, else PLAINTEXT)")
@@ -52,14 +50,6 @@ func AddKafkaFlags(fs *pflag.FlagSet) *KafkaFlags {
 	fs.StringVar(&f.TLSKey, "tls-key", "", "PEM file of the client certificate's private key (PKCS#8; encrypted: give ssl.key.password in --command-config)")
 	fs.StringVar(&f.TLSServerName, "tls-server-name", "", "name the brokers' certificates must carry, instead of the host dialed")
 	return f
-}
-
-func (f *KafkaFlags) changed(name string) bool {
-	if f.fs == nil {
-		return false
-	}
-	fl := f.fs.Lookup(name)
-	return fl != nil && fl.Changed
 }
 
 // ClientConfig builds the client config: the --command-config file's

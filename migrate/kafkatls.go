@@ -416,19 +416,24 @@ func checkKeyMatches(prop string, leaf *x509.Certificate, key crypto.PrivateKey)
 	return nil
 }
 
-// PBES2 (RFC 8018), what openssl pkcs8 -topk8 and Java write.
+// PBES2 (RFC 8018), what openssl pkcs8 -topk8 writes by default, and the
+// PKCS#12 PBE with SHA-1 and 3DES (RFC 7292), what Java reads in a PEM key
+// (Java has no PBES2 SecretKeyFactory: keys for Kafka are made with
+// openssl pkcs8 -topk8 -v1 PBE-SHA1-3DES).
 var (
-	oidPBES2      = asn1.ObjectIdentifier{1, 2, 840, 113549, 1, 5, 13}
-	oidPBKDF2     = asn1.ObjectIdentifier{1, 2, 840, 113549, 1, 5, 12}
-	oidHMACSHA1   = asn1.ObjectIdentifier{1, 2, 840, 113549, 2, 7}
-	oidHMACSHA224 = asn1.ObjectIdentifier{1, 2, 840, 113549, 2, 8}
-	oidHMACSHA256 = asn1.ObjectIdentifier{1, 2, 840, 113549, 2, 9}
-	oidHMACSHA384 = asn1.ObjectIdentifier{1, 2, 840, 113549, 2, 10}
-	oidHMACSHA512 = asn1.ObjectIdentifier{1, 2, 840, 113549, 2, 11}
-	oidAES128CBC  = asn1.ObjectIdentifier{2, 16, 840, 1, 101, 3, 4, 1, 2}
-	oidAES192CBC  = asn1.ObjectIdentifier{2, 16, 840, 1, 101, 3, 4, 1, 22}
-	oidAES256CBC  = asn1.ObjectIdentifier{2, 16, 840, 1, 101, 3, 4, 1, 42}
-	oidDESEDE3CBC = asn1.ObjectIdentifier{1, 2, 840, 113549, 3, 7}
+	oidPBESHA13DES = asn1.ObjectIdentifier{1, 2, 840, 113549, 1, 12, 1, 3}
+	oidPBESHA12DES = asn1.ObjectIdentifier{1, 2, 840, 113549, 1, 12, 1, 4}
+	oidPBES2       = asn1.ObjectIdentifier{1, 2, 840, 113549, 1, 5, 13}
+	oidPBKDF2      = asn1.ObjectIdentifier{1, 2, 840, 113549, 1, 5, 12}
+	oidHMACSHA1    = asn1.ObjectIdentifier{1, 2, 840, 113549, 2, 7}
+	oidHMACSHA224  = asn1.ObjectIdentifier{1, 2, 840, 113549, 2, 8}
+	oidHMACSHA256  = asn1.ObjectIdentifier{1, 2, 840, 113549, 2, 9}
+	oidHMACSHA384  = asn1.ObjectIdentifier{1, 2, 840, 113549, 2, 10}
+	oidHMACSHA512  = asn1.ObjectIdentifier{1, 2, 840, 113549, 2, 11}
+	oidAES128CBC   = asn1.ObjectIdentifier{2, 16, 840, 1, 101, 3, 4, 1, 2}
+	oidAES192CBC   = asn1.ObjectIdentifier{2, 16, 840, 1, 101, 3, 4, 1, 22}
+	oidAES256CBC   = asn1.ObjectIdentifier{2, 16, 840, 1, 101, 3, 4, 1, 42}
+	oidDESEDE3CBC  = asn1.ObjectIdentifier{1, 2, 840, 113549, 3, 7}
 )
 
 type encryptedPrivateKeyInfo struct {
@@ -457,8 +462,11 @@ func decryptPKCS8(der []byte, password string) ([]byte, error) {
 	if rest, err := asn1.Unmarshal(der, &info); err != nil || len(rest) != 0 {
 		return nil, errors.New("the encrypted private key is malformed")
 	}
+	if alg := info.Algorithm.Algorithm; alg.Equal(oidPBESHA13DES) || alg.Equal(oidPBESHA12DES) {
+		return decryptPKCS12PBE(info, password)
+	}
 	if !info.Algorithm.Algorithm.Equal(oidPBES2) {
-		return nil, fmt.Errorf("the private key is encrypted with %v; only PBES2 is supported (openssl pkcs8 -topk8 -v2 aes-256-cbc)", info.Algorithm.Algorithm)
+		return nil, fmt.Errorf("the private key is encrypted with %v; supported: PBES2 and PBE-SHA1-3DES", info.Algorithm.Algorithm)
 	}
 	var params pbes2Params
 	if _, err := asn1.Unmarshal(info.Algorithm.Parameters.FullBytes, &params); err != nil {
@@ -515,16 +523,102 @@ func decryptPKCS8(der []byte, password string) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
+	return cbcDecrypt(block, iv, info.Data)
+}
+
+// cbcDecrypt decrypts data and removes its PKCS#7 padding.
+func cbcDecrypt(block cipher.Block, iv, data []byte) ([]byte, error) {
 	bs := block.BlockSize()
-	if len(iv) != bs || len(info.Data) == 0 || len(info.Data)%bs != 0 {
+	if len(iv) != bs || len(data) == 0 || len(data)%bs != 0 {
 		return nil, errors.New("the encrypted private key is malformed")
 	}
-	out := make([]byte, len(info.Data))
-	cipher.NewCBCDecrypter(block, iv).CryptBlocks(out, info.Data)
+	out := make([]byte, len(data))
+	cipher.NewCBCDecrypter(block, iv).CryptBlocks(out, data)
 	// PKCS#7 padding; a wrong password almost always breaks it.
 	pad := int(out[len(out)-1])
 	if pad == 0 || pad > bs || !bytes.Equal(out[len(out)-pad:], bytes.Repeat([]byte{byte(pad)}, pad)) {
 		return nil, errors.New("cannot decrypt the private key: wrong ssl.key.password")
 	}
 	return out[:len(out)-pad], nil
+}
+
+type pkcs12PBEParams struct {
+	Salt       []byte
+	Iterations int
+}
+
+// decryptPKCS12PBE decrypts a key encrypted with pbeWithSHAAnd3-KeyTripleDES-CBC
+// or pbeWithSHAAnd2-KeyTripleDES-CBC.
+func decryptPKCS12PBE(info encryptedPrivateKeyInfo, password string) ([]byte, error) {
+	var params pkcs12PBEParams
+	if _, err := asn1.Unmarshal(info.Algorithm.Parameters.FullBytes, &params); err != nil {
+		return nil, errors.New("the encrypted private key's PBE parameters are malformed")
+	}
+	if params.Iterations < 1 || params.Iterations > maxPBKDF2Iterations {
+		return nil, fmt.Errorf("the private key's PBE iteration count %d is out of range", params.Iterations)
+	}
+	// The password as a NUL-terminated BMPString (UTF-16 big-endian).
+	var pw []byte
+	for _, r := range password {
+		if r > 0xFFFF {
+			return nil, errors.New("ssl.key.password has a character outside the BMP, which PKCS#12 cannot encode")
+		}
+		pw = append(pw, byte(r>>8), byte(r))
+	}
+	pw = append(pw, 0, 0)
+	keyLen := 24
+	if info.Algorithm.Algorithm.Equal(oidPBESHA12DES) {
+		keyLen = 16
+	}
+	key := pkcs12KDF(pw, params.Salt, params.Iterations, 1, keyLen)
+	if keyLen == 16 {
+		key = append(key, key[:8]...) // two-key 3DES: K1 K2 K1
+	}
+	iv := pkcs12KDF(pw, params.Salt, params.Iterations, 2, 8)
+	block, err := des.NewTripleDESCipher(key)
+	if err != nil {
+		return nil, err
+	}
+	return cbcDecrypt(block, iv, info.Data)
+}
+
+// pkcs12KDF derives size bytes for purpose id (1 key, 2 IV) with SHA-1, as
+// RFC 7292 appendix B.2 says.
+func pkcs12KDF(password, salt []byte, iterations int, id byte, size int) []byte {
+	const v = 64 // SHA-1's block size
+	fill := func(b []byte) []byte {
+		if len(b) == 0 {
+			return nil
+		}
+		out := make([]byte, v*((len(b)+v-1)/v))
+		for i := range out {
+			out[i] = b[i%len(b)]
+		}
+		return out
+	}
+	D := bytes.Repeat([]byte{id}, v)
+	I := append(fill(salt), fill(password)...)
+	var out []byte
+	for len(out) < size {
+		h := sha1.New()
+		h.Write(D)
+		h.Write(I)
+		A := h.Sum(nil)
+		for j := 1; j < iterations; j++ {
+			s := sha1.Sum(A)
+			A = s[:]
+		}
+		out = append(out, A...)
+		// I_j = (I_j + B + 1) mod 2^(8v), B being A repeated to v bytes.
+		B := fill(A)
+		for j := 0; j < len(I); j += v {
+			carry := 1
+			for k := v - 1; k >= 0; k-- {
+				sum := int(I[j+k]) + int(B[k]) + carry
+				I[j+k] = byte(sum)
+				carry = sum >> 8
+			}
+		}
+	}
+	return out[:size]
 }
