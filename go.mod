@@ -22,6 +22,7 @@ require (
 	golang.org/x/sys v0.47.0
 	google.golang.org/protobuf v1.36.11
 	pgregory.net/rapid v1.3.0
+	software.sslmate.com/src/go-pkcs12 v0.7.4
 )
 
 require (
@@ -48,5 +49,4 @@ require (
 	golang.org/x/crypto v0.51.0 // indirect
 	golang.org/x/sync v0.22.0 // indirect
 	golang.org/x/text v0.41.0 // indirect
-	software.sslmate.com/src/go-pkcs12 v0.7.4 // indirect
 )
