@@ -225,18 +225,18 @@ func (c ClientConfig) Ping(ctx context.Context) error {
 
 // ExplainError says what a Kafka client's connection error means for the
 // user's settings (authentication failed, the broker's certificate is not
-// trusted, TLS against a listener without it), wrapping err; other errors
-// are returned as they are.
+// trusted, not TLS where TLS was expected), wrapping err; other errors are
+// returned as they are (franz-go's own say when a connection closed at once
+// looks like TLS or SASL missing on one side).
 func ExplainError(err error) error {
 	if err == nil {
 		return nil
 	}
 	var (
-		unknownCA    x509.UnknownAuthorityError
-		hostErr      x509.HostnameError
-		invalid      x509.CertificateInvalidError
-		recordErr    tls.RecordHeaderError
-		firstReadEOF *kgo.ErrFirstReadEOF
+		unknownCA x509.UnknownAuthorityError
+		hostErr   x509.HostnameError
+		invalid   x509.CertificateInvalidError
+		recordErr tls.RecordHeaderError
 	)
 	switch {
 	case errors.Is(err, kerr.SaslAuthenticationFailed):
@@ -251,8 +251,6 @@ func ExplainError(err error) error {
 		return fmt.Errorf("the broker's TLS certificate is not valid: %w", err)
 	case errors.As(err, &recordErr):
 		return fmt.Errorf("the broker did not answer in TLS: is the listener PLAINTEXT or SASL_PLAINTEXT (security.protocol)? %w", err)
-	case errors.As(err, &firstReadEOF):
-		return fmt.Errorf("the broker closed the connection at once: a TLS listener reached without TLS, or a SASL listener without SASL (security.protocol)? %w", err)
 	}
 	return err
 }

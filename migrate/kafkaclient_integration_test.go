@@ -136,6 +136,18 @@ func TestIntegrationKafkaSASL(t *testing.T) {
 			t.Logf("wrong password: failed in %v: %v", took, err)
 		})
 	}
+	t.Run("NoSASL", func(t *testing.T) {
+		_, took, err := listTopics(t, ClientConfig{BootstrapServers: []string{addr}})
+		if err == nil {
+			t.Fatal("listed topics on the SASL listener without SASL")
+		}
+		if took >= connectBound {
+			t.Errorf("no SASL on a SASL listener took %v to fail", took)
+		}
+		if !strings.Contains(err.Error(), "SASL") {
+			t.Errorf("no SASL on the SASL listener: %v, want an error that names SASL", err)
+		}
+	})
 }
 
 func TestIntegrationKafkaTLS(t *testing.T) {
@@ -197,6 +209,18 @@ func TestIntegrationKafkaTLS(t *testing.T) {
 			if took >= connectBound {
 				t.Errorf("an untrusted certificate took %v to fail", took)
 			}
+		}
+	})
+	t.Run("TLSToPlaintextListener", func(t *testing.T) {
+		plain := testenv.Require(t, testenv.Kafka)
+		_, took, err := listTopics(t, ClientConfig{BootstrapServers: []string{plain}, Properties: map[string]string{
+			"security.protocol": "SSL", "ssl.truststore.location": caFile,
+		}})
+		if err == nil || !strings.Contains(err.Error(), "TLS") {
+			t.Fatalf("TLS to the plaintext listener: %v, want an error that names TLS", err)
+		}
+		if took >= connectBound {
+			t.Errorf("TLS to a plaintext listener took %v to fail", took)
 		}
 	})
 	t.Run("PlaintextToTLSListener", func(t *testing.T) {

@@ -16,6 +16,7 @@ import (
 	"crypto/x509/pkix"
 	"encoding/asn1"
 	"encoding/pem"
+	"fmt"
 	"math/big"
 	"net"
 	"os"
@@ -23,6 +24,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unicode/utf16"
+	"unicode/utf8"
 
 	"github.com/spf13/pflag"
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -786,4 +789,73 @@ func TestDecryptOpenSSLKeys(t *testing.T) {
 			t.Errorf("%s: decrypted with a wrong password", name)
 		}
 	}
+}
+
+// javaEscape escapes s as Properties.store writes a key (every blank) or a
+// value (a leading blank), with \uXXXX for characters outside ASCII.
+func javaEscape(s string, key bool) string {
+	var b strings.Builder
+	for i, r := range s {
+		switch {
+		case r == ' ' && (key || i == 0):
+			b.WriteString(`\ `)
+		case r == '\t':
+			b.WriteString(`\t`)
+		case r == '\n':
+			b.WriteString(`\n`)
+		case r == '\r':
+			b.WriteString(`\r`)
+		case r == '\f':
+			b.WriteString(`\f`)
+		case strings.ContainsRune(`=:#!\`, r):
+			b.WriteByte('\\')
+			b.WriteRune(r)
+		case r < 0x20 || r > 0x7e:
+			for _, u := range utf16.Encode([]rune{r}) {
+				fmt.Fprintf(&b, `\u%04X`, u)
+			}
+		default:
+			b.WriteRune(r)
+		}
+	}
+	return b.String()
+}
+
+// FuzzPropertiesRoundTrip: what Java's Properties.store writes,
+// ParseProperties reads back unchanged.
+func FuzzPropertiesRoundTrip(f *testing.F) {
+	f.Add("sasl.jaas.config", `org.apache.kafka.common.security.plain.PlainLoginModule required username="a" password="b";`)
+	f.Add("key with spaces=and:colons", "  leading blanks, trailing \\ backslash\\")
+	f.Add("ü", "line\nbreak\ttab 😀 #!")
+	f.Fuzz(func(t *testing.T, k, v string) {
+		if k == "" || !utf8.ValidString(k) || !utf8.ValidString(v) || strings.ContainsRune(k+v, utf8.RuneError) {
+			return
+		}
+		got, err := ParseProperties([]byte("# comment\n" + javaEscape(k, true) + "=" + javaEscape(v, false) + "\n"))
+		if err != nil {
+			t.Fatalf("%q=%q: %v", k, v, err)
+		}
+		if len(got) != 1 || got[k] != v {
+			t.Fatalf("%q=%q: read back %q", k, v, got)
+		}
+	})
+}
+
+// FuzzJAASRoundTrip: a password quoted with its quotes and backslashes
+// escaped is read back unchanged.
+func FuzzJAASRoundTrip(f *testing.F) {
+	f.Add("alice", secret)
+	f.Add("bob", `/* not a comment */ // nor this; "quoted" 'single' \n`)
+	f.Fuzz(func(t *testing.T, user, pass string) {
+		if strings.ContainsAny(user+pass, "\r\n") {
+			return // a quoted string ends at a line break, as in Java
+		}
+		e, err := parseJAAS(jaas("scram.ScramLoginModule", user, pass))
+		if err != nil {
+			t.Fatalf("%q/%q: %v", user, pass, err)
+		}
+		if e.Options["username"] != user || e.Options["password"] != pass {
+			t.Fatalf("%q/%q: read back %q/%q", user, pass, e.Options["username"], e.Options["password"])
+		}
+	})
 }
