@@ -6,6 +6,7 @@ import (
 	"crypto/x509"
 	"errors"
 	"fmt"
+	"net"
 	"slices"
 	"strconv"
 	"strings"
@@ -237,6 +238,7 @@ func ExplainError(err error) error {
 		hostErr   x509.HostnameError
 		invalid   x509.CertificateInvalidError
 		recordErr tls.RecordHeaderError
+		opErr     *net.OpError
 	)
 	switch {
 	case errors.Is(err, kerr.SaslAuthenticationFailed):
@@ -251,6 +253,8 @@ func ExplainError(err error) error {
 		return fmt.Errorf("the broker's TLS certificate is not valid: %w", err)
 	case errors.As(err, &recordErr):
 		return fmt.Errorf("the broker did not answer in TLS: is the listener PLAINTEXT or SASL_PLAINTEXT (security.protocol)? %w", err)
+	case errors.As(err, &opErr) && opErr.Op == "dial":
+		return fmt.Errorf("cannot reach the broker (are --bootstrap-servers, and the addresses the brokers advertise, right and reachable?): %w", err)
 	}
 	return err
 }

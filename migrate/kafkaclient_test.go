@@ -859,3 +859,18 @@ func FuzzJAASRoundTrip(f *testing.F) {
 		}
 	})
 }
+
+func TestPingUnreachableBroker(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+	defer cancel()
+	err = ClientConfig{BootstrapServers: []string{addr}}.Ping(ctx)
+	if err == nil || !strings.Contains(err.Error(), "cannot reach the broker") || !strings.Contains(err.Error(), addr) {
+		t.Fatalf("Ping of a closed port: %v", err)
+	}
+}
