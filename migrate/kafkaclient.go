@@ -31,8 +31,8 @@ import (
 // (files or, for PEM, the text properties ssl.truststore.certificates,
 // ssl.keystore.certificate.chain and ssl.keystore.key), ssl.key.password,
 // ssl.endpoint.identification.algorithm, ssl.enabled.protocols,
-// ssl.cipher.suites; client.id, request.timeout.ms,
-// socket.connection.setup.timeout.ms. Other Kafka client properties do not
+// ssl.cipher.suites; client.id, request.timeout.ms (franz-go's request
+// timeout overhead), socket.connection.setup.timeout.ms (its dial timeout). Other Kafka client properties do not
 // matter here and are ignored, except those that change security in a way
 // kcctl cannot follow (a Java class, another SASL mechanism): those are
 // errors.

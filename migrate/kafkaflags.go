@@ -8,6 +8,7 @@ import (
 	"os"
 	"strings"
 
+	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 )
 
@@ -49,6 +50,9 @@ func AddKafkaFlags(fs *pflag.FlagSet) *KafkaFlags {
 	fs.StringVar(&f.TLSCert, "tls-cert", "", "PEM file of the client certificate chain, for brokers that require one (with --tls-key)")
 	fs.StringVar(&f.TLSKey, "tls-key", "", "PEM file of the client certificate's private key (PKCS#8; encrypted: give ssl.key.password in --command-config)")
 	fs.StringVar(&f.TLSServerName, "tls-server-name", "", "name the brokers' certificates must carry, instead of the host dialed")
+	for _, name := range []string{"command-config", "sasl-password-file", "tls-ca", "tls-cert", "tls-key"} {
+		_ = cobra.MarkFlagFilename(fs, name)
+	}
 	return f
 }
 
