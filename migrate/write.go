@@ -596,51 +596,60 @@ func (w *writer) target(name string) string {
 	return "STARTED"
 }
 
-// planOffsets makes the connector's offsets in the topic exactly conn's:
-// each written under the key bytes the topic already holds for its
-// partition (Kafka Connect looks offsets up by those bytes), its other keys
-// and the connector's partitions conn lacks tombstoned.
+// planOffsets makes the connector's offsets in the topic exactly conn's.
+// Kafka Connect looks an offset up by the key bytes its JSON converter
+// makes of the partition, which depend on the connector's map order: so
+// an offset goes under every live key the topic holds for its partition
+// (else every key it held, else the encoder's), a key that already holds
+// it is left alone, and the connector's keys of other partitions are
+// tombstoned.
 func (w *writer) planOffsets(p *plan, conn *Connector) error {
 	have := w.offsets[conn.Name] // raw key → latest record
-	keep := map[string]bool{}    // raw keys written with a value
-	p.offsetsSame = true
+	keep := map[string]bool{}    // raw keys that hold one of conn's offsets
 	put := func(key, value []byte) {
 		p.offsets = append(p.offsets, &kgo.Record{Topic: w.opts.Topics.Offset, Key: key, Value: value})
 	}
 	for _, o := range conn.SourceOffsets {
-		key := o.Key
 		logical := canonicalJSON(o.Partition)
-		if len(key) == 0 {
-			// The live key of this partition, else any key of it, else ours.
-			for _, k := range sortedKeys(have) {
-				if s := have[k]; s.logical == logical && (key == nil || s.value != nil) {
-					key = []byte(k)
-				}
+		var live, dead []string
+		for _, k := range sortedKeys(have) {
+			if s := have[k]; s.logical == logical && s.value != nil {
+				live = append(live, k)
+			} else if s.logical == logical {
+				dead = append(dead, k)
 			}
 		}
-		if len(key) == 0 {
-			var err error
-			if key, err = EncodeOffsetKey(conn.Name, o.Partition); err != nil {
+		keys := live
+		if len(keys) == 0 {
+			keys = dead
+		}
+		if len(o.Key) > 0 && !slices.Contains(keys, string(o.Key)) {
+			keys = append(keys, string(o.Key))
+		}
+		if len(keys) == 0 {
+			k, err := EncodeOffsetKey(conn.Name, o.Partition)
+			if err != nil {
 				return fmt.Errorf("connector %s: %w", conn.Name, err)
 			}
+			keys = []string{string(k)}
 		}
 		value, err := EncodeOffsetValue(o.Offset)
 		if err != nil {
 			return fmt.Errorf("connector %s: source offset of %s: %w", conn.Name, logical, err)
 		}
-		keep[string(key)] = true
-		s := have[string(key)]
-		if s == nil || s.value == nil || !sameJSON(s.value, value) {
-			p.offsetsSame = false
+		for _, k := range keys {
+			keep[k] = true
+			if s := have[k]; s == nil || s.value == nil || !sameJSON(s.value, value) {
+				put([]byte(k), value)
+			}
 		}
-		put(key, value)
 	}
 	for _, k := range sortedKeys(have) {
 		if !keep[k] && have[k].value != nil {
-			p.offsetsSame = false
 			put([]byte(k), nil)
 		}
 	}
+	p.offsetsSame = len(p.offsets) == 0
 	return nil
 }
 
