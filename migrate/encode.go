@@ -130,9 +130,9 @@ func EncodeOffsetValue(offset map[string]any) ([]byte, error) {
 	return b, nil
 }
 
-// canonicalJSON is v in the encoders' form: two decoded values are the
+// jsonForm is v in the encoders' form: two decoded values are the
 // same JSON when their canonical forms are equal.
-func canonicalJSON(v any) string {
+func jsonForm(v any) string {
 	b, err := appendJSON(nil, v)
 	if err != nil {
 		return "!" + err.Error()

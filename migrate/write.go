@@ -132,7 +132,7 @@ func Write(ctx context.Context, cl *kgo.Client, c *Cluster, opts WriteOptions) (
 		offsetRecs = append(offsetRecs, p.offsets...)
 		configRecs = append(configRecs, p.configs...)
 	}
-	n, err := produce(ctx, prod, offsetRecs)
+	n, err := produceAll(ctx, prod, offsetRecs)
 	res.OffsetRecords = n
 	if err != nil {
 		return res, fmt.Errorf("offsets topic %s: wrote %d of %d records, no config record: %w", opts.Topics.Offset, n, len(offsetRecs), err)
@@ -150,7 +150,7 @@ func Write(ctx context.Context, cl *kgo.Client, c *Cluster, opts WriteOptions) (
 		}
 		res.Groups = append(res.Groups, p.group)
 	}
-	n, err = produce(ctx, prod, configRecs)
+	n, err = produceAll(ctx, prod, configRecs)
 	res.ConfigRecords = n
 	if err != nil {
 		return res, fmt.Errorf("config topic %s: wrote %d of %d records: %w", opts.Topics.Config, n, len(configRecs), err)
@@ -483,7 +483,7 @@ func (w *writer) readOffsets(ctx context.Context) error {
 			m = map[string]*slot{}
 			w.offsets[rec.Connector] = m
 		}
-		m[string(r.Key)] = &slot{partition: rec.Partition, logical: canonicalJSON(rec.Partition), value: r.Value}
+		m[string(r.Key)] = &slot{partition: rec.Partition, logical: jsonForm(rec.Partition), value: r.Value}
 		return nil
 	})
 }
@@ -610,7 +610,7 @@ func (w *writer) planOffsets(p *plan, conn *Connector) error {
 		p.offsets = append(p.offsets, &kgo.Record{Topic: w.opts.Topics.Offset, Key: key, Value: value})
 	}
 	for _, o := range conn.SourceOffsets {
-		logical := canonicalJSON(o.Partition)
+		logical := jsonForm(o.Partition)
 		var live, dead []string
 		for _, k := range sortedKeys(have) {
 			if s := have[k]; s.logical == logical && s.value != nil {
@@ -722,9 +722,9 @@ func (w *writer) checkGroupsIdle(ctx context.Context, todo []*plan) error {
 	return nil
 }
 
-// produce writes recs in order and returns how many were acknowledged
+// produceAll writes recs in order and returns how many were acknowledged
 // before the first failure.
-func produce(ctx context.Context, cl *kgo.Client, recs []*kgo.Record) (int, error) {
+func produceAll(ctx context.Context, cl *kgo.Client, recs []*kgo.Record) (int, error) {
 	if len(recs) == 0 {
 		return 0, nil
 	}
@@ -754,5 +754,5 @@ func sameJSON(a, b []byte) bool {
 	if decodeStrict(a, &x) != nil || decodeStrict(b, &y) != nil {
 		return false
 	}
-	return canonicalJSON(x) == canonicalJSON(y)
+	return jsonForm(x) == jsonForm(y)
 }

@@ -153,7 +153,7 @@ func TestIntegrationWriteRunsOnKafkaConnect(t *testing.T) {
 		want := fmt.Sprintf(`{"offsets":[{"partition":{"filename":%q},"offset":{"position":%s}}]}`, srcFile, conn.SourceOffsets[0].Offset["position"])
 		var got any
 		code, body := rest(ctx, url+"/connectors/"+conn.Name+"/offsets", &got)
-		if code != 200 || canonicalJSON(got) != canonicalOf(t, want) {
+		if code != 200 || jsonForm(got) != canonicalOf(t, want) {
 			t.Errorf("offsets of %s: %d %s, want %s", conn.Name, code, body, want)
 		}
 	}
@@ -163,7 +163,7 @@ func TestIntegrationWriteRunsOnKafkaConnect(t *testing.T) {
 		var got any
 		code, body := rest(ctx, url+"/connectors/"+srcName+"/offsets", &got)
 		want := fmt.Sprintf(`{"offsets":[{"partition":{"filename":%q},"offset":{"position":%d}}]}`, srcFile, len(lines.String()))
-		return code == 200 && canonicalJSON(got) == canonicalOf(t, want), fmt.Sprintf("%d %s", code, body)
+		return code == 200 && jsonForm(got) == canonicalOf(t, want), fmt.Sprintf("%d %s", code, body)
 	})
 	var out []string
 	w := &writer{base: cl.Opts(), adm: adm}
@@ -193,7 +193,7 @@ func TestIntegrationWriteRunsOnKafkaConnect(t *testing.T) {
 		var got any
 		code, body := rest(ctx, url+"/connectors/"+sinkName+"/offsets", &got)
 		want := fmt.Sprintf(`{"offsets":[{"partition":{"kafka_topic":%q,"kafka_partition":0},"offset":{"kafka_offset":10}}]}`, sinkIn)
-		return code == 200 && canonicalJSON(got) == canonicalOf(t, want), fmt.Sprintf("%d %s", code, body)
+		return code == 200 && jsonForm(got) == canonicalOf(t, want), fmt.Sprintf("%d %s", code, body)
 	})
 	if got, err := os.ReadFile(sinkFile); err != nil || string(got) != wantSink {
 		t.Errorf("the sink wrote %q (%v), want %q", got, err, wantSink)
@@ -250,7 +250,7 @@ func canonicalOf(t *testing.T, s string) string {
 	if err := decodeStrict([]byte(s), &v); err != nil {
 		t.Fatal(err)
 	}
-	return canonicalJSON(v)
+	return jsonForm(v)
 }
 
 // rest GETs url into v (numbers as json.Number) and returns the status and body.

@@ -13,7 +13,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 )
 
-func fakeKafka(t *testing.T) *kgo.Client {
+func writeTestKafka(t *testing.T) *kgo.Client {
 	t.Helper()
 	c, err := kfake.NewCluster(kfake.NumBrokers(1))
 	if err != nil {
@@ -78,7 +78,7 @@ func testCluster() *Cluster {
 }
 
 func TestWriteRecordsInKafkaConnectsFormatAndOrder(t *testing.T) {
-	cl := fakeKafka(t)
+	cl := writeTestKafka(t)
 	ctx := context.Background()
 	topics := Topics{Config: "cfg", Offset: "off", Status: "st"}
 	res, err := Write(ctx, cl, testCluster(), WriteOptions{Topics: topics})
@@ -165,7 +165,7 @@ func TestWriteRecordsInKafkaConnectsFormatAndOrder(t *testing.T) {
 }
 
 func TestWriteKeepsExistingConnectorsUnlessOverwrite(t *testing.T) {
-	cl := fakeKafka(t)
+	cl := writeTestKafka(t)
 	ctx := context.Background()
 	topics := Topics{Config: "cfg", Offset: "off", Status: "st"}
 	if _, err := Write(ctx, cl, testCluster(), WriteOptions{Topics: topics}); err != nil {
@@ -250,7 +250,7 @@ func TestWriteKeepsExistingConnectorsUnlessOverwrite(t *testing.T) {
 }
 
 func TestWriteRefusesBadTopicsAndBusyGroups(t *testing.T) {
-	cl := fakeKafka(t)
+	cl := writeTestKafka(t)
 	ctx := context.Background()
 	adm := kadm.NewClient(cl)
 	if _, err := adm.CreateTopic(ctx, 3, 1, map[string]*string{"cleanup.policy": kadm.StringPtr("compact")}, "cfg3"); err != nil {
@@ -297,5 +297,20 @@ func TestWriteRefusesBadTopicsAndBusyGroups(t *testing.T) {
 	}
 	if got := readAll(t, cl, "o2"); len(got) != 0 {
 		t.Errorf("offset records written despite the busy group: %v", got)
+	}
+}
+
+func TestWriteUsesTheKeyBytesReadKept(t *testing.T) {
+	cl := writeTestKafka(t)
+	key := `["k", {"p": 1}]` // as some other client wrote it
+	c := &Cluster{Connectors: []*Connector{{Name: "k", Config: map[string]string{"connector.class": "S"},
+		SourceOffsets: []SourceOffset{{Partition: map[string]any{"p": json.Number("1")}, Offset: map[string]any{"o": json.Number("2")}, Key: []byte(key)}}}}}
+	res, err := Write(context.Background(), cl, c, WriteOptions{Topics: Topics{Config: "cfg", Offset: "off", Status: "st"}, OffsetPartitions: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := readAll(t, cl, "off")
+	if len(got) != 1 || got[0].key != key || got[0].value != `{"o":2}` || res.OffsetRecords != 1 {
+		t.Errorf("offsets topic %v, want one record under %s", got, key)
 	}
 }
