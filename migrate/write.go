@@ -260,50 +260,42 @@ func (w *writer) ensureTopics(ctx context.Context) (created map[string]bool, err
 	if err != nil {
 		return nil, fmt.Errorf("describe topics %s: %w", strings.Join(names, ", "), err)
 	}
-	created = map[string]bool{}
-	var existing []string
+	// Check the topics that exist before creating any.
+	var existing, missing []string
 	for _, name := range names {
 		d, ok := details[name]
-		if ok && d.Err == nil {
+		switch {
+		case ok && d.Err == nil:
 			if name == t.Config && len(d.Partitions) != 1 {
 				return nil, fmt.Errorf("config topic %s has %d partitions: Kafka Connect requires exactly 1 and refuses to start on it", name, len(d.Partitions))
 			}
 			existing = append(existing, name)
-			continue
-		}
-		if ok && !errors.Is(d.Err, kerr.UnknownTopicOrPartition) {
+		case !ok || errors.Is(d.Err, kerr.UnknownTopicOrPartition):
+			missing = append(missing, name)
+		default:
 			return nil, fmt.Errorf("describe topic %s: %w", name, d.Err)
 		}
+	}
+	if err := w.checkCompacted(ctx, existing); err != nil {
+		return nil, err
+	}
+	created = map[string]bool{}
+	for _, name := range missing {
 		_, err := w.adm.CreateTopic(ctx, parts[name], w.opts.ReplicationFactor, compact, name)
-		if err != nil && !errors.Is(err, kerr.TopicAlreadyExists) {
+		if errors.Is(err, kerr.TopicAlreadyExists) {
+			// Created meanwhile by someone else.
+			if err := w.checkCompacted(ctx, []string{name}); err != nil {
+				return nil, err
+			}
+			continue
+		}
+		if err != nil {
 			return nil, fmt.Errorf("create topic %s: %w", name, err)
 		}
-		created[name] = err == nil
-		if !created[name] {
-			existing = append(existing, name) // created meanwhile by someone else
-		}
-	}
-	if len(existing) > 0 {
-		rcs, err := w.adm.DescribeTopicConfigs(ctx, existing...)
-		if err != nil {
-			return nil, fmt.Errorf("describe configs of topics %s: %w", strings.Join(existing, ", "), err)
-		}
-		for _, rc := range rcs {
-			if rc.Err != nil {
-				return nil, fmt.Errorf("describe configs of topic %s: %w", rc.Name, rc.Err)
-			}
-			for _, kv := range rc.Configs {
-				if kv.Key == "cleanup.policy" && kv.MaybeValue() != "compact" {
-					return nil, fmt.Errorf("topic %s has cleanup.policy=%s: Kafka Connect requires compact (it would lose records)", rc.Name, kv.MaybeValue())
-				}
-			}
-		}
+		created[name] = true
 	}
 	// A new topic can take a moment to have leaders: wait for its offsets.
 	for name := range created {
-		if !created[name] {
-			continue
-		}
 		for {
 			offs, err := w.adm.ListEndOffsets(ctx, name)
 			if err == nil && offs.Error() == nil && len(offs[name]) == int(parts[name]) {
@@ -319,6 +311,29 @@ func (w *writer) ensureTopics(ctx context.Context) (created map[string]bool, err
 		}
 	}
 	return created, nil
+}
+
+// checkCompacted refuses topics whose cleanup.policy is not compact:
+// Kafka Connect refuses them too, and deletion would lose its records.
+func (w *writer) checkCompacted(ctx context.Context, topics []string) error {
+	if len(topics) == 0 {
+		return nil
+	}
+	rcs, err := w.adm.DescribeTopicConfigs(ctx, topics...)
+	if err != nil {
+		return fmt.Errorf("describe configs of topics %s: %w", strings.Join(topics, ", "), err)
+	}
+	for _, rc := range rcs {
+		if rc.Err != nil {
+			return fmt.Errorf("describe configs of topic %s: %w", rc.Name, rc.Err)
+		}
+		for _, kv := range rc.Configs {
+			if kv.Key == "cleanup.policy" && kv.MaybeValue() != "compact" {
+				return fmt.Errorf("topic %s has cleanup.policy=%s: Kafka Connect requires compact", rc.Name, kv.MaybeValue())
+			}
+		}
+	}
+	return nil
 }
 
 // scan reads topic from its start offsets to the end offsets it lists

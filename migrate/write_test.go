@@ -268,6 +268,18 @@ func TestWriteRefusesBadTopicsAndBusyGroups(t *testing.T) {
 		t.Errorf("non-compacted config topic: %v", err)
 	}
 
+	// A non-compacted offsets topic: refused before the config topic is created.
+	if _, err := adm.CreateTopic(ctx, 2, 1, nil, "offdel"); err != nil {
+		t.Fatal(err)
+	}
+	_, err = Write(ctx, cl, testCluster(), WriteOptions{Topics: Topics{Config: "newcfg", Offset: "offdel", Status: "s"}})
+	if err == nil || !strings.Contains(err.Error(), "offdel") || !strings.Contains(err.Error(), "compact") {
+		t.Errorf("non-compacted offsets topic: %v", err)
+	}
+	if d, err := adm.ListTopics(ctx, "newcfg"); err != nil || d["newcfg"].Err == nil {
+		t.Errorf("the config topic was created despite the bad offsets topic: %v %v", d, err)
+	}
+
 	// A running sink: its group has a member.
 	consumer, err := kgo.NewClient(append(cl.Opts(), kgo.ConsumerGroup("connect-sink"), kgo.ConsumeTopics("in"))...)
 	if err != nil {
