@@ -725,13 +725,32 @@ func (w *writer) checkGroupsIdle(ctx context.Context, todo []*plan) error {
 	if err != nil {
 		return fmt.Errorf("describe consumer groups %s: %w", strings.Join(groups, ", "), err)
 	}
+	busy := func(g string, members int, state string) error {
+		return fmt.Errorf("consumer group %s of sink connector %s has %d active members (state %s): stop the Kafka Connect sink first; nothing written", g, owner[g], members, state)
+	}
+	var rest []string // not classic groups with members
 	for _, g := range groups {
 		d := described[g]
 		if d.Err != nil && !errors.Is(d.Err, kerr.GroupIDNotFound) {
 			return fmt.Errorf("describe consumer group %s: %w", g, d.Err)
 		}
 		if len(d.Members) > 0 {
-			return fmt.Errorf("consumer group %s of sink connector %s has %d active members (state %s): stop the Kafka Connect sink first; nothing written", g, owner[g], len(d.Members), d.State)
+			return busy(g, len(d.Members), d.State)
+		}
+		rest = append(rest, g)
+	}
+	// A group of the consumer protocol (KIP-848) shows its members only to
+	// ConsumerGroupDescribe, which brokers before 4.0 lack.
+	cds, err := w.adm.DescribeConsumerGroups(ctx, rest...)
+	if errors.Is(err, kerr.UnsupportedVersion) || (err != nil && strings.Contains(err.Error(), "broker is too old")) {
+		return nil
+	}
+	if err != nil && len(cds) == 0 {
+		return fmt.Errorf("describe consumer groups %s: %w", strings.Join(rest, ", "), err)
+	}
+	for _, g := range rest {
+		if d := cds[g]; len(d.Members) > 0 {
+			return busy(g, len(d.Members), d.State)
 		}
 	}
 	return nil

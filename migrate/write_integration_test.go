@@ -226,6 +226,36 @@ func TestIntegrationWriteRefusesBadTopicsAndBrokers(t *testing.T) {
 		t.Errorf("the offsets topic was created despite the bad config topic: %v", d)
 	}
 
+	// A sink still running on Kafka Connect: its group has members, of the
+	// classic protocol or of the consumer protocol (KIP-848).
+	sinkIn := id + "-in"
+	if _, err := adm.CreateTopic(ctx, 1, 1, nil, sinkIn); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { adm.DeleteTopics(context.Background(), sinkIn) })
+	for _, serverSide := range []bool{false, true} {
+		c := testCluster()
+		sink := c.Connectors[1]
+		sink.Name = fmt.Sprintf("%s-sink-%v", id, serverSide)
+		sink.Config["topics"], sink.SinkOffsets[0].Topic = sinkIn, sinkIn
+		group := "connect-" + sink.Name
+		stop := joinGroup(t, ctx, brokers, group, sinkIn, serverSide)
+		tp := Topics{Config: sink.Name + "-configs", Offset: sink.Name + "-offsets", Status: sink.Name + "-status"}
+		t.Cleanup(func() { adm.DeleteTopics(context.Background(), tp.Config, tp.Offset, tp.Status) })
+		_, err := Write(ctx, cl, c, WriteOptions{Topics: tp, ReplicationFactor: 1})
+		if err == nil || !strings.Contains(err.Error(), group) || !strings.Contains(err.Error(), "stop the Kafka Connect sink first") {
+			t.Errorf("server-side protocol %v: a sink group with members: %v", serverSide, err)
+		}
+		stop()
+		w := &writer{base: cl.Opts(), adm: adm}
+		for _, topic := range []string{tp.Config, tp.Offset} {
+			n := 0
+			if err := w.scan(ctx, topic, func(*kgo.Record) error { n++; return nil }); err != nil || n != 0 {
+				t.Errorf("topic %s: %d records (%v) despite the busy group", topic, n, err)
+			}
+		}
+	}
+
 	dead, err := kgo.NewClient(kgo.SeedBrokers("127.0.0.1:1"))
 	if err != nil {
 		t.Fatal(err)
@@ -242,6 +272,43 @@ func TestIntegrationWriteRefusesBadTopicsAndBrokers(t *testing.T) {
 		t.Errorf("unreachable broker: the error took %v", d)
 	}
 	t.Logf("unreachable broker: %v", err)
+}
+
+// joinGroup starts a consumer in group and returns once the broker lists it
+// as a member; stop closes it.
+func joinGroup(t *testing.T, ctx context.Context, brokers, group, topic string, serverSide bool) (stop func()) {
+	t.Helper()
+	opts := []kgo.Opt{kgo.SeedBrokers(brokers), kgo.ConsumerGroup(group), kgo.ConsumeTopics(topic)}
+	if serverSide {
+		opts = append(opts, kgo.ServerSideBalancer())
+	}
+	cl, err := kgo.NewClient(opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pctx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for pctx.Err() == nil {
+			cl.PollFetches(pctx)
+		}
+	}()
+	stop = func() {
+		cancel()
+		<-done
+		cl.Close()
+	}
+	adm := kadm.NewClient(cl)
+	waitFor(t, ctx, "a member in group "+group, func() (bool, string) {
+		if serverSide {
+			d, err := adm.DescribeConsumerGroups(ctx, group)
+			return err == nil && len(d[group].Members) > 0, fmt.Sprint(d, err)
+		}
+		d, err := adm.DescribeGroups(ctx, group)
+		return err == nil && len(d[group].Members) > 0, fmt.Sprint(d, err)
+	})
+	return stop
 }
 
 func canonicalOf(t *testing.T, s string) string {
