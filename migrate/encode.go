@@ -197,8 +197,10 @@ func appendJSON(b []byte, v any) ([]byte, error) {
 
 // appendString writes s as Jackson does: '"' and '\' escaped, control
 // characters as \b \t \n \f \r or \u00XX (upper-case hex), all else raw.
+// Invalid UTF-8 (which no Java string holds) becomes U+FFFD.
 func appendString(b []byte, s string) []byte {
 	const hex = "0123456789ABCDEF"
+	s = strings.ToValidUTF8(s, "\uFFFD")
 	b = append(b, '"')
 	for i := 0; i < len(s); i++ {
 		c := s[i]

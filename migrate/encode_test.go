@@ -3,6 +3,7 @@ package migrate
 import (
 	"encoding/json"
 	"reflect"
+	"strings"
 	"testing"
 )
 
@@ -112,4 +113,39 @@ func TestEncodeNumbersAsJava(t *testing.T) {
 	if want := "{\"i\":7,\"l\":-8,\"s\":\"\x7f\\u001F\"}"; string(b) != want {
 		t.Errorf("%s, want %s", b, want)
 	}
+}
+
+func FuzzEncodeOffsetRoundTrips(f *testing.F) {
+	f.Add("local-file-source", "filename", "/tmp/test.txt", "12345678901234")
+	f.Add("c\"\\", "k\x00\u2028", "<é>\n\t", "-1.5E-300")
+	f.Fuzz(func(t *testing.T, connector, key, value, number string) {
+		if connector == "" {
+			return
+		}
+		partition := map[string]any{key: value}
+		offset := map[string]any{"v": value}
+		if validNumber(number) {
+			offset["n"] = json.Number(number)
+		}
+		k, err := EncodeOffsetKey(connector, partition)
+		if err != nil {
+			t.Fatal(err)
+		}
+		v, err := EncodeOffsetValue(offset)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rec, err := DecodeOffsetRecord(k, v)
+		if err != nil {
+			t.Fatalf("%s %s: %v", k, v, err)
+		}
+		valid := func(s string) string { return strings.ToValidUTF8(s, "\uFFFD") }
+		wantOffset := map[string]any{"v": valid(value)}
+		if n, ok := offset["n"]; ok {
+			wantOffset["n"] = n
+		}
+		if rec.Connector != valid(connector) || !reflect.DeepEqual(rec.Partition, map[string]any{valid(key): valid(value)}) || !reflect.DeepEqual(rec.Offset, wantOffset) {
+			t.Errorf("%s %s: decoded %+v", k, v, rec)
+		}
+	})
 }

@@ -150,7 +150,8 @@ func TestWriteRecordsInKafkaConnectsFormatAndOrder(t *testing.T) {
 	}
 
 	// Again: nothing to do.
-	res, err = Write(ctx, cl, testCluster(), WriteOptions{Topics: topics})
+	last := map[string]Progress{}
+	res, err = Write(ctx, cl, testCluster(), WriteOptions{Topics: topics, Progress: func(p Progress) { last[p.Topic] = p }})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -161,6 +162,12 @@ func TestWriteRecordsInKafkaConnectsFormatAndOrder(t *testing.T) {
 	}
 	if res.ConfigRecords+res.OffsetRecords != 0 || len(res.Groups) != 0 {
 		t.Errorf("second write wrote %+v", res)
+	}
+	if p := last["cfg"]; p.Read != 16 || p.Total != 16 {
+		t.Errorf("progress of the config topic: %+v, want 16 of 16", p)
+	}
+	if p := last["off"]; p.Read != 3 || p.Total != 3 {
+		t.Errorf("progress of the offsets topic: %+v, want 3 of 3", p)
 	}
 }
 
