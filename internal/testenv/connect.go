@@ -89,7 +89,7 @@ func StartConnectWorker(t testing.TB, props map[string]string) (url string) {
 	}
 	cmd := exec.Command(script, propsFile)
 	cmd.Stdout, cmd.Stderr = logw, logw
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.SysProcAttr = workerProcAttr()
 	if err := cmd.Start(); err != nil {
 		logw.Close()
 		t.Fatalf("connect worker: start %s: %v", script, err)
