@@ -333,3 +333,19 @@ func TestWriteUsesTheKeyBytesReadKept(t *testing.T) {
 		t.Errorf("offsets topic %v, want one record under %s", got, key)
 	}
 }
+
+func TestWriteInconsistentConnectorWithoutTasks(t *testing.T) {
+	cl := writeTestKafka(t)
+	c := &Cluster{Connectors: []*Connector{{Name: "i", Target: "PAUSED", Config: map[string]string{"connector.class": "S"}, TaskCount: 2, Inconsistent: true}}}
+	res, err := Write(context.Background(), cl, c, WriteOptions{Topics: Topics{Config: "cfg", Offset: "off", Status: "st"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if it := res.Items[0]; it.Action != ActionCreate || !strings.Contains(it.Reason, "inconsistent") {
+		t.Errorf("%+v", it)
+	}
+	got := readAll(t, cl, "cfg")
+	if len(got) != 3 || got[2].key != "commit-i" || got[2].value != `{"tasks":0}` {
+		t.Errorf("config topic %v, want target state, connector, and an empty task set", got)
+	}
+}
