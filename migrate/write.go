@@ -69,9 +69,10 @@ type WriteResult struct {
 // first: a connector already there is left alone when it is the same
 // (unchanged) or, without opts.Overwrite, when it differs (exists).
 // For each connector it writes, it writes the source offsets (under the
-// key bytes already in the topic for the same partition, tombstoning the
-// connector's other offsets), then commits the sink offsets, then the
-// config records, so that a connector never appears before its offsets.
+// key bytes the topic already holds for the same partition, tombstoning
+// the connector's partitions c lacks), then commits the sink offsets, then
+// the config records, so that a connector never appears before its
+// offsets. A re-run after a failure writes what is missing.
 //
 // cl gives the connection settings (seed brokers, TLS, SASL): Write makes
 // its own producer and readers from cl.Opts(), so cl must not consume.
