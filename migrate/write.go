@@ -72,7 +72,9 @@ type WriteResult struct {
 // key bytes the topic already holds for the same partition, tombstoning
 // the connector's partitions c lacks), then commits the sink offsets, then
 // the config records, so that a connector never appears before its
-// offsets. A re-run after a failure writes what is missing.
+// offsets. A re-run after a failure writes what is missing, except for a
+// connector whose config records were cut short: it differs (exists) until
+// a run with Overwrite completes it.
 //
 // cl gives the connection settings (seed brokers, TLS, SASL): Write makes
 // its own producer and readers from cl.Opts(), so cl must not consume.
