@@ -349,3 +349,40 @@ func TestWriteInconsistentConnectorWithoutTasks(t *testing.T) {
 		t.Errorf("config topic %v, want target state, connector, and an empty task set", got)
 	}
 }
+
+func TestWriteDryRunWritesNothing(t *testing.T) {
+	cl := writeTestKafka(t)
+	ctx := context.Background()
+	topics := Topics{Config: "cfg", Offset: "off", Status: "st"}
+	dry, err := Write(ctx, cl, testCluster(), WriteOptions{Topics: topics, DryRun: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	details, err := kadm.NewClient(cl).ListTopics(ctx, "cfg", "off", "st")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, d := range details {
+		if d.Err == nil {
+			t.Errorf("a dry run created topic %s", name)
+		}
+	}
+	real, err := Write(ctx, cl, testCluster(), WriteOptions{Topics: topics})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fmt.Sprint(dry.Items) != fmt.Sprint(real.Items) || dry.ConfigRecords != real.ConfigRecords || dry.OffsetRecords != real.OffsetRecords {
+		t.Errorf("dry run %+v, the write %+v", dry, real)
+	}
+	// On existing topics a dry run changes nothing either.
+	c := testCluster()
+	c.Connectors[2].Config["x"] = "changed"
+	before := len(readAll(t, cl, "cfg"))
+	res, err := Write(ctx, cl, c, WriteOptions{Topics: topics, Overwrite: true, DryRun: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.ConfigRecords == 0 || len(readAll(t, cl, "cfg")) != before {
+		t.Errorf("dry run over existing topics: %+v, config records %d → %d", res, before, len(readAll(t, cl, "cfg")))
+	}
+}

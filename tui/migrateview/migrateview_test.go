@@ -87,3 +87,16 @@ func TestBarRender(t *testing.T) {
 		t.Errorf("Render = %q", r)
 	}
 }
+
+func TestWriteTable(t *testing.T) {
+	var b bytes.Buffer
+	res := migrate.WriteResult{Items: []migrate.WriteItem{{Name: "a", Action: migrate.ActionCreate}, {Name: "b", Action: migrate.ActionExists, Reason: "config differs"}}}
+	if err := printer.Print(&b, "table", WritePrintable(res)); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"NAME", "a", "create", "b", "exists", "config differs"} {
+		if !strings.Contains(b.String(), want) {
+			t.Errorf("table lacks %q:\n%s", want, b.String())
+		}
+	}
+}

@@ -93,3 +93,15 @@ func orDash(s string) string {
 	}
 	return s
 }
+
+// WritePrintable is what an export wrote (or would write) into Kafka
+// Connect's topics, for every -o format.
+func WritePrintable(res migrate.WriteResult) printer.Printable {
+	t := printer.Table{Header: []string{"NAME", "ACTION", "REASON"}}
+	var names []string
+	for _, it := range res.Items {
+		names = append(names, "connector/"+it.Name)
+		t.Rows = append(t.Rows, []string{it.Name, it.Action, orDash(it.Reason)})
+	}
+	return printer.Printable{Data: res, Table: t, Names: names}
+}
