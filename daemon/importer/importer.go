@@ -422,6 +422,7 @@ func (im *Importer) ImportOffsets(ctx context.Context, id string, offs api.Impor
 	// One op per staged key: a partition sent twice keeps the later.
 	pos := map[string]int{}
 	var ops []store.Op
+	var added int64 // new keys of this request
 	stage := func(n int, final store.Op) error {
 		key := offKey(id, n, final.Key)
 		op := store.Put(key, mustJSON(stagedOffset{Key: final.Key, Value: final.Value}))
@@ -437,6 +438,7 @@ func (im *Importer) ImportOffsets(ctx context.Context, id string, offs api.Impor
 		}
 		pos[key] = len(ops)
 		ops = append(ops, op)
+		added++
 		return nil
 	}
 	for i, o := range offs.Source {
@@ -463,6 +465,7 @@ func (im *Importer) ImportOffsets(ctx context.Context, id string, offs api.Impor
 			return api.Import{}, err
 		}
 	}
+	sources, added := added, 0
 	for i, o := range offs.Sink {
 		n, err := at(o.Connector)
 		if err != nil {
@@ -481,8 +484,9 @@ func (im *Importer) ImportOffsets(ctx context.Context, id string, offs api.Impor
 			return api.Import{}, err
 		}
 	}
-	j.SourceOffsets += int64(len(offs.Source))
-	j.SinkOffsets += int64(len(offs.Sink))
+	// A partition sent again in a later request counts again.
+	j.SourceOffsets += sources
+	j.SinkOffsets += added
 	j.ActiveAt = im.cfg.Now().UTC()
 	ops = append(ops, store.Put(journalKey(id), mustJSON(j)))
 	if _, ok, err := im.st.Batch(ctx, []store.Cond{{Key: journalKey(id), ModRevision: rev}}, ops); err != nil {
