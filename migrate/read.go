@@ -135,7 +135,7 @@ func (r *reader) plan(ctx context.Context) (*readPlan, error) {
 	flags := []string{"--config-topic", "--offset-topic", "--status-topic"}
 	md, err := r.adm.Metadata(mctx, names...)
 	if err != nil {
-		return nil, r.explain(ctx, mctx, err, "the topics' metadata")
+		return nil, r.explain(ctx, mctx, err, "the metadata of topics "+strings.Join(names, ", "))
 	}
 	plan := &readPlan{}
 	var present []string
@@ -459,7 +459,7 @@ func (r *reader) explain(ctx, rctx context.Context, err error, what string) erro
 		hostErr x509.HostnameError
 	)
 	switch {
-	case ctx.Err() != nil:
+	case errors.Is(ctx.Err(), context.Canceled):
 		return fmt.Errorf("%s: %w", what, ctx.Err())
 	case errors.Is(err, kerr.SaslAuthenticationFailed), errors.Is(err, kerr.UnsupportedSaslMechanism), errors.Is(err, kerr.IllegalSaslState):
 		return fmt.Errorf("Kafka refused the credentials (SASL authentication failed): %w", err)
@@ -469,11 +469,11 @@ func (r *reader) explain(ctx, rctx context.Context, err error, what string) erro
 	case errors.As(err, &recErr), errors.As(err, &certErr), errors.As(err, &uaErr), errors.As(err, &hostErr):
 		return fmt.Errorf("TLS with the Kafka brokers at %s failed: %w", seeds, err)
 	case rctx.Err() != nil:
-		return fmt.Errorf("cannot reach the Kafka brokers at %s: no answer within %s (%s): %w", seeds, metadataTimeout, what, err)
+		return fmt.Errorf("cannot reach the Kafka brokers at %s: no answer in time (%s): %w", seeds, what, err)
 	case errors.As(err, &netErr), errors.Is(err, kgo.ErrClientClosed):
 		return fmt.Errorf("cannot reach the Kafka brokers at %s: %w", seeds, err)
 	}
-	return fmt.Errorf("%s: %w", what, err)
+	return fmt.Errorf("%s (Kafka brokers at %s): %w", what, seeds, err)
 }
 
 func seedsOf(cl *kgo.Client) []string {
