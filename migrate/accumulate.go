@@ -297,6 +297,19 @@ func (a *accumulator) cluster() *Cluster {
 			c.Problems = append(c.Problems, p)
 		}
 	}
+	// In topic order, then where they are (a topic's own first): not in
+	// the order the partitions happened to be read in.
+	order := map[string]int{a.topics.Config: 0, a.topics.Offset: 1, a.topics.Status: 2}
+	sort.SliceStable(c.Problems, func(i, j int) bool {
+		p, q := c.Problems[i], c.Problems[j]
+		if order[p.Topic] != order[q.Topic] {
+			return order[p.Topic] < order[q.Topic]
+		}
+		if p.Partition != q.Partition {
+			return p.Partition < q.Partition
+		}
+		return p.Offset < q.Offset
+	})
 	return c
 }
 

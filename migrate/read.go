@@ -83,17 +83,6 @@ func Read(ctx context.Context, cl *kgo.Client, opts ReadOptions) (*Cluster, erro
 			return nil, err
 		}
 	}
-	order := map[string]int{topics.Config: 0, topics.Offset: 1, topics.Status: 2}
-	sort.SliceStable(c.Problems, func(i, j int) bool {
-		a, b := c.Problems[i], c.Problems[j]
-		if order[a.Topic] != order[b.Topic] {
-			return order[a.Topic] < order[b.Topic]
-		}
-		if a.Partition != b.Partition {
-			return a.Partition < b.Partition
-		}
-		return a.Offset < b.Offset
-	})
 	return c, nil
 }
 
