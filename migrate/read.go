@@ -26,11 +26,12 @@ type ReadOptions struct {
 	Progress   func(Progress)    // called as records are read (at most ~10 times a second per topic, and once at each topic's end)
 }
 
+// metadataTimeout bounds each of Read's requests about topics and groups
+// (a variable for tests): when no broker answers by then, Kafka is unreachable.
+var metadataTimeout = 15 * time.Second
+
 // Timeouts of Read besides its context's.
 const (
-	// metadataTimeout bounds Read's requests about topics and groups:
-	// when no broker answers by then, Kafka is unreachable.
-	metadataTimeout = 15 * time.Second
 	// stallTimeout bounds the wait for a fetch answer while reading.
 	stallTimeout = 15 * time.Second
 	// tailWait and tailFetches decide that a partition has nothing left

@@ -513,3 +513,55 @@ func captureInternalTopics(ctx context.Context, t *testing.T, brokers, name stri
 		t.Logf("captured %d records of %s into %s", len(out), topic, file)
 	}
 }
+
+// TestIntegrationReadEndsAfterAnAbortedTail: the last offset before a
+// partition's end offset is an aborted transaction's record, which a
+// read_committed fetch never returns; Read still ends, and says where it
+// stopped.
+func TestIntegrationReadEndsAfterAnAbortedTail(t *testing.T) {
+	brokers := testenv.Require(t, testenv.Kafka)
+	ctx, cancel := context.WithTimeout(t.Context(), 60*time.Second)
+	defer cancel()
+	name := uniqueName(t)
+	topics := Topics{Config: name + "-configs", Offset: name + "-offsets", Status: name + "-status"}
+	cl := kafkaClient(t, brokers)
+	createTopics(t, cl, topics, true)
+	adm := kadm.NewClient(cl)
+	t.Cleanup(func() { _, _ = adm.DeleteTopics(context.Background(), topics.Config, topics.Offset, topics.Status) })
+	produce(t, cl, rec(topics.Config, "connector-"+name, `{"properties":{"k":"v"}}`))
+
+	// A writes offset 1 in a transaction, B offset 2 in another; A aborts
+	// (marker at 3). The last stable offset is B's first, 2: offset 1,
+	// aborted, is the last before it.
+	a := kafkaClient(t, brokers, kgo.TransactionalID(name+"-a"))
+	b := kafkaClient(t, brokers, kgo.TransactionalID(name+"-b"))
+	for _, tx := range []*kgo.Client{a, b} {
+		if err := tx.BeginTransaction(); err != nil {
+			t.Fatal(err)
+		}
+		produce(t, tx, rec(topics.Config, "connector-"+name, `{"properties":{"k":"uncommitted"}}`))
+	}
+	if err := a.EndTransaction(ctx, kgo.TryAbort); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = b.EndTransaction(context.Background(), kgo.TryAbort) }()
+
+	start := time.Now()
+	c, err := Read(ctx, kafkaClient(t, brokers), ReadOptions{Topics: topics})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(c.Connectors) != 1 || c.Connectors[0].Config["k"] != "v" {
+		t.Fatalf("connectors %s", jsonOf(t, c.Connectors))
+	}
+	var stopped *Problem
+	for i, p := range c.Problems {
+		if strings.HasPrefix(p.Reason, "stopped at offset 1 before the end offset 2") {
+			stopped = &c.Problems[i]
+		}
+	}
+	if stopped == nil || stopped.Topic != topics.Config || stopped.Partition != 0 {
+		t.Fatalf("problems %s", jsonOf(t, c.Problems))
+	}
+	t.Logf("read in %s", time.Since(start))
+}

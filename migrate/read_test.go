@@ -237,11 +237,20 @@ func TestReadSilentBroker(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer cl.Close()
-	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Second)
+	// The caller's deadline.
+	ctx, cancel := context.WithTimeout(t.Context(), time.Second)
 	defer cancel()
 	_, err = Read(ctx, cl, ReadOptions{})
 	if err == nil || !strings.Contains(err.Error(), "cannot reach the Kafka brokers at "+ln.Addr().String()) {
-		t.Fatalf("silent broker: %v", err)
+		t.Fatalf("silent broker, caller's deadline: %v", err)
+	}
+	// Read's own, with no deadline from the caller (15 s, shortened here).
+	defer func(d time.Duration) { metadataTimeout = d }(metadataTimeout)
+	metadataTimeout = time.Second
+	start := time.Now()
+	_, err = Read(t.Context(), cl, ReadOptions{})
+	if err == nil || !strings.Contains(err.Error(), "cannot reach the Kafka brokers at "+ln.Addr().String()) || time.Since(start) > 10*time.Second {
+		t.Fatalf("silent broker, Read's deadline: %v after %s", err, time.Since(start))
 	}
 }
 
