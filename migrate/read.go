@@ -20,20 +20,22 @@ import (
 
 // ReadOptions tune Read.
 type ReadOptions struct {
-	Topics     Topics            // zero fields: DefaultTopics()'s
-	Include    func(string) bool // connectors to keep; nil: all
-	SkipGroups bool              // do not read sink consumer groups
-	Progress   func(Progress)    // called as records are read (at most ~10 times a second per topic, and once at each topic's end)
+	Topics     Topics                 // zero fields: DefaultTopics()'s
+	Include    func(name string) bool // connectors to keep; nil: all
+	SkipGroups bool                   // do not read sink consumer groups
+	Progress   func(Progress)         // called as records are read (at most ~10 times a second per topic, and once at each topic's end)
 }
 
-// metadataTimeout bounds each of Read's requests about topics and groups
-// (a variable for tests): when no broker answers by then, Kafka is unreachable.
-var metadataTimeout = 15 * time.Second
-
-// Timeouts of Read besides its context's.
-const (
+// Read's own bounds besides its context's (variables for tests).
+var (
+	// metadataTimeout bounds each of Read's requests about topics and
+	// groups: when no broker answers by then, Kafka is unreachable.
+	metadataTimeout = 15 * time.Second
 	// stallTimeout bounds the wait for a fetch answer while reading.
 	stallTimeout = 15 * time.Second
+)
+
+const (
 	// tailWait and tailFetches decide that a partition has nothing left
 	// below its end offset when the records before it are not readable
 	// (an aborted transaction's or a compacted batch's last offsets): that

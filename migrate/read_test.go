@@ -3,6 +3,7 @@ package migrate
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"net"
 	"strconv"
 	"strings"
@@ -278,5 +279,25 @@ func TestReadNotAuthorized(t *testing.T) {
 	_, err := Read(t.Context(), cl, ReadOptions{})
 	if err == nil || !strings.Contains(err.Error(), "Kafka denied access to the metadata of topics connect-configs, connect-offsets, connect-status (not authorized") {
 		t.Fatalf("not authorized: %v", err)
+	}
+}
+
+// Kafka stops answering fetches in the middle of a read: Read fails,
+// saying so, instead of waiting forever.
+func TestReadFetchesStall(t *testing.T) {
+	c, cl := fakeKafka(t)
+	createTopics(t, cl, DefaultTopics(), true)
+	produce(t, cl, rec(DefaultTopics().Config, "connector-a", `{"properties":{}}`))
+	c.ControlKey(kmsg.Fetch.Int16(), func(kmsg.Request) (kmsg.Response, error, bool) {
+		c.KeepControl()
+		return nil, errors.New("no fetching"), true // kfake closes the connection
+	})
+	defer func(d time.Duration) { stallTimeout = d }(stallTimeout)
+	stallTimeout = time.Second
+	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
+	defer cancel()
+	_, err := Read(ctx, cl, ReadOptions{})
+	if err == nil || !strings.Contains(err.Error(), "cannot reach the Kafka brokers at") || !strings.Contains(err.Error(), "no fetch answered for 1s") {
+		t.Fatalf("stalled fetches: %v", err)
 	}
 }
