@@ -18,14 +18,15 @@ type at struct {
 	Timestamp int64
 }
 
-// newer tells whether a, the latest record of its topic partition, was
-// written after b, the latest of another. Within one topic partition the
-// offset orders records exactly. Across topic partitions nothing does:
-// one logical source partition written with different key bytes (another
-// client's JSON key order or spacing) hashes to different topic partitions,
-// so the only order left is the record timestamp, the writer's clock
-// (CreateTime), which may be a little off. The topic partition breaks a tie
-// so that the outcome does not depend on the order records arrive in.
+// newer tells whether a was written after b, each the latest record of
+// one logical source partition in its topic partition. Records with the
+// same key bytes always land in one topic partition, where the offset
+// orders them exactly (offsetRecord keeps the latest of each). But one
+// logical partition written with different key bytes (another client's
+// JSON key order or spacing) hashes to different topic partitions, and
+// across those only the record timestamps order records: the writers'
+// clocks (CreateTime), which may be a little off. The topic partition
+// breaks a tie so that the outcome does not depend on the read order.
 func (a at) newer(b at) bool {
 	if a.Timestamp != b.Timestamp {
 		return a.Timestamp > b.Timestamp
