@@ -261,8 +261,8 @@ func accumulate(recs []fuzzRecord) *Cluster {
 // partitions are read in (records of one partition keep their order).
 func FuzzAccumulate(f *testing.F) {
 	var seed bytes.Buffer
-	// A few records of each topic: the fuzzer spends up to a minute
-	// minimizing each new input, long for a big one.
+	// A few records of each topic. The fuzzer minimizes each new input
+	// for up to a minute: run it with -fuzzminimizetime 1s.
 	add := func(topic string, fs []fixture) {
 		for i, s := range fs[:min(len(fs), 6)] {
 			v := "-"
