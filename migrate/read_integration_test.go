@@ -74,7 +74,7 @@ func TestIntegrationReadCraftedTopics(t *testing.T) {
 
 	base := time.Now().Add(-time.Hour)
 	r := func(topic string, p int32, key, value string, age time.Duration) *kgo.Record {
-		rc := rec(topic, key, value)
+		rc := record(topic, key, value)
 		rc.Partition, rc.Timestamp = p, base.Add(age)
 		return rc
 	}
@@ -267,23 +267,6 @@ func (c connectAPI) must(method, path string, body any, want int) []byte {
 	return out
 }
 
-// waitFor calls cond until it holds, failing at the deadline with what
-// it last said.
-func waitFor(ctx context.Context, t *testing.T, what string, cond func() (bool, string)) {
-	t.Helper()
-	for {
-		ok, last := cond()
-		if ok {
-			return
-		}
-		select {
-		case <-ctx.Done():
-			t.Fatalf("%s: not by the deadline; last: %s", what, last)
-		case <-time.After(200 * time.Millisecond):
-		}
-	}
-}
-
 type restOffsets struct {
 	Offsets []struct {
 		Partition map[string]any `json:"partition"`
@@ -357,15 +340,15 @@ func TestIntegrationReadRealConnect(t *testing.T) {
 		return o
 	}
 	// Offsets committed: the sources at their files' ends, the sink past every line.
-	waitFor(ctx, t, "source offsets committed", func() (bool, string) {
+	waitFor(t, ctx, "source offsets committed", func() (bool, string) {
 		o := offsetsOf(src)
 		return len(o.Offsets) == 1 && fmt.Sprint(o.Offsets[0].Offset["position"]) == fmt.Sprint(len(strings.Join(lines, "\n"))+1), fmt.Sprint(o)
 	})
-	waitFor(ctx, t, "deleted source's offsets committed", func() (bool, string) {
+	waitFor(t, ctx, "deleted source's offsets committed", func() (bool, string) {
 		o := offsetsOf(gone)
 		return len(o.Offsets) == 1 && fmt.Sprint(o.Offsets[0].Offset["position"]) == "4", fmt.Sprint(o)
 	})
-	waitFor(ctx, t, "sink offsets committed", func() (bool, string) {
+	waitFor(t, ctx, "sink offsets committed", func() (bool, string) {
 		o := offsetsOf(sink)
 		return len(o.Offsets) == 1 && fmt.Sprint(o.Offsets[0].Offset["kafka_offset"]) == fmt.Sprint(len(lines)+1), fmt.Sprint(o)
 	})
@@ -374,7 +357,7 @@ func TestIntegrationReadRealConnect(t *testing.T) {
 	decodeNumbers(t, api.must("GET", "/connectors/"+sink+"/config", nil, 200), &sinkCfg)
 	sinkCfg["tasks.max"] = "2"
 	api.must("PUT", "/connectors/"+sink+"/config", sinkCfg, 200)
-	waitFor(ctx, t, "the sink's 2 tasks", func() (bool, string) {
+	waitFor(t, ctx, "the sink's 2 tasks", func() (bool, string) {
 		_, b := api.call("GET", "/connectors/"+sink+"/tasks", nil)
 		var tasks []any
 		_ = json.Unmarshal(b, &tasks)
@@ -384,14 +367,14 @@ func TestIntegrationReadRealConnect(t *testing.T) {
 	api.must("PUT", "/connectors/"+src+"/stop", nil, 204)
 	api.must("DELETE", "/connectors/"+gone, nil, 204)
 	for n, state := range map[string]string{sink: "PAUSED", src: "STOPPED"} {
-		waitFor(ctx, t, n+" "+state, func() (bool, string) {
+		waitFor(t, ctx, n+" "+state, func() (bool, string) {
 			_, b := api.call("GET", "/connectors/"+n+"/status", nil)
 			var st struct{ Connector struct{ State string } }
 			_ = json.Unmarshal(b, &st)
 			return st.Connector.State == state, string(b)
 		})
 	}
-	waitFor(ctx, t, "the stopped source's empty task set", func() (bool, string) {
+	waitFor(t, ctx, "the stopped source's empty task set", func() (bool, string) {
 		_, b := api.call("GET", "/connectors/"+src+"/tasks", nil)
 		return string(b) == "[]", string(b)
 	})
@@ -544,7 +527,7 @@ func TestIntegrationReadEndsAfterAnAbortedTail(t *testing.T) {
 	createTopics(t, cl, topics, true)
 	adm := kadm.NewClient(cl)
 	t.Cleanup(func() { _, _ = adm.DeleteTopics(context.Background(), topics.Config, topics.Offset, topics.Status) })
-	produce(t, cl, rec(topics.Config, "connector-"+name, `{"properties":{"k":"v"}}`))
+	produce(t, cl, record(topics.Config, "connector-"+name, `{"properties":{"k":"v"}}`))
 
 	// A writes offset 1 in a transaction, B offset 2 in another; A aborts
 	// (marker at 3). The last stable offset is B's first, 2: offset 1,
@@ -555,7 +538,7 @@ func TestIntegrationReadEndsAfterAnAbortedTail(t *testing.T) {
 		if err := tx.BeginTransaction(); err != nil {
 			t.Fatal(err)
 		}
-		produce(t, tx, rec(topics.Config, "connector-"+name, `{"properties":{"k":"uncommitted"}}`))
+		produce(t, tx, record(topics.Config, "connector-"+name, `{"properties":{"k":"uncommitted"}}`))
 	}
 	if err := a.EndTransaction(ctx, kgo.TryAbort); err != nil {
 		t.Fatal(err)

@@ -63,7 +63,7 @@ func produce(t *testing.T, cl *kgo.Client, recs ...*kgo.Record) {
 	}
 }
 
-func rec(topic, key, value string) *kgo.Record {
+func record(topic, key, value string) *kgo.Record {
 	r := &kgo.Record{Topic: topic, Key: []byte(key)}
 	if value != "null" {
 		r.Value = []byte(value)
@@ -76,18 +76,18 @@ func TestReadFromFakeKafka(t *testing.T) {
 	topics := DefaultTopics()
 	createTopics(t, cl, topics, true)
 	produce(t, cl,
-		rec(topics.Config, "connector-src", `{"properties":{"connector.class":"S","tasks.max":"1"}}`),
-		rec(topics.Config, "task-src-0", `{"properties":{"task.class":"ST"}}`),
-		rec(topics.Config, "commit-src", `{"tasks":1}`),
-		rec(topics.Config, "connector-sink", `{"properties":{"connector.class":"K","topics":"t"}}`),
-		rec(topics.Config, "target-state-sink", `{"state":"PAUSED","state.v2":"STOPPED"}`),
-		rec(topics.Config, "session-key", `{"key":"c2VjcmV0","algorithm":"HmacSHA256","creation-timestamp":1}`),
-		rec(topics.Config, "connector-other", `{"properties":{"connector.class":"S"}}`),
-		rec(topics.Offset, `["src",{"file":"/f"}]`, `{"position":10}`),
-		rec(topics.Offset, `["src",{"file":"/f"}]`, `{"position":42}`),
-		rec(topics.Offset, `["gone",{"file":"/g"}]`, `{"position":1}`),
-		rec(topics.Offset, `not json`, `{}`),
-		rec(topics.Status, "status-connector-src", `{"state":"RUNNING","trace":null,"worker_id":"w:8083","generation":3}`),
+		record(topics.Config, "connector-src", `{"properties":{"connector.class":"S","tasks.max":"1"}}`),
+		record(topics.Config, "task-src-0", `{"properties":{"task.class":"ST"}}`),
+		record(topics.Config, "commit-src", `{"tasks":1}`),
+		record(topics.Config, "connector-sink", `{"properties":{"connector.class":"K","topics":"t"}}`),
+		record(topics.Config, "target-state-sink", `{"state":"PAUSED","state.v2":"STOPPED"}`),
+		record(topics.Config, "session-key", `{"key":"c2VjcmV0","algorithm":"HmacSHA256","creation-timestamp":1}`),
+		record(topics.Config, "connector-other", `{"properties":{"connector.class":"S"}}`),
+		record(topics.Offset, `["src",{"file":"/f"}]`, `{"position":10}`),
+		record(topics.Offset, `["src",{"file":"/f"}]`, `{"position":42}`),
+		record(topics.Offset, `["gone",{"file":"/g"}]`, `{"position":1}`),
+		record(topics.Offset, `not json`, `{}`),
+		record(topics.Status, "status-connector-src", `{"state":"RUNNING","trace":null,"worker_id":"w:8083","generation":3}`),
 	)
 	// The sink's group has committed.
 	adm := kadm.NewClient(cl)
@@ -287,7 +287,7 @@ func TestReadNotAuthorized(t *testing.T) {
 func TestReadFetchesStall(t *testing.T) {
 	c, cl := fakeKafka(t)
 	createTopics(t, cl, DefaultTopics(), true)
-	produce(t, cl, rec(DefaultTopics().Config, "connector-a", `{"properties":{}}`))
+	produce(t, cl, record(DefaultTopics().Config, "connector-a", `{"properties":{}}`))
 	c.ControlKey(kmsg.Fetch.Int16(), func(kmsg.Request) (kmsg.Response, error, bool) {
 		c.KeepControl()
 		return nil, errors.New("no fetching"), true // kfake closes the connection
