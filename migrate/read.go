@@ -67,7 +67,16 @@ func Read(ctx context.Context, cl *kgo.Client, opts ReadOptions) (*Cluster, erro
 	if topics.Status == "" {
 		topics.Status = def.Status
 	}
-	r := &reader{cl: cl, adm: kadm.NewClient(cl), topics: topics, opts: opts, seeds: seedsOf(cl)}
+	// A connection error that retrying cannot fix (TLS) ends Read at once.
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	watch := &clientWatch{fatal: cancel}
+	admin, err := kgo.NewClient(append(cl.Opts(), kgo.WithHooks(watch))...)
+	if err != nil {
+		return nil, fmt.Errorf("make a Kafka client from the given client's options: %w", err)
+	}
+	defer admin.Close()
+	r := &reader{cl: cl, adm: kadm.NewClient(admin), topics: topics, opts: opts, seeds: seedsOf(cl), watch: watch}
 	plan, err := r.plan(ctx)
 	if err != nil {
 		return nil, err
@@ -95,6 +104,7 @@ type reader struct {
 	topics Topics
 	opts   ReadOptions
 	seeds  []string
+	watch  *clientWatch
 }
 
 // readPlan is what Read reads: each topic's partitions between the start
@@ -212,32 +222,57 @@ func (r *reader) plan(ctx context.Context) (*readPlan, error) {
 	return plan, nil
 }
 
-// fetchWatch counts the fetch answers of the consuming client.
-type fetchWatch struct {
+// clientWatch follows Read's clients: the fetches answered, the last
+// connection error, and connection errors that retrying cannot fix.
+type clientWatch struct {
+	fatal func(error)
+
 	mu      sync.Mutex
-	ok      int64
-	okAt    time.Time
+	fetches int64
+	fetchAt time.Time
 	lastErr error
 }
 
-func (w *fetchWatch) OnBrokerE2E(_ kgo.BrokerMetadata, key int16, e2e kgo.BrokerE2E) {
-	if key != kmsg.Fetch.Int16() {
+func (w *clientWatch) OnBrokerConnect(_ kgo.BrokerMetadata, _ time.Duration, _ net.Conn, err error) {
+	if err == nil {
 		return
 	}
+	w.mu.Lock()
+	w.lastErr = err
+	w.mu.Unlock()
+	if isTLSError(err) {
+		w.fatal(err)
+	}
+}
+
+func (w *clientWatch) OnBrokerE2E(_ kgo.BrokerMetadata, key int16, e2e kgo.BrokerE2E) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if err := e2e.Err(); err != nil {
 		w.lastErr = err
 		return
 	}
-	w.ok++
-	w.okAt = time.Now()
+	if key == kmsg.Fetch.Int16() {
+		w.fetches++
+		w.fetchAt = time.Now()
+	}
 }
 
-func (w *fetchWatch) state() (int64, time.Time, error) {
+func (w *clientWatch) state() (fetches int64, fetchAt time.Time, lastErr error) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	return w.ok, w.okAt, w.lastErr
+	return w.fetches, w.fetchAt, w.lastErr
+}
+
+func isTLSError(err error) bool {
+	var (
+		recErr  tls.RecordHeaderError
+		certErr *tls.CertificateVerificationError
+		uaErr   x509.UnknownAuthorityError
+		hostErr x509.HostnameError
+		badErr  x509.CertificateInvalidError
+	)
+	return errors.As(err, &recErr) || errors.As(err, &certErr) || errors.As(err, &uaErr) || errors.As(err, &hostErr) || errors.As(err, &badErr)
 }
 
 func (r *reader) consume(ctx context.Context, plan *readPlan, acc *accumulator) error {
@@ -286,7 +321,7 @@ func (r *reader) consume(ctx context.Context, plan *readPlan, acc *accumulator) 
 		return nil
 	}
 
-	watch := &fetchWatch{}
+	watch := r.watch
 	opts := append(r.cl.Opts(),
 		kgo.ConsumePartitions(assign),
 		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
@@ -321,8 +356,8 @@ func (r *reader) consume(ctx context.Context, plan *readPlan, acc *accumulator) 
 		pctx, cancel := context.WithTimeout(ctx, 250*time.Millisecond)
 		fetches := consumer.PollFetches(pctx)
 		cancel()
-		if err := ctx.Err(); err != nil {
-			return fmt.Errorf("read the internal topics: %w", err)
+		if ctx.Err() != nil {
+			return r.explain(ctx, ctx, ctx.Err(), "read the internal topics")
 		}
 		var fetchErr error
 		fetches.EachError(func(topic string, p int32, err error) {
@@ -443,27 +478,28 @@ func (r *reader) sinkGroups(ctx context.Context, c *Cluster) error {
 // ctx is Read's, rctx the request's (its deadline is Read's own bound).
 func (r *reader) explain(ctx, rctx context.Context, err error, what string) error {
 	seeds := strings.Join(r.seeds, ",")
-	var (
-		netErr  *net.OpError
-		recErr  tls.RecordHeaderError
-		certErr *tls.CertificateVerificationError
-		uaErr   x509.UnknownAuthorityError
-		hostErr x509.HostnameError
-	)
+	if cause := context.Cause(ctx); isTLSError(cause) {
+		err = cause // a TLS failure cancelled Read
+	}
+	_, _, lastErr := r.watch.state()
+	var netErr *net.OpError
 	switch {
-	case errors.Is(ctx.Err(), context.Canceled):
-		return fmt.Errorf("%s: %w", what, ctx.Err())
 	case errors.Is(err, kerr.SaslAuthenticationFailed), errors.Is(err, kerr.UnsupportedSaslMechanism), errors.Is(err, kerr.IllegalSaslState):
 		return fmt.Errorf("Kafka refused the credentials (SASL authentication failed): %w", err)
 	case errors.Is(err, kerr.TopicAuthorizationFailed), errors.Is(err, kerr.GroupAuthorizationFailed),
 		errors.Is(err, kerr.ClusterAuthorizationFailed), errors.Is(err, kerr.TransactionalIDAuthorizationFailed):
 		return fmt.Errorf("Kafka denied access to %s (not authorized: the user needs Describe and Read on the topics and groups): %w", what, err)
-	case errors.As(err, &recErr), errors.As(err, &certErr), errors.As(err, &uaErr), errors.As(err, &hostErr):
-		return fmt.Errorf("TLS with the Kafka brokers at %s failed: %w", seeds, err)
+	case isTLSError(err):
+		return fmt.Errorf("TLS with the Kafka brokers at %s failed: %w", seeds, ExplainError(err))
+	case errors.Is(context.Cause(ctx), context.Canceled):
+		return fmt.Errorf("%s: %w", what, ctx.Err())
 	case rctx.Err() != nil:
+		if lastErr != nil {
+			err = fmt.Errorf("%w (last error: %w)", err, lastErr)
+		}
 		return fmt.Errorf("cannot reach the Kafka brokers at %s: no answer in time (%s): %w", seeds, what, err)
 	case errors.As(err, &netErr), errors.Is(err, kgo.ErrClientClosed):
-		return fmt.Errorf("cannot reach the Kafka brokers at %s: %w", seeds, err)
+		return fmt.Errorf("cannot reach the Kafka brokers at %s (are --bootstrap-servers, and the addresses the brokers advertise, right and reachable?): %w", seeds, err)
 	}
 	return fmt.Errorf("%s (Kafka brokers at %s): %w", what, seeds, err)
 }

@@ -2,6 +2,7 @@ package migrate
 
 import (
 	"context"
+	"crypto/tls"
 	"encoding/json"
 	"errors"
 	"net"
@@ -299,5 +300,38 @@ func TestReadFetchesStall(t *testing.T) {
 	_, err := Read(ctx, cl, ReadOptions{})
 	if err == nil || !strings.Contains(err.Error(), "cannot reach the Kafka brokers at") || !strings.Contains(err.Error(), "no fetch answered for 1s") {
 		t.Fatalf("stalled fetches: %v", err)
+	}
+}
+
+// TLS to a listener that does not speak it and answers in plain bytes:
+// Read fails at once, saying so.
+func TestReadTLSMismatch(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			_, _ = c.Write([]byte("HTTP/1.1 400 Bad Request\r\n\r\n"))
+			c.Close()
+		}
+	}()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(ln.Addr().String()), kgo.DialTLSConfig(&tls.Config{}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	start := time.Now()
+	_, err = Read(t.Context(), cl, ReadOptions{})
+	if err == nil || !strings.Contains(err.Error(), "TLS with the Kafka brokers at "+ln.Addr().String()+" failed: the broker did not answer in TLS") {
+		t.Fatalf("TLS mismatch: %v", err)
+	}
+	if d := time.Since(start); d > 5*time.Second {
+		t.Fatalf("TLS mismatch found after %s", d)
 	}
 }
