@@ -345,7 +345,7 @@ func (r *reader) consume(ctx context.Context, plan *readPlan, acc *accumulator) 
 		}
 	}
 	finish := func(tp *topicPlan, p int32, sp *span) {
-		sp.done = true
+		sp.done, sp.next = true, sp.end
 		remaining--
 		consumer.PauseFetchPartitions(map[string][]int32{tp.name: {p}})
 		if finished(tp) {
