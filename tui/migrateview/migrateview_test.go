@@ -2,6 +2,7 @@ package migrateview
 
 import (
 	"bytes"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -98,5 +99,20 @@ func TestWriteTable(t *testing.T) {
 		if !strings.Contains(b.String(), want) {
 			t.Errorf("table lacks %q:\n%s", want, b.String())
 		}
+	}
+}
+
+func TestProblemsCapOrphanNames(t *testing.T) {
+	orphans := map[string]int{}
+	for i := range 25 {
+		orphans[fmt.Sprintf("c%02d", i)] = 1
+	}
+	var b bytes.Buffer
+	Problems(&b, nil, orphans)
+	if !strings.Contains(b.String(), "25 offset(s) of 25 deleted connector(s)") || !strings.Contains(b.String(), "c09 and 15 more") || strings.Contains(b.String(), "c10") {
+		t.Errorf("orphans:\n%s", b.String())
+	}
+	if s := Summary(&migrate.Plan{}); s != "no connectors to import" {
+		t.Errorf("Summary of nothing = %q", s)
 	}
 }

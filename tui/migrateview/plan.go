@@ -51,9 +51,17 @@ func Problems(w io.Writer, problems []migrate.Problem, orphans map[string]int) {
 		for _, c := range orphans {
 			n += c
 		}
-		fmt.Fprintf(w, "\n%d offset(s) of %d deleted connector(s) not carried over: %s\n", n, len(names), strings.Join(names, ", "))
+		more := ""
+		if len(names) > maxOrphanNames {
+			more = fmt.Sprintf(" and %d more (-o json lists them)", len(names)-maxOrphanNames)
+			names = names[:maxOrphanNames]
+		}
+		fmt.Fprintf(w, "\n%d offset(s) of %d deleted connector(s) not carried over: %s%s\n", n, len(orphans), strings.Join(names, ", "), more)
 	}
 }
+
+// maxOrphanNames bounds the deleted connectors named on one line.
+const maxOrphanNames = 10
 
 // Problem is one problem on one line: where, then why.
 func Problem(pr migrate.Problem) string {
@@ -79,6 +87,9 @@ func Summary(p *migrate.Plan) string {
 		if c.Imported() {
 			offsets += c.SourceOffsets + c.SinkOffsets
 		}
+	}
+	if len(p.Connectors) == 0 {
+		return "no connectors to import"
 	}
 	var parts []string
 	for _, a := range slices.Sorted(maps.Keys(count)) {
