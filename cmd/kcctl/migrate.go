@@ -124,6 +124,7 @@ func runFromKafka(cmd *cobra.Command, g *globals, f *migrateFlags, connectURL st
 		return err
 	}
 	kcd := g.client()
+	var stopped []string
 	if connectURL != "" {
 		live := client.New(connectURL)
 		running, err := migrate.Running(ctx, live, include)
@@ -139,6 +140,7 @@ func runFromKafka(cmd *cobra.Command, g *globals, f *migrateFlags, connectURL st
 			if err != nil {
 				return err
 			}
+			stopped = running
 		case len(running) > 0:
 			fmt.Fprintf(cmd.ErrOrStderr(), "Warning: %d connector(s) still run on Kafka Connect (%s): imported and started in kcd, they would process the same records twice. Stop them there first, or pass --stop-source.\n",
 				len(running), strings.Join(running, ", "))
@@ -155,6 +157,7 @@ func runFromKafka(cmd *cobra.Command, g *globals, f *migrateFlags, connectURL st
 	if err != nil {
 		return migrate.ExplainError(err)
 	}
+	migrate.UnstopMigrated(c, stopped)
 	plugins, err := kcd.Plugins(ctx, false)
 	if err != nil {
 		return fmt.Errorf("list kcd's plugins: %w", err)
