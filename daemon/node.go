@@ -24,6 +24,7 @@ import (
 	"github.com/kcd-project/kcd/daemon/coordinator"
 	"github.com/kcd-project/kcd/daemon/devkafka"
 	"github.com/kcd-project/kcd/daemon/herder"
+	"github.com/kcd-project/kcd/daemon/importer"
 	"github.com/kcd-project/kcd/daemon/restapi"
 	"github.com/kcd-project/kcd/daemon/store/activestore"
 	_ "github.com/kcd-project/kcd/daemon/store/sqlstore" // the mysql and postgres backends
@@ -120,6 +121,13 @@ func (n *Node) Start(ctx context.Context) (err error) {
 		opts.Cluster, opts.Store = raftCluster{n: n.raft, drain: n.drainMember}, guardStore(n.active)
 		opts.PeerStore = guardStore(n.active.ForAPI())
 		opts.StoreAdmin = storeAdmin{n.active}
+		imports := importer.New(importer.Config{Store: n.store, Leader: n.raft, Logger: n.log})
+		opts.Importer = importAdmin{imports} // imports.go
+		n.wg.Add(1)
+		go func() {
+			defer n.wg.Done()
+			imports.Run(ctx)
+		}()
 		opts.Connect = herder.New(connectstore.New(n.store), herder.Options{
 			Converters:           converter.Classes(),
 			HeaderConverters:     append(converter.Classes(), herder.SimpleHeaderConverter),

@@ -2,7 +2,6 @@ package migrate
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"time"
 
@@ -18,9 +17,6 @@ type Importer interface {
 	AbortImport(ctx context.Context, id string) (api.Import, error)
 }
 
-// ErrBlocked: the import would replace connectors that are not stopped.
-var ErrBlocked = errors.New("migrate: connectors to overwrite are not stopped")
-
 // Apply imports the connectors of c into kcd as p plans them: it opens an
 // import, stages the offsets of the connectors it creates or overwrites,
 // and commits it. Until the commit nothing is visible in kcd, and a
@@ -31,11 +27,7 @@ func Apply(ctx context.Context, imp Importer, c *Cluster, p *Plan, overwrite boo
 	if err != nil {
 		return im, fmt.Errorf("open the import: %w", err)
 	}
-	p.SetActions(im.Items)
-	if b := p.Blocked(); len(b) > 0 {
-		abort(imp, im.ID)
-		return im, fmt.Errorf("%w: %v", ErrBlocked, b)
-	}
+	p.SetActions(im.Items) // kcd refuses to open an import that would replace running connectors
 	chunks := p.Offsets(c, api.MaxImportOffsets)
 	total := int64(0)
 	for _, ch := range chunks {

@@ -39,6 +39,9 @@ type Connector struct {
 	NullKeys []string          `json:"null_keys,omitempty"`
 	// Target is STARTED, PAUSED or STOPPED (STARTED when no record says).
 	Target string `json:"target"`
+	// StoppedForMigration: Target is STARTED, the connector's target
+	// before the migration stopped it on Kafka Connect (UnstopMigrated).
+	StoppedForMigration bool `json:"stopped_for_migration,omitempty"`
 	// Tasks are the task configs of the last commit record whose tasks
 	// were all written, in task order; TaskCount is that commit's count.
 	Tasks     []map[string]string `json:"tasks"`

@@ -82,3 +82,15 @@ func StopRunning(ctx context.Context, live Live, names []string) error {
 		}
 	}
 }
+
+// UnstopMigrated gives the connectors of names, which StopRunning stopped
+// on the live cluster, their target state from before: STARTED, since
+// Running lists only connectors that ran. Their last commit there is the
+// stop's empty task set; kcd generates their task configs.
+func UnstopMigrated(c *Cluster, names []string) {
+	for _, conn := range c.Connectors {
+		if conn.Target == "STOPPED" && slices.Contains(names, conn.Name) {
+			conn.Target, conn.StoppedForMigration = "STARTED", true
+		}
+	}
+}

@@ -119,6 +119,9 @@ func planConnector(c *Connector, cat Catalogue) PlanConnector {
 	}
 	pc.Missing = append(pc.Missing, missingAliased(c.Config, cat, "transforms", "transformation")...)
 	pc.Missing = append(pc.Missing, missingAliased(c.Config, cat, "predicates", "predicate")...)
+	if c.StoppedForMigration {
+		pc.Notes = append(pc.Notes, "stopped on Kafka Connect for the migration: STARTED in kcd")
+	}
 	if len(c.NullKeys) > 0 {
 		pc.Notes = append(pc.Notes, "null values dropped: "+strings.Join(c.NullKeys, ", "))
 	}

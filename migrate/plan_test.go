@@ -103,3 +103,19 @@ func TestPlanMissingClassNamed(t *testing.T) {
 		t.Errorf("a connector without a class: %+v", pc)
 	}
 }
+
+func TestUnstopMigrated(t *testing.T) {
+	c := &Cluster{Connectors: []*Connector{
+		{Name: "a", Target: "STOPPED", Config: map[string]string{"connector.class": "FileStreamSource"}},
+		{Name: "b", Target: "STOPPED", Config: map[string]string{"connector.class": "FileStreamSource"}},
+		{Name: "c", Target: "PAUSED", Config: map[string]string{"connector.class": "FileStreamSource"}},
+	}}
+	UnstopMigrated(c, []string{"a", "c"})
+	p := BuildPlan(c, testCatalogue())
+	if got := []string{p.Connectors[0].Target, p.Connectors[1].Target, p.Connectors[2].Target}; !reflect.DeepEqual(got, []string{"STARTED", "STOPPED", "PAUSED"}) {
+		t.Errorf("targets %v: only a connector the migration stopped starts again", got)
+	}
+	if n := p.Connectors[0].Notes; len(n) != 1 || !strings.Contains(n[0], "stopped on Kafka Connect for the migration") {
+		t.Errorf("notes %v", n)
+	}
+}

@@ -114,18 +114,6 @@ func TestDecodeStatusRecord(t *testing.T) {
 	}
 }
 
-func FuzzDecodeConfigRecord(f *testing.F) {
-	f.Add("connector-c", []byte(`{"properties":{"a":"b"}}`))
-	f.Add("task-c-1", []byte(`{"properties":{}}`))
-	f.Add("target-state-c", []byte(`{"state":"PAUSED"}`))
-	f.Fuzz(func(t *testing.T, key string, value []byte) {
-		rec, err := DecodeConfigRecord(key, value)
-		if err == nil && rec.Kind == "" {
-			t.Fatalf("decoded %q without a kind", key)
-		}
-	})
-}
-
 func jsonOf(t *testing.T, v any) string {
 	t.Helper()
 	b, err := json.Marshal(v)

@@ -40,7 +40,7 @@ API. The server is taken from --server, else KCCTL_SERVER, else ` + defaultServe
 	}
 	cmd.PersistentFlags().StringVar(&g.server, "server", server, "URL of a kcd node's REST API (env KCCTL_SERVER)")
 
-	cmd.AddCommand(newVersionCmd(g), newClusterCmd(g), newWorkerCmd(g), newRebalanceCmd(g), newAssignmentsCmd(g), newStoreCmd(g))
+	cmd.AddCommand(newVersionCmd(g), newClusterCmd(g), newWorkerCmd(g), newRebalanceCmd(g), newAssignmentsCmd(g), newStoreCmd(g), newMigrateCmd(g))
 	usageArgs(cmd)
 	return cmd
 }

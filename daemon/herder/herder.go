@@ -141,3 +141,6 @@ const maxAttempts = 20
 func conflict(name string) error {
 	return errorf(ErrConflict, "Cannot complete request because of a conflicting operation on connector %s; retry", name)
 }
+
+// Store is the Connect metadata the herder serves (GET /kcd/v1/export reads it).
+func (h *Herder) Store() *connectstore.Store { return h.store }

@@ -84,6 +84,9 @@ type Options struct {
 	// StoreAdmin serves /kcd/v1/store/switch and /status on Raft nodes;
 	// nil elsewhere (the requests go to the leader).
 	StoreAdmin StoreAdmin
+	// Importer serves /kcd/v1/imports on Raft nodes; nil elsewhere (the
+	// requests go to the leader).
+	Importer Importer
 	// Worker serves GET /kcd/v1/worker; nil on nodes without a worker.
 	Worker LocalWorker
 	// HealthChecks are checked by GET /health after the node's readiness
@@ -104,7 +107,7 @@ func NewHandler(node Node, opts Options) http.Handler {
 		opts.LeaderWait = 5 * time.Second
 	}
 	a := &api{
-		node: node, cluster: opts.Cluster, store: opts.Store, connect: opts.Connect, coord: opts.Coordinator, storeAdmin: opts.StoreAdmin, peerStore: opts.PeerStore, worker: opts.Worker, log: opts.Logger, leaderWait: opts.LeaderWait,
+		node: node, cluster: opts.Cluster, store: opts.Store, connect: opts.Connect, coord: opts.Coordinator, storeAdmin: opts.StoreAdmin, importer: opts.Importer, peerStore: opts.PeerStore, worker: opts.Worker, log: opts.Logger, leaderWait: opts.LeaderWait,
 		forwardClient: &http.Client{Timeout: 90 * time.Second},
 		healthChecks:  append([]HealthCheck{readyCheck(node)}, opts.HealthChecks...),
 	}
@@ -155,6 +158,7 @@ func NewHandler(node Node, opts Options) http.Handler {
 	routes = append(routes, a.storeRoutes()...)
 	routes = append(routes, a.storeAdminRoutes()...) // the store API (store_api.go)
 	routes = append(routes, a.workerRoutes()...)     // workers, assignments, rebalances, events (workers.go, events.go)
+	routes = append(routes, a.importRoutes()...)     // imports and export (imports.go)
 
 	mux := http.NewServeMux()
 	// known answers 405 for a path that exists with another method; anything
@@ -190,6 +194,7 @@ type api struct {
 	connect       *herder.Herder
 	coord         Coordinator
 	storeAdmin    StoreAdmin
+	importer      Importer
 	peerStore     store.Store
 	worker        LocalWorker
 	log           *slog.Logger

@@ -22,6 +22,16 @@ const (
 	ConnectURL = "KCD_TEST_CONNECT_URL"
 	MySQLDSN   = "KCD_TEST_MYSQL_DSN"
 	PostgreDSN = "KCD_TEST_POSTGRES_DSN"
+
+	// The same broker's SASL_PLAINTEXT listener (mechanisms PLAIN and
+	// SCRAM-SHA-512, one test-only user for both) and its SSL listener
+	// (a certificate for 127.0.0.1 signed by the CA in KafkaTLSCA, a PEM
+	// file).
+	KafkaSASL         = "KCD_TEST_KAFKA_SASL"
+	KafkaSASLUser     = "KCD_TEST_KAFKA_SASL_USER"
+	KafkaSASLPassword = "KCD_TEST_KAFKA_SASL_PASSWORD"
+	KafkaTLS          = "KCD_TEST_KAFKA_TLS"
+	KafkaTLSCA        = "KCD_TEST_KAFKA_TLS_CA"
 )
 
 // Require returns the value of the service variable name, taken from the

@@ -2,6 +2,7 @@ package migrateview
 
 import (
 	"bytes"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -85,5 +86,33 @@ func TestBarRender(t *testing.T) {
 	}
 	if r := m.Render(); !strings.Contains(r, "reading connect-offsets") || !strings.Contains(r, "50/100 records") {
 		t.Errorf("Render = %q", r)
+	}
+}
+
+func TestWriteTable(t *testing.T) {
+	var b bytes.Buffer
+	res := migrate.WriteResult{Items: []migrate.WriteItem{{Name: "a", Action: migrate.ActionCreate}, {Name: "b", Action: migrate.ActionExists, Reason: "config differs"}}}
+	if err := printer.Print(&b, "table", WritePrintable(res)); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"NAME", "a", "create", "b", "exists", "config differs"} {
+		if !strings.Contains(b.String(), want) {
+			t.Errorf("table lacks %q:\n%s", want, b.String())
+		}
+	}
+}
+
+func TestProblemsCapOrphanNames(t *testing.T) {
+	orphans := map[string]int{}
+	for i := range 25 {
+		orphans[fmt.Sprintf("c%02d", i)] = 1
+	}
+	var b bytes.Buffer
+	Problems(&b, nil, orphans)
+	if !strings.Contains(b.String(), "25 offset(s) of 25 deleted connector(s)") || !strings.Contains(b.String(), "c09 and 15 more") || strings.Contains(b.String(), "c10") {
+		t.Errorf("orphans:\n%s", b.String())
+	}
+	if s := Summary(&migrate.Plan{}); s != "no connectors to import" {
+		t.Errorf("Summary of nothing = %q", s)
 	}
 }

@@ -51,9 +51,17 @@ func Problems(w io.Writer, problems []migrate.Problem, orphans map[string]int) {
 		for _, c := range orphans {
 			n += c
 		}
-		fmt.Fprintf(w, "\n%d offset(s) of %d deleted connector(s) not carried over: %s\n", n, len(names), strings.Join(names, ", "))
+		more := ""
+		if len(names) > maxOrphanNames {
+			more = fmt.Sprintf(" and %d more (-o json lists them)", len(names)-maxOrphanNames)
+			names = names[:maxOrphanNames]
+		}
+		fmt.Fprintf(w, "\n%d offset(s) of %d deleted connector(s) not carried over: %s%s\n", n, len(orphans), strings.Join(names, ", "), more)
 	}
 }
+
+// maxOrphanNames bounds the deleted connectors named on one line.
+const maxOrphanNames = 10
 
 // Problem is one problem on one line: where, then why.
 func Problem(pr migrate.Problem) string {
@@ -80,6 +88,9 @@ func Summary(p *migrate.Plan) string {
 			offsets += c.SourceOffsets + c.SinkOffsets
 		}
 	}
+	if len(p.Connectors) == 0 {
+		return "no connectors to import"
+	}
 	var parts []string
 	for _, a := range slices.Sorted(maps.Keys(count)) {
 		parts = append(parts, fmt.Sprintf("%d %s", count[a], a))
@@ -92,4 +103,16 @@ func orDash(s string) string {
 		return "-"
 	}
 	return s
+}
+
+// WritePrintable is what an export wrote (or would write) into Kafka
+// Connect's topics, for every -o format.
+func WritePrintable(res migrate.WriteResult) printer.Printable {
+	t := printer.Table{Header: []string{"NAME", "ACTION", "REASON"}}
+	var names []string
+	for _, it := range res.Items {
+		names = append(names, "connector/"+it.Name)
+		t.Rows = append(t.Rows, []string{it.Name, it.Action, orDash(it.Reason)})
+	}
+	return printer.Printable{Data: res, Table: t, Names: names}
 }

@@ -1,0 +1,260 @@
+package migrate
+
+import (
+	"encoding/json"
+	"fmt"
+	"math"
+	"sort"
+	"strconv"
+	"strings"
+)
+
+// The encoders write what Kafka Connect's internal JsonConverter
+// (schemas.enable=false, Jackson underneath) writes: compact JSON, fields
+// of a record in its schema's order, non-ASCII text as UTF-8, and only '"',
+// '\' and control characters escaped. Map keys are written sorted (Kafka
+// Connect writes them in its Java map's order, which a reader cannot know;
+// SourceOffset.Key keeps the bytes it stored).
+
+// EncodeConfigRecord encodes rec as a record of the config topic: its key,
+// and its value (nil for a tombstone). DecodeConfigRecord reads it back.
+func EncodeConfigRecord(rec ConfigRecord) (key string, value []byte, err error) {
+	if rec.Kind != KindSessionKey && rec.Kind != KindLoggerLevel && rec.Connector == "" {
+		return "", nil, fmt.Errorf("config record %s: no connector name", rec.Kind)
+	}
+	switch rec.Kind {
+	case KindConnector, KindTargetState, KindCommit, KindRestart, KindTasksFencing:
+		key = string(rec.Kind) + "-" + rec.Connector
+	case KindTask:
+		if rec.Task < 0 {
+			return "", nil, fmt.Errorf("config record task-%s-%d: negative task number", rec.Connector, rec.Task)
+		}
+		key = "task-" + rec.Connector + "-" + strconv.Itoa(rec.Task)
+	case KindLoggerLevel:
+		key = string(KindLoggerLevel) + "-" + rec.Namespace
+	case KindSessionKey:
+		return "", nil, fmt.Errorf("config record session-key: not encoded (the key is the old cluster's secret)")
+	default:
+		return "", nil, fmt.Errorf("config record: unknown kind %q", rec.Kind)
+	}
+	if rec.Tombstone {
+		return key, nil, nil
+	}
+	var b []byte
+	switch rec.Kind {
+	case KindConnector, KindTask:
+		b = append(b, `{"properties":{`...)
+		for i, k := range sortedKeys(rec.Properties) {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			b = appendString(b, k)
+			b = append(b, ':')
+			if v := rec.Properties[k]; v != nil {
+				b = appendString(b, *v)
+			} else {
+				b = append(b, "null"...)
+			}
+		}
+		b = append(b, "}}"...)
+	case KindTargetState:
+		// Kafka Connect writes STOPPED as state PAUSED, so that workers older
+		// than 3.5 (which know no state.v2) pause the connector.
+		old := rec.TargetState
+		switch rec.TargetState {
+		case "STARTED", "PAUSED":
+		case "STOPPED":
+			old = "PAUSED"
+		default:
+			return "", nil, fmt.Errorf("config record %q: unknown target state %q", key, rec.TargetState)
+		}
+		b = append(b, `{"state":`...)
+		b = appendString(b, old)
+		b = append(b, `,"state.v2":`...)
+		b = appendString(b, rec.TargetState)
+		b = append(b, '}')
+	case KindCommit, KindTasksFencing:
+		if rec.TaskCount < 0 {
+			return "", nil, fmt.Errorf("config record %q: negative task count %d", key, rec.TaskCount)
+		}
+		field := `{"tasks":`
+		if rec.Kind == KindTasksFencing {
+			field = `{"task-count":`
+		}
+		b = append(b, field...)
+		b = strconv.AppendInt(b, int64(rec.TaskCount), 10)
+		b = append(b, '}')
+	case KindRestart:
+		b = append(b, `{"include-tasks":`...)
+		b = strconv.AppendBool(b, rec.IncludeTask)
+		b = append(b, `,"only-failed":`...)
+		b = strconv.AppendBool(b, rec.OnlyFailed)
+		b = append(b, '}')
+	case KindLoggerLevel:
+		b = append(b, `{"level":`...)
+		b = appendString(b, rec.Level)
+		b = append(b, '}')
+	}
+	return key, b, nil
+}
+
+// EncodeOffsetKey encodes the key of a source offset as Kafka Connect's
+// OffsetStorageWriter does: ["<connector>",{<partition>}].
+func EncodeOffsetKey(connector string, partition map[string]any) ([]byte, error) {
+	if connector == "" {
+		return nil, fmt.Errorf("offset key: empty connector name")
+	}
+	if partition == nil {
+		return nil, fmt.Errorf("offset key of %s: no partition", connector)
+	}
+	b := []byte{'['}
+	b = appendString(b, connector)
+	b = append(b, ',')
+	b, err := appendJSON(b, partition)
+	if err != nil {
+		return nil, fmt.Errorf("offset key of %s: partition: %w", connector, err)
+	}
+	return append(b, ']'), nil
+}
+
+// EncodeOffsetValue encodes a source offset; a nil offset is a tombstone
+// (nil), which deletes the partition's offset.
+func EncodeOffsetValue(offset map[string]any) ([]byte, error) {
+	if offset == nil {
+		return nil, nil
+	}
+	b, err := appendJSON(nil, offset)
+	if err != nil {
+		return nil, fmt.Errorf("offset value: %w", err)
+	}
+	return b, nil
+}
+
+// jsonForm is v in the encoders' form: two decoded values are the
+// same JSON when their canonical forms are equal.
+func jsonForm(v any) string {
+	b, err := appendJSON(nil, v)
+	if err != nil {
+		return "!" + err.Error()
+	}
+	return string(b)
+}
+
+func appendJSON(b []byte, v any) ([]byte, error) {
+	var err error
+	switch v := v.(type) {
+	case nil:
+		b = append(b, "null"...)
+	case bool:
+		b = strconv.AppendBool(b, v)
+	case string:
+		b = appendString(b, v)
+	case json.Number:
+		if !validNumber(string(v)) {
+			return nil, fmt.Errorf("%q is not a JSON number", string(v))
+		}
+		b = append(b, v...)
+	case int:
+		b = strconv.AppendInt(b, int64(v), 10)
+	case int32:
+		b = strconv.AppendInt(b, int64(v), 10)
+	case int64:
+		b = strconv.AppendInt(b, v, 10)
+	case float64:
+		if math.IsNaN(v) || math.IsInf(v, 0) {
+			return nil, fmt.Errorf("%v is not a JSON number", v)
+		}
+		b = appendJavaDouble(b, v)
+	case map[string]any:
+		b = append(b, '{')
+		for i, k := range sortedKeys(v) {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			b = appendString(b, k)
+			b = append(b, ':')
+			if b, err = appendJSON(b, v[k]); err != nil {
+				return nil, fmt.Errorf("%s: %w", k, err)
+			}
+		}
+		b = append(b, '}')
+	case []any:
+		b = append(b, '[')
+		for i, e := range v {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			if b, err = appendJSON(b, e); err != nil {
+				return nil, err
+			}
+		}
+		b = append(b, ']')
+	default:
+		return nil, fmt.Errorf("%T is not a JSON value Kafka Connect writes", v)
+	}
+	return b, nil
+}
+
+// appendString writes s as Jackson does: '"' and '\' escaped, control
+// characters as \b \t \n \f \r or \u00XX (upper-case hex), all else raw.
+// Invalid UTF-8 (which no Java string holds) becomes U+FFFD.
+func appendString(b []byte, s string) []byte {
+	const hex = "0123456789ABCDEF"
+	s = strings.ToValidUTF8(s, "\uFFFD")
+	b = append(b, '"')
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch {
+		case c == '"' || c == '\\':
+			b = append(b, '\\', c)
+		case c == '\b':
+			b = append(b, '\\', 'b')
+		case c == '\t':
+			b = append(b, '\\', 't')
+		case c == '\n':
+			b = append(b, '\\', 'n')
+		case c == '\f':
+			b = append(b, '\\', 'f')
+		case c == '\r':
+			b = append(b, '\\', 'r')
+		case c < 0x20:
+			b = append(b, '\\', 'u', '0', '0', hex[c>>4], hex[c&0xf])
+		default:
+			b = append(b, c)
+		}
+	}
+	return append(b, '"')
+}
+
+// appendJavaDouble writes f as Java's Double.toString does (which Jackson
+// uses): "1.0", "0.5", "1.0E10", "1.0E-5".
+func appendJavaDouble(b []byte, f float64) []byte {
+	if a := math.Abs(f); a == 0 || (a >= 1e-3 && a < 1e7) {
+		s := strconv.FormatFloat(f, 'f', -1, 64)
+		if !strings.Contains(s, ".") {
+			s += ".0"
+		}
+		return append(b, s...)
+	}
+	s := strconv.FormatFloat(f, 'e', -1, 64) // d[.ddd]e±XX
+	mant, exp, _ := strings.Cut(s, "e")
+	if !strings.Contains(mant, ".") {
+		mant += ".0"
+	}
+	n, _ := strconv.Atoi(exp)
+	return append(append(append(b, mant...), 'E'), strconv.Itoa(n)...)
+}
+
+func validNumber(s string) bool {
+	var v any
+	return s != "" && strings.TrimSpace(s) == s && json.Unmarshal([]byte(s), &v) == nil && (s[0] == '-' || (s[0] >= '0' && s[0] <= '9'))
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}
