@@ -59,10 +59,13 @@ var (
 // RSS (VmHWM, reset before the phase) over its RSS when the phase began.
 // Apply's time is stage-s (opening the import and staging the offsets)
 // plus commit-s; done-s is the wait after the commit answered for the
-// import's done state. cluster-MB is the live heap the read Cluster
-// holds. The kcd node runs in this process: apply's memory is kcctl's and
-// the node's together. Needs the test environment's Kafka (KCD_TEST_KAFKA
-// or .testenv/env); run it with -benchtime=1x.
+// import's done state; settled-s (node=worker) the time from the
+// commit's answer until every connector and its task report PAUSED (or
+// unsettled: how many do not, when that stays so for a minute).
+// cluster-MB is the live heap the read Cluster holds. The kcd node runs
+// in this process: apply's memory is kcctl's and the node's together.
+// Needs the test environment's Kafka (KCD_TEST_KAFKA or .testenv/env);
+// run it with -benchtime=1x.
 func BenchmarkMigrateImport(b *testing.B) {
 	brokers := testenv.Lookup(testenv.Kafka)
 	if brokers == "" {
@@ -163,6 +166,7 @@ func measureMigrateImport(b *testing.B, brokers []string, worker bool) {
 		b.Fatal(err)
 	}
 	applied := m.stop(b, "apply", time.Since(start))
+	committed := time.Now()
 	stage := staged.Sub(start)
 	b.ReportMetric(stage.Seconds(), "stage-s")
 	b.ReportMetric((applied - stage).Seconds(), "commit-s")
@@ -195,6 +199,48 @@ func measureMigrateImport(b *testing.B, brokers []string, worker bool) {
 			b.Fatal(err)
 		}
 	}
+	if !worker {
+		return
+	}
+	// How long after the commit the worker has them all in their state.
+	// States that do not change for a minute are reported, not waited for.
+	var (
+		prev    string
+		changed = time.Now()
+		settled time.Duration
+	)
+	for {
+		var st map[string]struct {
+			Status api.ConnectorStateInfo `json:"status"`
+		}
+		states := map[string]int{}
+		rctx, rcancel := context.WithTimeout(ctx, 20*time.Second)
+		err := getJSON(rctx, url+"/connectors?expand=status", &st)
+		rcancel()
+		for _, s := range st {
+			tasks := make([]string, 0, len(s.Status.Tasks))
+			for _, t := range s.Status.Tasks {
+				tasks = append(tasks, t.State)
+			}
+			states[strings.TrimSpace(s.Status.Connector.State+" "+strings.Join(tasks, ","))]++
+		}
+		if states["PAUSED PAUSED"] == gen.connectors {
+			settled = time.Since(committed)
+			break
+		}
+		if now := fmt.Sprint(states, err); now != prev {
+			prev, changed = now, time.Now()
+		}
+		if time.Since(changed) > time.Minute || ctx.Err() != nil {
+			b.ReportMetric(float64(gen.connectors-states["PAUSED PAUSED"]), "unsettled")
+			progress("migrate: WARNING: %.0f s after the commit, %d of %d connectors are not PAUSED with their task, unchanged for a minute: %v (%v)",
+				time.Since(committed).Seconds(), gen.connectors-states["PAUSED PAUSED"], gen.connectors, states, err)
+			return
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	b.ReportMetric(settled.Seconds(), "settled-s")
+	progress("migrate: every connector and task PAUSED in kcd %.2f s after the commit answered", settled.Seconds())
 }
 
 const mb = 1 << 20

@@ -85,8 +85,10 @@ run storeswitch -test.bench '^BenchmarkStoreSwitch$' -test.benchtime 1x ||
 run failover -test.bench '^BenchmarkFailover$' -test.benchtime "${TRIALS}x"
 run memory -test.bench '^BenchmarkIdleRSS$' -test.benchtime 1x
 # One process per node kind, so that each starts with the same heap.
-run migrate -test.bench '^BenchmarkMigrateImport$/^node=worker$' -test.benchtime 1x
-run migrate-raftonly -test.bench '^BenchmarkMigrateImport$/^node=raft-only$' -test.benchtime 1x
+run migrate -test.bench '^BenchmarkMigrateImport$/^node=worker$' -test.benchtime 1x ||
+	echo "== migrate FAILED: see $OUT/migrate.txt"
+run migrate-raftonly -test.bench '^BenchmarkMigrateImport$/^node=raft-only$' -test.benchtime 1x ||
+	echo "== migrate-raftonly FAILED: see $OUT/migrate-raftonly.txt"
 run taskfailover -test.bench '^BenchmarkTaskFailover$' -test.benchtime "${TASK_TRIALS}x"
 (cd daemon/coordinator/assignor && go test -run '^$' -bench '^BenchmarkAssign' -benchmem) 2>&1 | tee "$OUT/assign.txt"
 
@@ -95,5 +97,5 @@ echo "== summary (raw output in $OUT)"
 grep -h '^Benchmark' "$OUT/writes.txt" "$OUT/writes-3sched.txt" "$OUT/stores.txt" "$OUT/storeswitch.txt" "$OUT/failover.txt" "$OUT/memory.txt" "$OUT/migrate.txt" "$OUT/migrate-raftonly.txt" "$OUT/taskfailover.txt" "$OUT/assign.txt"
 [ -n "$fsyncs" ] && echo "fsyncs: $fsyncs"
 grep -h 'VmRSS\|Kafka Connect worker' "$OUT/memory.txt" | sed 's/^bench: //' || true
-grep -h '^bench: migrate: [0-9]' "$OUT/migrate.txt" "$OUT/migrate-raftonly.txt" | sed 's/^bench: //' || true
+grep -h '^bench: migrate: [0-9a-zW]' "$OUT/migrate.txt" "$OUT/migrate-raftonly.txt" | sed 's/^bench: //' || true
 grep -h '^bench: .*: \(innodb\|fsync\|switch .* done\)' "$OUT/stores.txt" "$OUT/storeswitch.txt" | sed 's/^bench: //' || true
