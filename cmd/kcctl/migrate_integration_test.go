@@ -258,6 +258,16 @@ func TestIntegrationMigrateFromKafka(t *testing.T) {
 	if len(tasks) != 1 {
 		t.Errorf("%s: %d tasks in kcd, want 1: %v", retasked, len(tasks), tasks)
 	}
+	// The paused connector keeps the task configs it has on Kafka Connect
+	// (the running ones lost theirs there to --stop-source: kcd makes them).
+	var kcTasks, kcdTasks []struct {
+		Config map[string]string `json:"config"`
+	}
+	kc.call("GET", "/connectors/"+paused+"/tasks", nil, &kcTasks)
+	kcd.call("GET", "/connectors/"+paused+"/tasks", nil, &kcdTasks)
+	if len(kcTasks) != 1 || !reflect.DeepEqual(kcdTasks, kcTasks) {
+		t.Errorf("%s: task configs in kcd %v, on Kafka Connect %v", paused, kcdTasks, kcTasks)
+	}
 
 	// kcd's source continues at line 11, its sink at the group's offset.
 	appendLines(t, in, 11, 15)
@@ -466,8 +476,8 @@ func (r restAPI) statuses(prefix string) map[string]string {
 			tasks = append(tasks, tk.State)
 			odd = odd || tk.State != st
 		}
-		// A running connector needs its tasks running; a stopped one has none.
-		if odd || (st == "RUNNING" && len(tasks) == 0) || (st == "STOPPED" && len(tasks) > 0) {
+		// A running or paused connector has its tasks; a stopped one none.
+		if odd || (st != "STOPPED" && len(tasks) == 0) || (st == "STOPPED" && len(tasks) > 0) {
 			st += "/tasks:" + strings.Join(tasks, ",")
 		}
 		out[n] = st
