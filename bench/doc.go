@@ -12,6 +12,12 @@
 //   - BenchmarkIdleRSS: resident memory of idle kcd processes, and of the
 //     test environment's Kafka Connect worker when it runs. Run it with
 //     -benchtime=1x.
+//   - BenchmarkMigrateImport: kcctl migrate from-kafka's read, plan and
+//     import of a Kafka Connect cluster of 1,000 connectors and 100,000
+//     offset records, written fresh into internal topics on the test
+//     environment's Kafka, into a kcd node in this process: time, peak
+//     heap, allocations and peak RSS growth of each phase. Run it with
+//     -benchtime=1x.
 //
 // None of them runs under go test's default -run: they are benchmarks
 // only, and the process benchmarks build cmd/kcd when they start.

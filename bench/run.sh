@@ -19,6 +19,11 @@
 #   storeswitch BenchmarkStoreSwitch: online switches raft -> mysql -> raft -> postgres -> raft of
 #             a 3-process cluster holding 1,000 connectors and 100,000 offsets: hold_ms, switch
 #             time, and the longest pause a committing client sees
+#   migrate   BenchmarkMigrateImport (node=worker; migrate-raftonly: node=raft-only, a node without a
+#             worker): kcctl migrate from-kafka's read, plan and import of a Kafka Connect
+#             cluster of 1,000 connectors and 100,000 offset records (internal topics written fresh on the
+#             test environment's Kafka) into a kcd node in the process: seconds, peak heap, allocations
+#             and peak RSS growth per phase (skipped without the test environment's Kafka)
 #   memory    BenchmarkIdleRSS: VmRSS of idle kcd processes, and of the test environment's Kafka
 #             Connect worker when it runs
 #
@@ -79,12 +84,16 @@ run storeswitch -test.bench '^BenchmarkStoreSwitch$' -test.benchtime 1x ||
 	echo "== storeswitch FAILED: see $OUT/storeswitch.txt"
 run failover -test.bench '^BenchmarkFailover$' -test.benchtime "${TRIALS}x"
 run memory -test.bench '^BenchmarkIdleRSS$' -test.benchtime 1x
+# One process per node kind, so that each starts with the same heap.
+run migrate -test.bench '^BenchmarkMigrateImport$/^node=worker$' -test.benchtime 1x
+run migrate-raftonly -test.bench '^BenchmarkMigrateImport$/^node=raft-only$' -test.benchtime 1x
 run taskfailover -test.bench '^BenchmarkTaskFailover$' -test.benchtime "${TASK_TRIALS}x"
 (cd daemon/coordinator/assignor && go test -run '^$' -bench '^BenchmarkAssign' -benchmem) 2>&1 | tee "$OUT/assign.txt"
 
 echo
 echo "== summary (raw output in $OUT)"
-grep -h '^Benchmark' "$OUT/writes.txt" "$OUT/writes-3sched.txt" "$OUT/stores.txt" "$OUT/storeswitch.txt" "$OUT/failover.txt" "$OUT/memory.txt" "$OUT/taskfailover.txt" "$OUT/assign.txt"
+grep -h '^Benchmark' "$OUT/writes.txt" "$OUT/writes-3sched.txt" "$OUT/stores.txt" "$OUT/storeswitch.txt" "$OUT/failover.txt" "$OUT/memory.txt" "$OUT/migrate.txt" "$OUT/migrate-raftonly.txt" "$OUT/taskfailover.txt" "$OUT/assign.txt"
 [ -n "$fsyncs" ] && echo "fsyncs: $fsyncs"
 grep -h 'VmRSS\|Kafka Connect worker' "$OUT/memory.txt" | sed 's/^bench: //' || true
+grep -h '^bench: migrate: [0-9]' "$OUT/migrate.txt" "$OUT/migrate-raftonly.txt" | sed 's/^bench: //' || true
 grep -h '^bench: .*: \(innodb\|fsync\|switch .* done\)' "$OUT/stores.txt" "$OUT/storeswitch.txt" | sed 's/^bench: //' || true
