@@ -10,7 +10,9 @@ import (
 // pages is an Exporter over fixed pages, keyed by the name asked after.
 type pages map[string]api.Export
 
-func (p pages) Export(_ context.Context, after string, _ int) (api.Export, error) { return p[after], nil }
+func (p pages) Export(_ context.Context, after string, _ int) (api.Export, error) {
+	return p[after], nil
+}
 
 func TestExport(t *testing.T) {
 	ex := pages{
