@@ -44,8 +44,13 @@ func fromExport(ec api.ExportConnector) *Connector {
 	if c.Target == "" {
 		c.Target = "STARTED"
 	}
-	if c.Target == "STOPPED" {
-		c.Tasks, c.TaskCount = nil, 0 // Kafka Connect keeps no task configs for a stopped connector
+	if c.Target == "STOPPED" || !slices.ContainsFunc(c.Tasks, hasTaskClass) {
+		// Kafka Connect keeps no task configs for a stopped connector. And
+		// it instantiates a task by the task.class of its config, which
+		// kcd's built-in connectors do not write: without it, Kafka
+		// Connect generates the task configs itself when it starts the
+		// connector (a paused one keeps none until it is resumed).
+		c.Tasks, c.TaskCount = nil, 0
 	}
 	for _, o := range ec.SourceOffsets {
 		c.SourceOffsets = append(c.SourceOffsets, SourceOffset{Partition: o.Partition, Offset: o.Offset})
@@ -67,3 +72,5 @@ func SinkGroup(name string, config map[string]string) string {
 	}
 	return "connect-" + name
 }
+
+func hasTaskClass(task map[string]string) bool { return task["task.class"] != "" }

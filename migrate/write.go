@@ -246,18 +246,9 @@ type writer struct {
 	adm  *kadm.Client
 	opts WriteOptions
 
-	configs map[string]*topicConnector  // by connector, from the config topic
+	configs map[string]*configState     // by connector, from the config topic
 	targets map[string]string           // target states, from the config topic
 	offsets map[string]map[string]*slot // connector → raw key → latest record
-}
-
-// topicConnector is a connector as the config topic holds it, decided as
-// Kafka Connect's KafkaConfigBackingStore decides.
-type topicConnector struct {
-	config   map[string]*string
-	tasks    []map[string]*string // of the last complete commit
-	count    int
-	deferred map[int]map[string]*string
 }
 
 // slot is the latest record of one key of the offsets topic.
@@ -443,68 +434,17 @@ func (w *writer) scan(ctx context.Context, topic string, fn func(*kgo.Record) er
 }
 
 // readConfigs takes the connectors out of the config topic, with Kafka
-// Connect's rules: task configs count only once a commit covers them all.
-// Records it cannot decode are skipped, as Kafka Connect skips them.
+// Connect's rules (the reader's accumulator): task configs count only once
+// a commit covers them all. Records it cannot decode are skipped, as Kafka
+// Connect skips them.
 func (w *writer) readConfigs(ctx context.Context) error {
-	w.configs, w.targets = map[string]*topicConnector{}, map[string]string{}
-	return w.scan(ctx, w.opts.Topics.Config, func(r *kgo.Record) error {
-		rec, err := DecodeConfigRecord(string(r.Key), r.Value)
-		if err != nil {
-			return nil
-		}
-		w.applyConfig(rec)
+	a := newAccumulator(w.opts.Topics, nil)
+	err := w.scan(ctx, w.opts.Topics.Config, func(r *kgo.Record) error {
+		a.configRecord(at{Partition: r.Partition, Offset: r.Offset, Timestamp: r.Timestamp.UnixMilli()}, r.Key, r.Value)
 		return nil
 	})
-}
-
-func (w *writer) applyConfig(rec ConfigRecord) {
-	name := rec.Connector
-	tc := w.configs[name]
-	switch rec.Kind {
-	case KindConnector:
-		if rec.Tombstone {
-			delete(w.configs, name)
-			return
-		}
-		if tc == nil {
-			tc = &topicConnector{}
-			w.configs[name] = tc
-		}
-		tc.config = rec.Properties
-	case KindTargetState:
-		if rec.Tombstone {
-			delete(w.targets, name)
-		} else {
-			w.targets[name] = rec.TargetState
-		}
-	case KindTask:
-		if rec.Tombstone || tc == nil {
-			return
-		}
-		if tc.deferred == nil {
-			tc.deferred = map[int]map[string]*string{}
-		}
-		tc.deferred[rec.Task] = rec.Properties
-	case KindCommit:
-		if rec.Tombstone || tc == nil {
-			return
-		}
-		tc.tasks, tc.count = nil, rec.TaskCount
-		complete := true
-		for i := range rec.TaskCount {
-			if tc.deferred[i] == nil {
-				complete = false
-			}
-		}
-		if complete {
-			for i := range rec.TaskCount {
-				tc.tasks = append(tc.tasks, tc.deferred[i])
-			}
-		} else {
-			tc.count = -1 // inconsistent: never equal to what Write writes
-		}
-		tc.deferred = nil
-	}
+	w.configs, w.targets = a.configs, a.targets
+	return err
 }
 
 // readOffsets keeps the latest record of each key of the offsets topic.
@@ -606,7 +546,9 @@ func (w *writer) plan(ctx context.Context, conn *Connector) (*plan, error) {
 	if t := w.target(conn.Name); t != target {
 		diffs = append(diffs, "target state ("+t+" in the topic)")
 	}
-	if tc.count != len(tasks) || !slices.EqualFunc(tc.tasks, tasks, sameProps) {
+	if tc.inconsistent || tc.taskCount != len(tasks) || !slices.EqualFunc(tc.tasks, tasks, func(a map[string]string, b map[string]*string) bool {
+		return maps.Equal(a, withoutNulls(b))
+	}) {
 		diffs = append(diffs, "task configs")
 	}
 	if !p.offsetsSame {

@@ -126,24 +126,8 @@ func runFromKafka(cmd *cobra.Command, g *globals, f *migrateFlags, connectURL st
 	kcd := g.client()
 	var stopped []string
 	if connectURL != "" {
-		live := client.New(connectURL)
-		running, err := migrate.Running(ctx, live, include)
-		if err != nil {
+		if stopped, err = stopOrWarn(cmd, client.New(connectURL), include, stopSource && !f.dryRun, "Kafka Connect", "kcd"); err != nil {
 			return err
-		}
-		switch {
-		case len(running) > 0 && stopSource && !f.dryRun:
-			fmt.Fprintf(cmd.ErrOrStderr(), "stopping %d connector(s) on Kafka Connect: %s\n", len(running), strings.Join(running, ", "))
-			sctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
-			err := migrate.StopRunning(sctx, live, running)
-			cancel()
-			if err != nil {
-				return err
-			}
-			stopped = running
-		case len(running) > 0:
-			fmt.Fprintf(cmd.ErrOrStderr(), "Warning: %d connector(s) still run on Kafka Connect (%s): imported and started in kcd, they would process the same records twice. Stop them there first, or pass --stop-source.\n",
-				len(running), strings.Join(running, ", "))
 		}
 	}
 	cl, err := f.kafkaClient()
@@ -206,38 +190,75 @@ func runFromKafka(cmd *cobra.Command, g *globals, f *migrateFlags, connectURL st
 	return nil
 }
 
+// stopOrWarn finds the connectors include keeps that still run on the
+// cluster a migration reads (from), and stops them there when stop (and
+// waits until they are), else warns that they would run twice once
+// started on the other side (to). It returns the ones it stopped.
+func stopOrWarn(cmd *cobra.Command, live migrate.Live, include func(string) bool, stop bool, from, to string) ([]string, error) {
+	ctx := cmd.Context()
+	running, err := migrate.Running(ctx, live, include)
+	if err != nil || len(running) == 0 {
+		return nil, err
+	}
+	if !stop {
+		fmt.Fprintf(cmd.ErrOrStderr(), "Warning: %d connector(s) still run on %s (%s): started in %s too, they would process the same records twice. Stop them first, or pass --stop-source.\n",
+			len(running), from, strings.Join(running, ", "), to)
+		return nil, nil
+	}
+	fmt.Fprintf(cmd.ErrOrStderr(), "stopping %d connector(s) on %s: %s\n", len(running), from, strings.Join(running, ", "))
+	sctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
+	defer cancel()
+	if err := migrate.StopRunning(sctx, live, running); err != nil {
+		return nil, err
+	}
+	return running, nil
+}
+
 func newToKafkaCmd(g *globals) *cobra.Command {
 	f := &migrateFlags{}
 	var rf int16
+	var stopSource bool
 	cmd := &cobra.Command{
 		Use:   "to-kafka",
 		Short: "Write kcd's connectors, target states, task configs and offsets into Kafka Connect's internal topics",
 		Long: `Reads every connector of the kcd cluster at --server and writes it into a Kafka Connect
 cluster's internal topics in Kafka Connect's own format, and each sink's offsets into its
 consumer group, so that Kafka Connect workers started on these topics run the connectors
-from where kcd left them. Stop the connectors in kcd first. Connectors that exist in the
-topics are left alone unless --overwrite. Topics that do not exist are created as Kafka
-Connect creates them (compacted; 1, 25 and 5 partitions).`,
+from where kcd left them. Connectors that exist in the topics are left alone unless
+--overwrite. Topics that do not exist are created as Kafka Connect creates them
+(compacted; 1, 25 and 5 partitions).
+
+Stop the connectors in kcd first, or they process the same records twice: kcctl warns
+about connectors still running in kcd, and with --stop-source stops them and waits
+until they have stored their offsets; those are written with the target state they
+had (STARTED).`,
 		Example: `  kcctl migrate to-kafka --bootstrap-servers kafka:9092 --dry-run
   kcctl migrate to-kafka --bootstrap-servers kafka:9092 --config-topic connect-configs`,
 		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error { return runToKafka(cmd, g, f, rf) },
+		RunE: func(cmd *cobra.Command, _ []string) error { return runToKafka(cmd, g, f, rf, stopSource) },
 	}
 	f.add(cmd)
 	cmd.Flags().Int16Var(&rf, "replication-factor", -1, "Replication factor of the topics it creates (-1: the broker's default)")
+	cmd.Flags().BoolVar(&stopSource, "stop-source", false, "Stop the connectors still running in kcd before reading them")
 	return cmd
 }
 
-func runToKafka(cmd *cobra.Command, g *globals, f *migrateFlags, rf int16) error {
+func runToKafka(cmd *cobra.Command, g *globals, f *migrateFlags, rf int16, stopSource bool) error {
 	ctx := cmd.Context()
 	include, err := f.filter()
 	if err != nil {
 		return err
 	}
-	c, err := migrate.Export(ctx, g.client(), include)
+	kcd := g.client()
+	stopped, err := stopOrWarn(cmd, kcd, include, stopSource && !f.dryRun, "kcd", "Kafka Connect")
 	if err != nil {
 		return err
 	}
+	c, err := migrate.Export(ctx, kcd, include)
+	if err != nil {
+		return err
+	}
+	migrate.UnstopMigrated(c, stopped)
 	cl, err := f.kafkaClient()
 	if err != nil {
 		return err
