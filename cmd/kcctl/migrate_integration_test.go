@@ -476,8 +476,10 @@ func (r restAPI) statuses(prefix string) map[string]string {
 			tasks = append(tasks, tk.State)
 			odd = odd || tk.State != st
 		}
-		// A running or paused connector has its tasks; a stopped one none.
-		if odd || (st != "STOPPED" && len(tasks) == 0) || (st == "STOPPED" && len(tasks) > 0) {
+		// A running connector needs its tasks running; a stopped one has
+		// none. (A paused one may have none: Kafka Connect does not make
+		// the task configs of a connector created paused.)
+		if odd || (st == "RUNNING" && len(tasks) == 0) || (st == "STOPPED" && len(tasks) > 0) {
 			st += "/tasks:" + strings.Join(tasks, ",")
 		}
 		out[n] = st
