@@ -417,6 +417,57 @@ func (c *Store) SetTasks(ctx context.Context, name string, tasks []map[string]st
 	}
 }
 
+// ClearTasks empties the task configs of a stopped connector, as Kafka
+// Connect's stop does, when fence holds and the connector's target state is
+// STOPPED when the write applies: a target changed since the caller read it
+// (resumed, or set by an import's roll-forward along with its task configs)
+// leaves them alone. cleared says whether it wrote.
+func (c *Store) ClearTasks(ctx context.Context, name string, fence Fence) (cleared bool, err error) {
+	for {
+		cfg, found, err := c.s.Get(ctx, configKey(name))
+		if err != nil || !found {
+			return false, err
+		}
+		target, found, err := c.s.Get(ctx, targetKey(name))
+		if err != nil || !found {
+			return false, err
+		}
+		var ts TargetState
+		if err := json.Unmarshal(target.Value, &ts); err != nil {
+			return false, fmt.Errorf("connectstore: target state of %s: %w", name, err)
+		}
+		if ts.State != TargetStopped {
+			return false, nil
+		}
+		old, found, err := c.s.Get(ctx, tasksKey(name))
+		if err != nil || !found {
+			return false, err
+		}
+		var prev TaskConfigs
+		if err := json.Unmarshal(old.Value, &prev); err != nil {
+			return false, fmt.Errorf("connectstore: task configs of %s: %w", name, err)
+		}
+		if len(prev.Tasks) == 0 {
+			return false, nil
+		}
+		next := TaskConfigs{Generation: prev.Generation + 1, Tasks: []map[string]string{}}
+		conds := append([]store.Cond{
+			{Key: configKey(name), ModRevision: cfg.ModRevision},
+			{Key: targetKey(name), ModRevision: target.ModRevision},
+			{Key: tasksKey(name), ModRevision: old.ModRevision},
+		}, fence...)
+		_, ok, err := c.s.Batch(ctx, conds, []store.Op{store.Put(tasksKey(name), mustJSON(next))})
+		if err != nil || ok {
+			return ok, err
+		}
+		if held, err := c.holds(ctx, fence); err != nil {
+			return false, err
+		} else if !held {
+			return false, ErrFenced
+		}
+	}
+}
+
 // TaskCounts returns, for every connector, how many task configs it has
 // now (0 before the connector produced any, or when stopped). Two scans,
 // whatever the number of connectors.

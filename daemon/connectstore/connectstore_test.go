@@ -129,3 +129,42 @@ func TestSinkOffsetsAndRestart(t *testing.T) {
 		t.Errorf("target of a missing connector: %v", err)
 	}
 }
+
+// ClearTasks empties the task configs only of a connector still stopped:
+// a worker that read STOPPED before an import (or a resume) set the target
+// and the task configs must not wipe the new ones.
+func TestClearTasksOnlyWhileStopped(t *testing.T) {
+	ctx := context.Background()
+	c := open(t)
+	if _, err := c.CreateConnector(ctx, "c", map[string]string{"connector.class": "X"}, TargetStopped); err != nil {
+		t.Fatal(err)
+	}
+	tasks := []map[string]string{{"k": "v"}}
+	if _, err := c.SetTasks(ctx, "c", tasks, nil); err != nil {
+		t.Fatal(err)
+	}
+	// The target moved on (as an import's roll-forward does) after the
+	// caller read STOPPED.
+	if err := c.SetTarget(ctx, "c", TargetPaused); err != nil {
+		t.Fatal(err)
+	}
+	if cleared, err := c.ClearTasks(ctx, "c", nil); err != nil || cleared {
+		t.Fatalf("ClearTasks of a paused connector: cleared %v, %v", cleared, err)
+	}
+	if tc, err := c.Tasks(ctx, "c"); err != nil || len(tc.Tasks) != 1 {
+		t.Fatalf("task configs of the paused connector: %+v %v", tc, err)
+	}
+	if err := c.SetTarget(ctx, "c", TargetStopped); err != nil {
+		t.Fatal(err)
+	}
+	if cleared, err := c.ClearTasks(ctx, "c", nil); err != nil || !cleared {
+		t.Fatalf("ClearTasks of a stopped connector: cleared %v, %v", cleared, err)
+	}
+	tc, err := c.Tasks(ctx, "c")
+	if err != nil || len(tc.Tasks) != 0 || tc.Generation != 2 {
+		t.Fatalf("task configs after the clear: %+v %v", tc, err)
+	}
+	if cleared, err := c.ClearTasks(ctx, "c", nil); err != nil || cleared {
+		t.Fatalf("a second ClearTasks: cleared %v, %v (nothing to clear)", cleared, err)
+	}
+}

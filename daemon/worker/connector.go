@@ -101,8 +101,11 @@ func (s *supervisor) reconcileConnector(ctx context.Context) {
 		c.state = connectstore.StateStopped
 		s.report(ctx, -1, connectstore.StateStopped, "", c.restarts)
 		if len(s.spec.tasks.Tasks) > 0 {
-			// Kafka Connect stops a connector by writing an empty task set.
-			if _, err := s.w.store.SetTasks(ctx, s.name, []map[string]string{}, s.w.cfg.Assignment.Fence(s.name, -1)); err != nil {
+			// Kafka Connect stops a connector by writing an empty task set;
+			// only while it is still stopped: spec's target and tasks are
+			// two reads, and an import sets a connector's task configs and
+			// final target after it made it exist stopped.
+			if _, err := s.w.store.ClearTasks(ctx, s.name, s.w.cfg.Assignment.Fence(s.name, -1)); err != nil {
 				s.storeFailed("clear the task configs of a stopped connector", err)
 			}
 		}
