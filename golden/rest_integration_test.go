@@ -90,6 +90,28 @@ func TestIntegrationConnectorRESTMatchesKafkaConnect(t *testing.T) {
 		cmp.same(404, "GET", "/connector-plugins/NoSuchPlugin/config", "")
 	})
 
+	// What a web page can make a browser send without asking (text/plain,
+	// a form, an untyped body) is refused with 415, as on Kafka Connect.
+	t.Run("media types", func(t *testing.T) {
+		create := fmt.Sprintf(`{"name":%q,"config":%s}`, p+"ct", srcConfig)
+		for _, tc := range []struct{ method, path, ct, body string }{
+			{"POST", "/connectors", "text/plain", create},
+			{"POST", "/connectors", "application/x-www-form-urlencoded", create},
+			{"POST", "/connectors", "", create},
+			{"PUT", "/connectors/" + p + "ct/config", "text/plain;charset=UTF-8", srcConfig},
+			{"PUT", "/connector-plugins/FileStreamSource/config/validate", "application/vnd+json", srcConfig},
+			{"PUT", "/connectors/" + p + "nope/pause", "text/plain", ""},
+			{"PUT", "/connectors/" + p + "nope/pause", "", ""},
+			{"DELETE", "/connectors/" + p + "nope", "text/plain", ""},
+		} {
+			kr, cr := k.doAs(t, tc.method, tc.path, tc.body, tc.ct), c.doAs(t, tc.method, tc.path, tc.body, tc.ct)
+			if kr.status != cr.status || string(kr.body) != string(cr.body) {
+				t.Errorf("%s %s (Content-Type %q): kcd %d %s, Kafka Connect %d %s", tc.method, tc.path, tc.ct, kr.status, kr.body, cr.status, cr.body)
+			}
+		}
+		cmp.with(t).same(404, "GET", "/connectors/"+p+"ct", "")
+	})
+
 	t.Run("validate", func(t *testing.T) {
 		cmp := cmp.with(t)
 		for _, body := range []string{
@@ -263,6 +285,12 @@ type reply struct {
 
 func (s side) do(t *testing.T, method, path, body string) reply {
 	t.Helper()
+	return s.doAs(t, method, path, body, "application/json")
+}
+
+// doAs is do with Content-Type ct, or none when ct is empty.
+func (s side) doAs(t *testing.T, method, path, body, ct string) reply {
+	t.Helper()
 	var rd io.Reader
 	if body != "" {
 		rd = strings.NewReader(body)
@@ -271,7 +299,9 @@ func (s side) do(t *testing.T, method, path, body string) reply {
 	if err != nil {
 		t.Fatal(err)
 	}
-	req.Header.Set("Content-Type", "application/json")
+	if ct != "" {
+		req.Header.Set("Content-Type", ct)
+	}
 	res, err := http.DefaultClient.Do(req)
 	if err != nil {
 		t.Fatalf("%s: %s %s: %v", s.name, method, path, err)

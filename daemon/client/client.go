@@ -67,6 +67,12 @@ func (c *Client) do(ctx context.Context, method, path string, out any) error {
 
 // send sends body (nil: none) and decodes a JSON answer into out.
 func (c *Client) send(ctx context.Context, method, path string, body []byte, out any) error {
+	return c.sendAs(ctx, method, path, body, "application/json", out)
+}
+
+// sendAs sends body (nil: none) of media type ct and decodes a JSON
+// answer into out.
+func (c *Client) sendAs(ctx context.Context, method, path string, body []byte, ct string, out any) error {
 	var rd io.Reader
 	if body != nil {
 		rd = bytes.NewReader(body)
@@ -77,7 +83,7 @@ func (c *Client) send(ctx context.Context, method, path string, body []byte, out
 	}
 	req.Header.Set("Accept", "application/json")
 	if body != nil {
-		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Content-Type", ct)
 	}
 	res, err := c.http.Do(req)
 	if err != nil {
@@ -175,6 +181,6 @@ func (c *Client) GetKey(ctx context.Context, key string) (restapi.KeyValue, erro
 // PutKey is PUT /kcd/v1/store/keys/{key}.
 func (c *Client) PutKey(ctx context.Context, key string, value []byte) (int64, error) {
 	var v restapi.StoreWrite
-	err := c.send(ctx, http.MethodPut, "/kcd/v1/store/keys/"+key, value, &v)
+	err := c.sendAs(ctx, http.MethodPut, "/kcd/v1/store/keys/"+key, value, "application/octet-stream", &v)
 	return v.Revision, err
 }

@@ -184,7 +184,7 @@ func NewHandler(node Node, opts Options) http.Handler {
 		}
 		writeError(w, jaxrsError(http.StatusNotFound))
 	}))
-	return a.recoverPanics(mux)
+	return a.recoverPanics(jsonOnly(mux))
 }
 
 type api struct {

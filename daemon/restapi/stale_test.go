@@ -111,6 +111,7 @@ func TestStaleReadsOnlyWhereAllowed(t *testing.T) {
 		}
 	}
 	req := httptest.NewRequest("POST", "/kcd/v1/store/get", strings.NewReader(`{"key":"YQ=="}`))
+	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set(AllowStaleHeader, "true")
 	rec := httptest.NewRecorder()
 	h.ServeHTTP(rec, req)

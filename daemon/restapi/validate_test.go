@@ -135,6 +135,7 @@ func TestLargeBodiesAreRefused(t *testing.T) {
 	// Chunked: no Content-Length to refuse up front.
 	req := httptest.NewRequest("POST", "/connectors", io.MultiReader(strings.NewReader(`{"name":"big","config":`+big+`}`)))
 	req.ContentLength = -1
+	req.Header.Set("Content-Type", "application/json")
 	rec := httptest.NewRecorder()
 	h.ServeHTTP(rec, req)
 	var e ErrorMessage

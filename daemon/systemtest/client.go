@@ -78,6 +78,9 @@ func (n *Node) do(ctx context.Context, method, path string, body []byte, out any
 	if err != nil {
 		return 0, err
 	}
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
 	res, err := httpClient.Do(req)
 	if err != nil {
 		return 0, err
