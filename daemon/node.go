@@ -103,7 +103,7 @@ func (n *Node) Start(ctx context.Context) (err error) {
 		return fmt.Errorf("listen on rest-addr %s: %w", n.cfg.RESTAddr, err)
 	}
 	ctx, n.cancel = context.WithCancel(context.WithoutCancel(ctx))
-	opts := restapi.Options{Logger: n.log.With("subsys", "rest")}
+	opts := restapi.Options{Logger: n.log.With("subsys", "rest"), Hosts: restapi.HostPolicyFor(n.cfg.RESTAllowedHosts, n.cfg.RESTAddr)}
 	if n.cfg.HasRole(config.RoleRaft) {
 		if n.joinToken, err = n.configuredJoinToken(); err != nil {
 			return err

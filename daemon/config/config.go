@@ -128,6 +128,10 @@ type Config struct {
 	// RESTMaxConnections bounds the REST API's open connections; the last
 	// eighth of them is kept for worker heartbeats and /health.
 	RESTMaxConnections int `yaml:"rest-max-connections"`
+	// RESTAllowedHosts are the host names (comma-separated, no port) that
+	// the REST API answers to in a request's Host header; "*" any. Empty:
+	// only loopback names when rest-addr is on loopback, else any.
+	RESTAllowedHosts string `yaml:"rest-allowed-hosts"`
 	// Store is the metadata store's backend a new cluster starts with; the
 	// active backend then lives in Raft and changes only by kcctl store
 	// switch.
@@ -481,6 +485,9 @@ func fields() []field {
 			func(c *Config) *int { return &c.MaxTasksPerConnector }),
 		countField("rest-max-connections", "The most open connections of the REST API; the last eighth is kept for worker heartbeats and /health",
 			func(c *Config) *int { return &c.RESTMaxConnections }),
+		{"rest-allowed-hosts", "Host names the REST API answers to in the Host header, comma-separated (* any); default: only localhost and loopback addresses when rest-addr is on loopback (against DNS rebinding), else any",
+			func(c *Config, v string) error { c.RESTAllowedHosts = strings.TrimSpace(v); return nil },
+			func(c *Config) string { return c.RESTAllowedHosts }},
 		{"store", "Metadata store backend a new cluster starts with: raft, or another registered backend (mysql, postgres...); afterwards kcctl store switch changes it",
 			func(c *Config, v string) error { c.Store.Backend = strings.TrimSpace(v); return nil },
 			func(c *Config) string { return c.Store.Backend }},

@@ -92,6 +92,8 @@ type Options struct {
 	// HealthChecks are checked by GET /health after the node's readiness
 	// (health.go); each reports one part of the node.
 	HealthChecks []HealthCheck
+	// Hosts are the Host headers the API answers to; zero: any.
+	Hosts HostPolicy
 	// LeaderWait is how long a leader-only request waits for a leader to be
 	// elected before it fails (default 5 s).
 	LeaderWait time.Duration
@@ -184,6 +186,9 @@ func NewHandler(node Node, opts Options) http.Handler {
 		}
 		writeError(w, jaxrsError(http.StatusNotFound))
 	}))
+	if opts.Hosts.Loopback || len(opts.Hosts.Names) > 0 {
+		return a.recoverPanics(checkHost(opts.Hosts, jsonOnly(mux)))
+	}
 	return a.recoverPanics(jsonOnly(mux))
 }
 
