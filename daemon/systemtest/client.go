@@ -79,7 +79,11 @@ func (n *Node) do(ctx context.Context, method, path string, body []byte, out any
 		return 0, err
 	}
 	if body != nil {
-		req.Header.Set("Content-Type", "application/json")
+		ct := "application/json"
+		if method == http.MethodPut && strings.HasPrefix(path, "/kcd/v1/store/keys/") {
+			ct = "application/octet-stream" // the raw store API takes the value's bytes
+		}
+		req.Header.Set("Content-Type", ct)
 	}
 	res, err := httpClient.Do(req)
 	if err != nil {
