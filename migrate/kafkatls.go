@@ -165,6 +165,16 @@ func storeFormat(prop, typ string, data []byte) (string, error) {
 	}
 }
 
+// loadStore reads the store file at path (property prop) and tells its
+// format (storeFormat).
+func loadStore(prop, path, typ string) (data []byte, format string, err error) {
+	if data, err = readStore(prop, path); err != nil {
+		return nil, "", err
+	}
+	format, err = storeFormat(prop, typ, data)
+	return data, format, err
+}
+
 func readStore(prop, path string) ([]byte, error) {
 	f, err := os.Open(path)
 	if err != nil {
@@ -201,11 +211,7 @@ func trustStore(p map[string]string) (*x509.CertPool, error) {
 		certs = c
 	case loc != "":
 		const prop = "ssl.truststore.location"
-		data, err := readStore(prop, loc)
-		if err != nil {
-			return nil, err
-		}
-		format, err := storeFormat(prop, typ, data)
+		data, format, err := loadStore(prop, loc, typ)
 		if err != nil {
 			return nil, err
 		}
@@ -254,11 +260,7 @@ func keyStore(p map[string]string) (*tls.Certificate, error) {
 		return pemKeyPair("ssl.keystore.certificate.chain", chain, "ssl.keystore.key", key, keyPass, keyPassSet)
 	case loc != "":
 		const prop = "ssl.keystore.location"
-		data, err := readStore(prop, loc)
-		if err != nil {
-			return nil, err
-		}
-		format, err := storeFormat(prop, typ, data)
+		data, format, err := loadStore(prop, loc, typ)
 		if err != nil {
 			return nil, err
 		}

@@ -52,12 +52,7 @@ func TestIntegrationMigrateFromKafka(t *testing.T) {
 	ctx, cancel := context.WithTimeout(t.Context(), 3*time.Minute)
 	defer cancel()
 
-	cl, err := kgo.NewClient(kgo.SeedBrokers(strings.Split(brokers, ",")...))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cl.Close()
-	adm := kadm.NewClient(cl)
+	adm := kafkaAdmin(t, brokers)
 
 	prefix := fmt.Sprintf("kcd-mig-%08x-", rand.Uint32())
 	name := func(s string) string { return prefix + s }
@@ -310,6 +305,17 @@ func TestIntegrationMigrateFromKafka(t *testing.T) {
 	if again := kcd.snapshot(names); !reflect.DeepEqual(again, snap) {
 		t.Errorf("the second import changed kcd:\nbefore %v\nafter  %v", snap, again)
 	}
+}
+
+// kafkaAdmin is an admin client of brokers, closed at the end of the test.
+func kafkaAdmin(t *testing.T, brokers string) *kadm.Client {
+	t.Helper()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(strings.Split(brokers, ",")...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(cl.Close)
+	return kadm.NewClient(cl)
 }
 
 // startNodeOnKafka starts a one-node kcd in this process with the given

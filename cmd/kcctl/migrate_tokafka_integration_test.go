@@ -9,12 +9,8 @@ import (
 	"path/filepath"
 	"reflect"
 	"slices"
-	"strings"
 	"testing"
 	"time"
-
-	"github.com/twmb/franz-go/pkg/kadm"
-	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/kcd-project/kcd/internal/testenv"
 	"github.com/kcd-project/kcd/migrate"
@@ -34,12 +30,7 @@ func TestIntegrationMigrateToKafka(t *testing.T) {
 	ctx, cancel := context.WithTimeout(t.Context(), 4*time.Minute)
 	defer cancel()
 
-	cl, err := kgo.NewClient(kgo.SeedBrokers(strings.Split(brokers, ",")...))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cl.Close()
-	adm := kadm.NewClient(cl)
+	adm := kafkaAdmin(t, brokers)
 
 	prefix := fmt.Sprintf("kcd-back-%08x-", rand.Uint32())
 	name := func(s string) string { return prefix + s }

@@ -5,7 +5,9 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -148,4 +150,20 @@ func decodeNumbers(b []byte, v any) error {
 	dec := json.NewDecoder(bytes.NewReader(b))
 	dec.UseNumber()
 	return dec.Decode(v)
+}
+
+// CheckOffsetFormat says why m cannot be a source partition or offset, or
+// nil: its values must be primitives (Kafka Connect's
+// OffsetUtils.validateFormat, whose message it gives). Fields are checked
+// in key order, so the answer does not depend on map order.
+func CheckOffsetFormat(m map[string]any) error {
+	for _, k := range slices.Sorted(maps.Keys(m)) {
+		switch m[k].(type) {
+		case map[string]any:
+			return fmt.Errorf("Offsets may only contain primitive types as values, but field %s contains MAP", k)
+		case []any:
+			return fmt.Errorf("Offsets may only contain primitive types as values, but field %s contains ARRAY", k)
+		}
+	}
+	return nil
 }

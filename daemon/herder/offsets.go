@@ -107,8 +107,8 @@ func (h *Herder) AlterOffsets(ctx context.Context, name string, offsets []Connec
 				return Message{}, errorf(ErrBadRequest, "The partition for a source connector offset cannot be null or missing")
 			}
 			for _, m := range []map[string]any{o.Partition, o.Offset} {
-				if err := primitiveValues(m); err != nil {
-					return Message{}, err
+				if err := connectstore.CheckOffsetFormat(m); err != nil {
+					return Message{}, errorf(ErrBadRequest, "%v", err)
 				}
 			}
 			src = append(src, connectstore.SourceOffset{Partition: o.Partition, Offset: o.Offset})
@@ -200,19 +200,6 @@ func validateOffsets(v OffsetValidator, cfg map[string]string, offsets []Connect
 	for _, o := range offsets {
 		if err := v.ValidateOffset(cfg, o.Partition, o.Offset); err != nil {
 			return errorf(ErrBadRequest, "%v", err)
-		}
-	}
-	return nil
-}
-
-// primitiveValues is Kafka Connect's OffsetUtils.validateFormat.
-func primitiveValues(m map[string]any) error {
-	for k, v := range m {
-		switch v.(type) {
-		case map[string]any:
-			return errorf(ErrBadRequest, "Offsets may only contain primitive types as values, but field %s contains MAP", k)
-		case []any:
-			return errorf(ErrBadRequest, "Offsets may only contain primitive types as values, but field %s contains ARRAY", k)
 		}
 	}
 	return nil

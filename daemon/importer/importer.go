@@ -453,7 +453,7 @@ func (im *Importer) ImportOffsets(ctx context.Context, id string, offs api.Impor
 			return api.Import{}, errorf(ErrInvalid, "source offset %d of connector %q: the offset cannot be null", i, o.Connector)
 		}
 		for _, m := range []map[string]any{o.Partition, o.Offset} {
-			if err := primitiveValues(m); err != nil {
+			if err := connectstore.CheckOffsetFormat(m); err != nil {
 				return api.Import{}, errorf(ErrInvalid, "source offset %d of connector %q: %v", i, o.Connector, err)
 			}
 		}
@@ -495,20 +495,6 @@ func (im *Importer) ImportOffsets(ctx context.Context, id string, offs api.Impor
 		return api.Import{}, errorf(ErrConflict, "import %s changed while its offsets were staged (a leader change?): retry", id)
 	}
 	return j.api(), nil
-}
-
-// primitiveValues is Kafka Connect's check of an offset's or partition's
-// values (OffsetUtils.validateFormat).
-func primitiveValues(m map[string]any) error {
-	for _, k := range slices.Sorted(maps.Keys(m)) {
-		switch m[k].(type) {
-		case map[string]any:
-			return fmt.Errorf("offsets may only contain primitive types as values, but field %s contains MAP", k)
-		case []any:
-			return fmt.Errorf("offsets may only contain primitive types as values, but field %s contains ARRAY", k)
-		}
-	}
-	return nil
 }
 
 // stagedKV is a staged connector and its key's revision.
