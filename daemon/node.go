@@ -103,7 +103,7 @@ func (n *Node) Start(ctx context.Context) (err error) {
 		return fmt.Errorf("listen on rest-addr %s: %w", n.cfg.RESTAddr, err)
 	}
 	ctx, n.cancel = context.WithCancel(context.WithoutCancel(ctx))
-	opts := restapi.Options{Logger: n.log.With("subsys", "rest"), Hosts: restapi.HostPolicyFor(n.cfg.RESTAllowedHosts, n.cfg.RESTAddr)}
+	opts := restapi.Options{Logger: n.log.With("subsys", "rest"), Hosts: restapi.HostPolicyFor(n.cfg.RESTAllowedHosts, n.cfg.RESTAddr), NodeClient: n.nodeClient(90 * time.Second)}
 	if n.cfg.HasRole(config.RoleRaft) {
 		if n.joinToken, err = n.configuredJoinToken(); err != nil {
 			return err
@@ -247,7 +247,7 @@ func (n *Node) startWorker(ctx context.Context, seeds []string, endpoints func()
 		Endpoints:         endpoints,
 		SessionTimeout:    n.cfg.SessionTimeout,
 		HeartbeatInterval: n.cfg.HeartbeatInterval,
-		Client:            &http.Client{Timeout: n.cfg.SessionTimeout},
+		Client:            n.nodeClient(n.cfg.SessionTimeout),
 		Logger:            n.log,
 	})
 	if err != nil {

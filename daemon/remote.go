@@ -20,7 +20,7 @@ import (
 // coordinator through the same nodes. kafkaSeeds are the data plane's
 // brokers.
 func (n *Node) startRemote(ctx context.Context, opts *restapi.Options, kafkaSeeds []string) error {
-	rs, err := remotestore.New(n.cfg.Seeds, remotestore.Options{Logger: n.log.With("subsys", "remotestore")})
+	rs, err := remotestore.New(n.cfg.Seeds, remotestore.Options{Logger: n.log.With("subsys", "remotestore"), Transport: n.remoteStoreTransport})
 	if err != nil {
 		return fmt.Errorf("store of a worker-only node: %w", err)
 	}

@@ -25,7 +25,7 @@ func (n *Node) leaderStore() (store.Store, error) {
 	if len(urls) == 0 {
 		return nil, fmt.Errorf("no other Raft member is known yet")
 	}
-	return remotestore.New(urls, remotestore.Options{Logger: n.log.With("subsys", "remotestore")})
+	return remotestore.New(urls, remotestore.Options{Logger: n.log.With("subsys", "remotestore"), Transport: n.remoteStoreTransport})
 }
 
 // bootstrapStore makes the configured backend the first one of a new

@@ -22,15 +22,47 @@ const maxBody = 32 << 20
 
 // Client talks to one kcd (or Kafka Connect) REST endpoint.
 type Client struct {
-	base string
-	http *http.Client
+	base  string
+	http  *http.Client
+	creds Credentials
+}
+
+// Credentials authenticate the client: a bearer token, or a user name and
+// password (HTTP basic). Zero: none.
+type Credentials struct {
+	Token    string
+	User     string
+	Password string
+}
+
+// Options tune a client; zero values take the defaults.
+type Options struct {
+	// Transport sends the requests (TLS settings, a node's own
+	// authentication); nil: http.DefaultTransport.
+	Transport http.RoundTripper
+	// Credentials are sent with every request.
+	Credentials Credentials
 }
 
 // New returns a client of the API at baseURL (e.g. http://127.0.0.1:8083).
-func New(baseURL string) *Client {
+func New(baseURL string) *Client { return NewWithOptions(baseURL, Options{}) }
+
+// NewWithOptions returns a client of the API at baseURL with opts.
+func NewWithOptions(baseURL string, opts Options) *Client {
 	return &Client{
-		base: strings.TrimRight(baseURL, "/"),
-		http: &http.Client{Timeout: 30 * time.Second},
+		base:  strings.TrimRight(baseURL, "/"),
+		http:  &http.Client{Timeout: 30 * time.Second, Transport: opts.Transport},
+		creds: opts.Credentials,
+	}
+}
+
+// authorize sets the request's credentials, if any.
+func (c *Client) authorize(req *http.Request) {
+	switch {
+	case c.creds.Token != "":
+		req.Header.Set("Authorization", "Bearer "+c.creds.Token)
+	case c.creds.User != "":
+		req.SetBasicAuth(c.creds.User, c.creds.Password)
 	}
 }
 
@@ -82,6 +114,7 @@ func (c *Client) sendAs(ctx context.Context, method, path string, body []byte, c
 		return fmt.Errorf("build request %s %s: %w", method, path, err)
 	}
 	req.Header.Set("Accept", "application/json")
+	c.authorize(req)
 	if body != nil {
 		req.Header.Set("Content-Type", ct)
 	}

@@ -94,6 +94,10 @@ type Options struct {
 	HealthChecks []HealthCheck
 	// Hosts are the Host headers the API answers to; zero: any.
 	Hosts HostPolicy
+	// NodeClient sends the calls this node makes to other nodes (forwarding
+	// to the leader, asking it for its view); it authenticates as the node.
+	// Nil: a plain client with a 90 s timeout.
+	NodeClient *http.Client
 	// LeaderWait is how long a leader-only request waits for a leader to be
 	// elected before it fails (default 5 s).
 	LeaderWait time.Duration
@@ -110,11 +114,14 @@ func NewHandler(node Node, opts Options) http.Handler {
 	}
 	a := &api{
 		node: node, cluster: opts.Cluster, store: opts.Store, connect: opts.Connect, coord: opts.Coordinator, storeAdmin: opts.StoreAdmin, importer: opts.Importer, peerStore: opts.PeerStore, worker: opts.Worker, log: opts.Logger, leaderWait: opts.LeaderWait,
-		forwardClient: &http.Client{Timeout: 90 * time.Second},
+		forwardClient: opts.NodeClient,
 		healthChecks:  append([]HealthCheck{readyCheck(node)}, opts.HealthChecks...),
 	}
 	if a.peerStore == nil {
 		a.peerStore = a.store
+	}
+	if a.forwardClient == nil {
+		a.forwardClient = &http.Client{Timeout: 90 * time.Second}
 	}
 	if al, ok := node.(Alarmed); ok {
 		a.healthChecks = append([]HealthCheck{alarmCheck(al)}, a.healthChecks...)

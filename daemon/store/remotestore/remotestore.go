@@ -96,6 +96,9 @@ type Options struct {
 	// response-header timeouts; its Timeout must be zero, since watch
 	// streams last (unary requests are bounded by RequestTimeout).
 	HTTPClient *http.Client
+	// Transport adapts the default client's transport (TLS settings, the
+	// caller's credentials); nil: used as is. Ignored with HTTPClient.
+	Transport func(*http.Transport) http.RoundTripper
 	// DialTimeout bounds connecting to a node (default 3 s).
 	DialTimeout time.Duration
 	// RequestTimeout bounds one attempt of a unary request on one node
@@ -160,13 +163,18 @@ func (o *Options) defaults() {
 	}
 	if o.HTTPClient == nil {
 		d := &net.Dialer{Timeout: o.DialTimeout, KeepAlive: 15 * time.Second}
-		o.HTTPClient = &http.Client{Transport: &http.Transport{
+		tr := &http.Transport{
 			DialContext:           d.DialContext,
 			MaxIdleConnsPerHost:   16,
 			MaxConnsPerHost:       maxConnsPerNode,
 			IdleConnTimeout:       90 * time.Second,
 			ResponseHeaderTimeout: o.RequestTimeout,
-		}}
+		}
+		var rt http.RoundTripper = tr
+		if o.Transport != nil {
+			rt = o.Transport(tr)
+		}
+		o.HTTPClient = &http.Client{Transport: rt}
 	}
 }
 
