@@ -484,13 +484,14 @@ func (n *Node) closeResources() {
 	}
 }
 
-// RESTURL is the base URL the REST API is served on (https:// with
-// rest-tls-cert).
+// RESTURL is the base URL the REST API is served on, as others reach it
+// (an unspecified listen host becomes the host name, which a TLS
+// certificate can name); https:// with rest-tls-cert.
 func (n *Node) RESTURL() string {
 	if n.ln == nil {
-		return n.restScheme() + n.cfg.RESTAddr
+		return n.restScheme() + advertise(n.cfg.RESTAddr)
 	}
-	return n.restScheme() + n.ln.Addr().String()
+	return n.restScheme() + advertise(n.ln.Addr().String())
 }
 
 // KafkaClusterID implements restapi.Node.
