@@ -81,6 +81,26 @@ func TestMutualTLSNodes(t *testing.T) {
 	}
 	res.Body.Close()
 
+	// A renewed certificate is served without a restart.
+	renewed := ca.Issue(t, "rest 1 renewed", testcerts.Options{})
+	testcerts.WriteFile(t, first.cfg.RESTTLSKey, renewed.KeyPEM)
+	testcerts.WriteFile(t, first.cfg.RESTTLSCert, renewed.CertPEM)
+	fresh := &http.Transport{DisableKeepAlives: true, TLSClientConfig: &tls.Config{RootCAs: ca.Pool(), Certificates: []tls.Certificate{ca.Issue(t, "operator", testcerts.Options{}).TLS}}}
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		res, err := (&http.Client{Timeout: 5 * time.Second, Transport: fresh}).Get(first.RESTURL() + "/")
+		if err != nil {
+			t.Fatal(err)
+		}
+		res.Body.Close()
+		if cn := res.TLS.PeerCertificates[0].Subject.CommonName; cn == "rest 1 renewed" {
+			break
+		} else if time.Now().After(deadline) {
+			t.Fatalf("still served %q 5 s after the certificate was replaced", cn)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+
 	// The second node joins over mutual TLS, REST and peer.
 	cfg2 := tlsNodeConfig(t, ca, 2)
 	cfg2.Join = first.RESTURL()
@@ -132,5 +152,21 @@ func TestMutualTLSNodes(t *testing.T) {
 	sameHost := client(ca.Issue(t, "same host", testcerts.Options{IPs: []string{"127.0.0.1"}}).TLS)
 	if code, body, err := snapshot(sameHost, 2); err != nil || code != http.StatusBadRequest || !strings.Contains(body, "empty snapshot") {
 		t.Errorf("a certificate for member 2's host: %d %q %v", code, body, err)
+	}
+}
+
+func TestRESTTLSFilesCheckedAtStart(t *testing.T) {
+	ca := testcerts.NewCA(t, "ca")
+	cfg := tlsNodeConfig(t, ca, 1)
+	cfg.RESTTLSKey = cfg.PeerTLSKey // the key of another certificate
+	err := New(cfg, slog.New(slog.DiscardHandler)).Start(t.Context())
+	if err == nil || !strings.Contains(err.Error(), "rest-tls-cert") || !strings.Contains(err.Error(), cfg.RESTTLSKey) {
+		t.Errorf("a key that does not match: %v", err)
+	}
+	cfg = tlsNodeConfig(t, ca, 1)
+	cfg.RESTTLSClientCA = cfg.RESTTLSKey // no certificate in it
+	err = New(cfg, slog.New(slog.DiscardHandler)).Start(t.Context())
+	if err == nil || !strings.Contains(err.Error(), "rest-tls-client-ca") || strings.Contains(err.Error(), "PRIVATE") {
+		t.Errorf("a client CA file without certificates: %v", err)
 	}
 }
