@@ -17,8 +17,9 @@ import (
 // use mutual TLS). Every call between them — heartbeats, the worker-only
 // node's store, forwarding to the leader — goes over mutual TLS: the
 // worker-only node registers, a connector created through a follower runs
-// its tasks on every worker, the worker-only node's included. Plain HTTP
-// and clients without a certificate are refused.
+// its tasks on every worker, the worker-only node's included, and the
+// follower forwards leader-only requests. Plain HTTP and clients without a
+// certificate are refused.
 func TestIntegrationProcessRESTMutualTLS(t *testing.T) {
 	bin := binary(t)
 	brokers := testenv.Require(t, testenv.Kafka)
@@ -72,6 +73,19 @@ func TestIntegrationProcessRESTMutualTLS(t *testing.T) {
 		return ok && countOn(where, w4) > 0, nil
 	}); err != nil {
 		t.Fatalf("the %d tasks did not all run, some on the worker-only node (placement %v): %v", tasks, where, err)
+	}
+
+	// Leader-only requests sent to the follower are forwarded to the leader
+	// over mutual TLS, and so is its question for the leader's view.
+	var plan struct {
+		Moves []any `json:"moves"`
+	}
+	if err := follower.GetJSON(ctx, "/kcd/v1/rebalances/plan", &plan); err != nil {
+		t.Errorf("GET /kcd/v1/rebalances/plan on follower %d: %v", follower.ID, err)
+	}
+	var info ClusterInfo
+	if err := follower.GetJSON(ctx, "/kcd/v1/cluster", &info); err != nil || info.ReachabilityFrom != lead {
+		t.Errorf("GET /kcd/v1/cluster on follower %d: the view of %d (%v), want the leader's (%d)", follower.ID, info.ReachabilityFrom, err, lead)
 	}
 
 	// Plain HTTP, and HTTPS without a client certificate, are refused.
