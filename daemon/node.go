@@ -67,6 +67,8 @@ type Node struct {
 	clusterID string
 
 	joinToken string // configured join token ("" none); never logged
+
+	restTLS restTLS // resttls.go
 }
 
 // New returns a node for cfg; it does nothing until Start.
@@ -98,6 +100,9 @@ func (n *Node) Start(ctx context.Context) (err error) {
 	}
 	if n.kafka, err = kgo.NewClient(kgo.SeedBrokers(seeds...)); err != nil {
 		return fmt.Errorf("kafka client: %w", err)
+	}
+	if err = n.loadRESTTLS(); err != nil {
+		return err
 	}
 	if n.ln, err = net.Listen("tcp", n.cfg.RESTAddr); err != nil {
 		return fmt.Errorf("listen on rest-addr %s: %w", n.cfg.RESTAddr, err)
@@ -184,7 +189,7 @@ func (n *Node) Start(ctx context.Context) (err error) {
 	reqCtx, n.cancelRequests = context.WithCancel(context.WithoutCancel(ctx))
 	var restLn net.Listener
 	n.rest, restLn = restapi.NewServer(restapi.NewHandler(n, opts), n.ln, restapi.ServerOptions{
-		MaxConnections: n.restMaxConnections(), BaseContext: reqCtx,
+		MaxConnections: n.restMaxConnections(), BaseContext: reqCtx, TLS: n.restServerTLS(),
 	})
 
 	n.wg.Add(2)
@@ -479,12 +484,14 @@ func (n *Node) closeResources() {
 	}
 }
 
-// RESTURL is the base URL the REST API is served on.
+// RESTURL is the base URL the REST API is served on, as others reach it
+// (an unspecified listen host becomes the host name, which a TLS
+// certificate can name); https:// with rest-tls-cert.
 func (n *Node) RESTURL() string {
 	if n.ln == nil {
-		return "http://" + n.cfg.RESTAddr
+		return n.restScheme() + advertise(n.cfg.RESTAddr)
 	}
-	return "http://" + n.ln.Addr().String()
+	return n.restScheme() + advertise(n.ln.Addr().String())
 }
 
 // KafkaClusterID implements restapi.Node.

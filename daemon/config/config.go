@@ -132,6 +132,16 @@ type Config struct {
 	// the REST API answers to in a request's Host header; "*" any. Empty:
 	// only loopback names when rest-addr is on loopback, else any.
 	RESTAllowedHosts string `yaml:"rest-allowed-hosts"`
+	// RESTTLSCert and RESTTLSKey make the REST API HTTPS (both or
+	// neither); under mutual TLS the node also presents them to other
+	// nodes. RESTTLSClientCA requires of every client a certificate it
+	// signed (mutual TLS). RESTTLSCA is what this node trusts for other
+	// nodes' REST certificates (empty: the system's roots). Every file is
+	// loaded again when it changes.
+	RESTTLSCert     string `yaml:"rest-tls-cert"`
+	RESTTLSKey      string `yaml:"rest-tls-key"`
+	RESTTLSClientCA string `yaml:"rest-tls-client-ca"`
+	RESTTLSCA       string `yaml:"rest-tls-ca"`
 	// Store is the metadata store's backend a new cluster starts with; the
 	// active backend then lives in Raft and changes only by kcctl store
 	// switch.
@@ -292,6 +302,12 @@ func (c *Config) Validate() error {
 	}
 	if c.MaxTasksPerConnector < 1 || c.MaxTasksPerConnector > 100_000 {
 		errs = append(errs, fmt.Errorf("max-tasks-per-connector %d must be from 1 to 100000", c.MaxTasksPerConnector))
+	}
+	if (c.RESTTLSCert == "") != (c.RESTTLSKey == "") {
+		errs = append(errs, errors.New("rest-tls-cert and rest-tls-key go together: give both for HTTPS, or neither"))
+	}
+	if c.RESTTLSClientCA != "" && c.RESTTLSCert == "" {
+		errs = append(errs, errors.New("rest-tls-client-ca needs rest-tls-cert and rest-tls-key: client certificates are asked for over HTTPS only"))
 	}
 	if c.RESTMaxConnections < 16 {
 		errs = append(errs, fmt.Errorf("rest-max-connections %d is below 16", c.RESTMaxConnections))
@@ -488,6 +504,18 @@ func fields() []field {
 		{"rest-allowed-hosts", "Host names the REST API answers to in the Host header, comma-separated (* any); default: only localhost and loopback addresses when rest-addr is on loopback (against DNS rebinding), else any",
 			func(c *Config, v string) error { c.RESTAllowedHosts = strings.TrimSpace(v); return nil },
 			func(c *Config) string { return c.RESTAllowedHosts }},
+		{"rest-tls-cert", "PEM certificate of the REST API (with any intermediates): serve HTTPS (needs rest-tls-key); loaded again when the file changes",
+			func(c *Config, v string) error { c.RESTTLSCert = v; return nil },
+			func(c *Config) string { return c.RESTTLSCert }},
+		{"rest-tls-key", "PEM private key of rest-tls-cert",
+			func(c *Config, v string) error { c.RESTTLSKey = v; return nil },
+			func(c *Config) string { return c.RESTTLSKey }},
+		{"rest-tls-client-ca", "PEM CA certificates: the REST API requires a client certificate they signed (mutual TLS; other nodes present their rest-tls-cert)",
+			func(c *Config, v string) error { c.RESTTLSClientCA = v; return nil },
+			func(c *Config) string { return c.RESTTLSClientCA }},
+		{"rest-tls-ca", "PEM CA certificates this node trusts for other nodes' REST certificates (default: the system's roots)",
+			func(c *Config, v string) error { c.RESTTLSCA = v; return nil },
+			func(c *Config) string { return c.RESTTLSCA }},
 		{"store", "Metadata store backend a new cluster starts with: raft, or another registered backend (mysql, postgres...); afterwards kcctl store switch changes it",
 			func(c *Config, v string) error { c.Store.Backend = strings.TrimSpace(v); return nil },
 			func(c *Config) string { return c.Store.Backend }},
@@ -505,6 +533,9 @@ func fields() []field {
 			func(c *Config) string { return c.LogFormat }},
 	}
 }
+
+// RESTTLS tells whether the REST API is HTTPS.
+func (c *Config) RESTTLS() bool { return c.RESTTLSCert != "" }
 
 // PeerTLS tells whether peer traffic uses mutual TLS.
 func (c *Config) PeerTLS() bool { return c.PeerTLSCert != "" }

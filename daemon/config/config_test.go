@@ -340,3 +340,30 @@ func TestExactlyOnceSourceSupport(t *testing.T) {
 		t.Errorf("preparing: %v", err)
 	}
 }
+
+func TestRESTTLS(t *testing.T) {
+	c, err := loadWith(t, map[string]string{"KCD_REST_TLS_CERT": "/etc/kcd/rest.pem", "KCD_REST_TLS_KEY": "/etc/kcd/rest-key.pem"},
+		"--rest-tls-client-ca", "/etc/kcd/clients.pem", "--rest-tls-ca", "/etc/kcd/ca.pem")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !c.RESTTLS() || c.RESTTLSCert != "/etc/kcd/rest.pem" || c.RESTTLSKey != "/etc/kcd/rest-key.pem" ||
+		c.RESTTLSClientCA != "/etc/kcd/clients.pem" || c.RESTTLSCA != "/etc/kcd/ca.pem" {
+		t.Errorf("loaded %+v", c)
+	}
+	if c, _ := loadWith(t, nil); c.RESTTLS() {
+		t.Error("HTTPS without a certificate")
+	}
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--rest-tls-cert", "c.pem"}, "rest-tls-cert and rest-tls-key go together"},
+		{[]string{"--rest-tls-key", "k.pem"}, "rest-tls-cert and rest-tls-key go together"},
+		{[]string{"--rest-tls-client-ca", "ca.pem"}, "rest-tls-client-ca needs rest-tls-cert and rest-tls-key"},
+	} {
+		if _, err := loadWith(t, nil, tc.args...); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%v: %v, want %q", tc.args, err, tc.want)
+		}
+	}
+}

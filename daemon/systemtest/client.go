@@ -85,7 +85,7 @@ func (n *Node) do(ctx context.Context, method, path string, body []byte, out any
 		}
 		req.Header.Set("Content-Type", ct)
 	}
-	res, err := httpClient.Do(req)
+	res, err := n.HTTPClient().Do(req)
 	if err != nil {
 		return 0, err
 	}

@@ -3,10 +3,12 @@ package systemtest
 import (
 	"bytes"
 	"context"
+	"crypto/tls"
 	"fmt"
 	"io"
 	"math/rand/v2"
 	"net"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -83,6 +85,8 @@ type Node struct {
 	// Env is added to the process's environment (KCD_JOIN_TOKEN, so that
 	// the secret is not in the arguments).
 	Env []string
+	// client, when set, sends the tests' requests over HTTPS (Options.RESTTLS).
+	client *http.Client
 
 	bin string
 
@@ -95,7 +99,20 @@ type Node struct {
 }
 
 // URL is the node's REST base URL.
-func (n *Node) URL() string { return "http://" + n.RESTAddr }
+func (n *Node) URL() string {
+	if n.client != nil {
+		return "https://" + n.RESTAddr
+	}
+	return "http://" + n.RESTAddr
+}
+
+// HTTPClient is what the tests' requests to the node go through.
+func (n *Node) HTTPClient() *http.Client {
+	if n.client != nil {
+		return n.client
+	}
+	return httpClient
+}
 
 // Start starts the node's process. The node must not be running.
 func (n *Node) Start() error {
@@ -317,6 +334,10 @@ type Options struct {
 	// JoinToken is given to every node (KCD_JOIN_TOKEN): the cluster's
 	// token, and what joiners present. Default: a random one; "-": none.
 	JoinToken string
+	// RESTTLS, when set, is the TLS configuration the tests reach the
+	// nodes' REST APIs with, over https:// (ExtraArgs give the nodes their
+	// --rest-tls-* flags).
+	RESTTLS *tls.Config
 }
 
 // Cluster is a set of kcd processes that bootstrapped one Raft cluster.
@@ -391,6 +412,9 @@ func (c *Cluster) newNode(id uint64) *Node {
 		DataDir:  filepath.Join(c.dir, fmt.Sprintf("node%d", id)),
 		LogPath:  filepath.Join(c.dir, fmt.Sprintf("node%d.log", id)),
 		bin:      c.bin,
+	}
+	if c.opts.RESTTLS != nil {
+		n.client = &http.Client{Transport: &http.Transport{TLSClientConfig: c.opts.RESTTLS.Clone(), MaxIdleConnsPerHost: 64, IdleConnTimeout: 30 * time.Second}}
 	}
 	n.Args = []string{
 		"--node-id", strconv.FormatUint(id, 10),
