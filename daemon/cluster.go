@@ -286,7 +286,7 @@ func (n *Node) startRaft(ctx context.Context) error {
 		// Restarting a node that joined once: its data dir decides, but it
 		// must belong to the cluster it is told to join.
 		ictx, cancel := context.WithTimeout(ctx, 5*time.Second)
-		info, err := client.New(cfg.Join).ClusterInfo(ictx)
+		info, err := client.NewWithOptions(cfg.Join, client.Options{Transport: n.nodeClient(0).Transport}).ClusterInfo(ictx)
 		cancel()
 		if err != nil {
 			n.log.Warn("cannot reach the cluster to join to check its id; starting from the data dir", "join", cfg.Join, "err", err)
@@ -331,7 +331,7 @@ func (n *Node) startRaft(ctx context.Context) error {
 // joinCluster asks a member of a running cluster to add this node, and
 // returns the cluster as it was then.
 func (n *Node) joinCluster(ctx context.Context, self raft.Member) (restapi.ClusterInfo, error) {
-	c := client.New(n.cfg.Join)
+	c := client.NewWithOptions(n.cfg.Join, client.Options{Transport: n.nodeClient(0).Transport})
 	req := restapi.NewMember{ID: self.ID, PeerURL: self.PeerURL, RESTURL: self.RESTURL, Roles: self.Roles, JoinToken: n.joinToken}
 	var lastErr error
 	for attempt := 0; attempt < 30; attempt++ {
