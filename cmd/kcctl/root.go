@@ -5,6 +5,7 @@ import (
 	"os"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/kcd-project/kcd/daemon/client"
 	"github.com/kcd-project/kcd/tui/printer"
@@ -20,16 +21,24 @@ type globals struct {
 	caFile, clientCert, clientKey string
 	context                       string
 	// conn is what the flags, environment and context resolve to, set
-	// before a command runs.
-	conn connection
+	// before a command runs (resolved says so).
+	conn     connection
+	resolved bool
+	flags    *pflag.FlagSet // the root's persistent flags
 }
 
 func (g *globals) client() *client.Client {
-	server := g.conn.server
-	if server == "" {
-		server = g.server
+	if !g.resolved {
+		// Shell completion parses flags after the root's pre-run: resolve
+		// now, falling back to --server alone.
+		g.resolved = true
+		if conn, err := resolveConnection(g.flags, g); err == nil {
+			g.conn = conn
+		} else {
+			g.conn.server = g.server
+		}
 	}
-	return client.NewWithOptions(server, g.conn.opts)
+	return client.NewWithOptions(g.conn.server, g.conn.opts)
 }
 
 func newRootCmd(stdout, stderr io.Writer) *cobra.Command {
@@ -79,10 +88,17 @@ context's. Contexts live in $KCCTL_CONFIG or ~/.config/kcctl/config.yaml:
 	pf.StringVar(&g.clientCert, "client-cert", "", "PEM client certificate for mutual TLS")
 	pf.StringVar(&g.clientKey, "client-key", "", "PEM private key of --client-cert")
 	pf.StringVar(&g.context, "context", "", "Context of the config file to use ($KCCTL_CONFIG or ~/.config/kcctl/config.yaml; default: its current-context)")
+	g.flags = pf
 	cmd.PersistentPreRunE = func(c *cobra.Command, _ []string) error {
-		conn, err := resolveConnection(c.Root().PersistentFlags(), g)
-		g.conn = conn
-		return err
+		if c.Name() == cobra.ShellCompRequestCmd || c.Name() == cobra.ShellCompNoDescRequestCmd {
+			return nil // flags are parsed later; client resolves then
+		}
+		conn, err := resolveConnection(pf, g)
+		if err != nil {
+			return err
+		}
+		g.conn, g.resolved = conn, true
+		return nil
 	}
 
 	cmd.AddCommand(newVersionCmd(g), newClusterCmd(g), newWorkerCmd(g), newRebalanceCmd(g), newAssignmentsCmd(g), newStoreCmd(g), newMigrateCmd(g), newAuthCmd())
