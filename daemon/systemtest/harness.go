@@ -83,6 +83,9 @@ type Node struct {
 	// Env is added to the process's environment (KCD_JOIN_TOKEN, so that
 	// the secret is not in the arguments).
 	Env []string
+	// Token is the bearer token the harness's requests to the node send
+	// ("" none), for nodes started with --rest-auth-file.
+	Token string
 
 	bin string
 
@@ -317,6 +320,9 @@ type Options struct {
 	// JoinToken is given to every node (KCD_JOIN_TOKEN): the cluster's
 	// token, and what joiners present. Default: a random one; "-": none.
 	JoinToken string
+	// Token is every node's Node.Token: what the harness authenticates
+	// with when ExtraArgs turn authentication on.
+	Token string
 }
 
 // Cluster is a set of kcd processes that bootstrapped one Raft cluster.
@@ -391,6 +397,7 @@ func (c *Cluster) newNode(id uint64) *Node {
 		DataDir:  filepath.Join(c.dir, fmt.Sprintf("node%d", id)),
 		LogPath:  filepath.Join(c.dir, fmt.Sprintf("node%d.log", id)),
 		bin:      c.bin,
+		Token:    c.opts.Token,
 	}
 	n.Args = []string{
 		"--node-id", strconv.FormatUint(id, 10),
