@@ -71,8 +71,8 @@ func call(ctx context.Context, n *Node, c cred, method, path, body string) (int,
 // that an operate user creates through the worker-only node (its store is
 // remote: the peer store protocol as the node) runs its tasks there (its
 // heartbeats reach the leader through a follower's forwarding, as the
-// node). A token added to the file works without a restart, and no
-// secret reaches a log.
+// node). A Raft node joins through a follower, as the node. A token added
+// to the file works without a restart, and no secret reaches a log.
 func TestIntegrationRESTAuth(t *testing.T) {
 	bin := binary(t)
 	brokers := testenv.Require(t, testenv.Kafka)
@@ -130,11 +130,20 @@ func TestIntegrationRESTAuth(t *testing.T) {
 	}
 	// Node 4 heartbeats through the Raft nodes' REST APIs as the node: it
 	// registers only if they let it in.
-	if err := WaitFor(ctx, 50*time.Millisecond, func() (bool, error) {
-		n, err := AliveWorkers(ctx, follower)
+	rctx, rcancel := context.WithTimeout(ctx, 30*time.Second)
+	defer rcancel()
+	if err := WaitFor(rctx, 50*time.Millisecond, func() (bool, error) {
+		n, err := AliveWorkers(rctx, follower)
 		return n == 4, err
 	}); err != nil {
 		t.Fatalf("four workers did not register: %v", err)
+	}
+	// Node 5 joins through a follower, as the node (the join is admin's
+	// or a node's; forwarded to the leader as the node).
+	joiner := c.NewJoiner(5, follower.URL())
+	joiner.Args = append(joiner.Args, "--roles", "raft") // runs no tasks
+	if err := joiner.Start(); err != nil {
+		t.Fatal(err)
 	}
 
 	var (
@@ -214,6 +223,14 @@ func TestIntegrationRESTAuth(t *testing.T) {
 	}
 	if status, b, err := call(ctx, follower, deployer, "DELETE", "/connectors/"+name, ""); err != nil || status != 204 {
 		t.Errorf("delete as the operate user: %d %s %v", status, b, err)
+	}
+
+	if err := WaitFor(rctx, 50*time.Millisecond, func() (bool, error) {
+		info, err := follower.Info(ctx)
+		_, ok := info.Member(5)
+		return err == nil && ok, nil
+	}); err != nil || !strings.Contains(joiner.RunLog(), "joined the cluster as a learner") {
+		t.Fatalf("node 5 did not join through node %d: %v", follower.ID, err)
 	}
 
 	// A token added to the file is taken without a restart.
