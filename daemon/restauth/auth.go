@@ -193,7 +193,8 @@ func (a *Authenticator) Run(ctx context.Context) {
 }
 
 // Reload reads the credentials file once and takes it when it changed and
-// is valid. It tells whether the users changed.
+// is valid. It tells whether the users changed. Run calls it; it is not
+// safe to call concurrently with itself.
 func (a *Authenticator) Reload() bool {
 	if a.cfg.File == "" {
 		return false
