@@ -67,11 +67,11 @@ func call(ctx context.Context, n *Node, c cred, method, path, body string) (int,
 // with --rest-auth-file and --node-token-file. Over real HTTP: no
 // credentials get 401 on writes, a read user 403 on writes, an operate
 // user 403 on cluster, worker and store writes, users (admin included)
-// 403 on the peer store protocol, and the node secret gets in. A connector
-// that an operate user creates through the worker-only node (its store is
-// remote: the peer store protocol as the node) runs its tasks there (its
-// heartbeats reach the leader through a follower's forwarding, as the
-// node). A Raft node joins through a follower, as the node. A token added
+// 403 on the peer store protocol, and the node secret gets in. Connectors
+// that an operate user creates through a follower and through the
+// worker-only node (whose store is remote: the peer store protocol as the
+// node) run their tasks there (its heartbeats reach the leader through a
+// Raft node's forwarding, as the node). A Raft node joins through a follower, as the node. A token added
 // to the file works without a restart, and no secret reaches a log.
 func TestIntegrationRESTAuth(t *testing.T) {
 	bin := binary(t)
@@ -199,38 +199,32 @@ func TestIntegrationRESTAuth(t *testing.T) {
 		}
 	}
 
-	// Only node 4 may run tasks; the operate user creates the connector
-	// through it.
+	// Only node 4 may run tasks. The operate user creates one connector
+	// through a follower and one through node 4 (whose store is remote).
 	for _, n := range c.Nodes()[:3] {
 		if status, body, err := call(ctx, follower, root, "PUT", "/kcd/v1/workers/"+url.PathEscape(n.RESTAddr)+"/weight", `{"weight":0}`); err != nil || status != 200 {
 			t.Fatalf("weight 0 for node %d: %d %s %v", n.ID, status, body, err)
 		}
 	}
 	const tasks = 2
-	name := fmt.Sprintf("auth-gen-%d", time.Now().UnixNano())
-	topic := "kcd-systemtest-" + name
-	body := fmt.Sprintf(`{"name":%q,"config":{"connector.class":"Datagen","topic":%q,"tasks.max":"%d","rate.per.task":"5"}}`, name, topic, tasks)
-	if status, b, err := call(ctx, w4, deployer, "POST", "/connectors", body); err != nil || status != 201 {
-		t.Fatalf("create as the operate user through node 4: %d %s %v", status, b, err)
-	}
-	var st connectorStatus
-	if err := WaitFor(ctx, 50*time.Millisecond, func() (bool, error) {
-		st = connectorStatus{}
-		err := follower.GetJSON(ctx, "/connectors/"+name+"/status", &st)
-		return err == nil && st.all("RUNNING", w4.RESTAddr, tasks), nil
-	}); err != nil {
-		t.Fatalf("the connector's status is %+v, want all RUNNING on node 4: %v", st, err)
-	}
-	if status, b, err := call(ctx, follower, deployer, "DELETE", "/connectors/"+name, ""); err != nil || status != 204 {
-		t.Errorf("delete as the operate user: %d %s %v", status, b, err)
-	}
-
-	if err := WaitFor(rctx, 50*time.Millisecond, func() (bool, error) {
-		info, err := follower.Info(ctx)
-		_, ok := info.Member(5)
-		return err == nil && ok, nil
-	}); err != nil || !strings.Contains(joiner.RunLog(), "joined the cluster as a learner") {
-		t.Fatalf("node 5 did not join through node %d: %v", follower.ID, err)
+	for _, via := range []*Node{follower, w4} {
+		name := fmt.Sprintf("auth-gen-%d-%d", via.ID, time.Now().UnixNano())
+		topic := "kcd-systemtest-" + name
+		body := fmt.Sprintf(`{"name":%q,"config":{"connector.class":"Datagen","topic":%q,"tasks.max":"%d","rate.per.task":"5"}}`, name, topic, tasks)
+		if status, b, err := call(ctx, via, deployer, "POST", "/connectors", body); err != nil || status != 201 {
+			t.Fatalf("create as the operate user through node %d: %d %s %v", via.ID, status, b, err)
+		}
+		var st connectorStatus
+		if err := WaitFor(ctx, 50*time.Millisecond, func() (bool, error) {
+			st = connectorStatus{}
+			err := follower.GetJSON(ctx, "/connectors/"+name+"/status", &st)
+			return err == nil && st.all("RUNNING", w4.RESTAddr, tasks), nil
+		}); err != nil {
+			t.Fatalf("connector created through node %d: status %+v, want all RUNNING on node 4: %v", via.ID, st, err)
+		}
+		if status, b, err := call(ctx, via, deployer, "DELETE", "/connectors/"+name, ""); err != nil || status != 204 {
+			t.Errorf("delete as the operate user: %d %s %v", status, b, err)
+		}
 	}
 
 	// A token added to the file is taken without a restart.
