@@ -2,14 +2,25 @@ package main
 
 import (
 	"bytes"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
 	"crypto/sha256"
+	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
 	"encoding/hex"
+	"encoding/pem"
 	"fmt"
 	"log/slog"
+	"math/big"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/spf13/pflag"
 
@@ -206,5 +217,71 @@ contexts:
 	code, _, errOut = kcctl(t, "--token", "kcd-canary-secret-wrong", "cluster", "status")
 	if code != exitAuth || !strings.Contains(errOut, "from flags") {
 		t.Fatalf("a wrong --token: exit %d, %q", code, errOut)
+	}
+}
+
+// selfSigned writes a self-signed certificate for cn and its key as PEM
+// files under dir.
+func selfSigned(t *testing.T, dir, cn string) (certFile, keyFile string, cert *x509.Certificate) {
+	t.Helper()
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmpl := &x509.Certificate{
+		SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: cn},
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
+		KeyUsage: x509.KeyUsageDigitalSignature | x509.KeyUsageCertSign, BasicConstraintsValid: true, IsCA: true,
+		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth},
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kder, err := x509.MarshalPKCS8PrivateKey(key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	certFile = writeTemp(t, dir, cn+".pem", string(pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})))
+	keyFile = writeTemp(t, dir, cn+".key", string(pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: kder})))
+	cert, _ = x509.ParseCertificate(der)
+	return certFile, keyFile, cert
+}
+
+// kcctl verifies an HTTPS server with --ca-file, and presents
+// --client-cert under mutual TLS.
+func TestKcctlTLS(t *testing.T) {
+	noKcctlEnv(t, "")
+	dir := t.TempDir()
+	clientCert, clientKey, cc := selfSigned(t, dir, "kcctl-client")
+	var gotCN string
+	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if len(r.TLS.VerifiedChains) > 0 {
+			gotCN = r.TLS.VerifiedChains[0][0].Subject.CommonName
+		}
+		w.Header().Set("Content-Type", "application/json")
+		fmt.Fprint(w, `{"version":"9.9.9","commit":"x","go_version":"go","connect_api_version":"4.4.0"}`)
+	}))
+	pool := x509.NewCertPool()
+	pool.AddCert(cc)
+	srv.TLS = &tls.Config{ClientAuth: tls.VerifyClientCertIfGiven, ClientCAs: pool}
+	srv.StartTLS()
+	defer srv.Close()
+	ca := writeTemp(t, dir, "ca.pem", string(pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: srv.Certificate().Raw})))
+
+	code, out, errOut := kcctl(t, "--server", srv.URL, "version", "-o", "json")
+	if code != 0 || !strings.Contains(errOut, "certificate") || strings.Contains(out, "9.9.9") {
+		t.Fatalf("without --ca-file: exit %d, %q %q (want the server's certificate refused)", code, out, errOut)
+	}
+	code, out, errOut = kcctl(t, "--server", srv.URL, "--ca-file", ca, "version", "-o", "json")
+	if code != 0 || !strings.Contains(out, "9.9.9") || gotCN != "" {
+		t.Fatalf("with --ca-file: exit %d, %q %q, client CN %q", code, out, errOut, gotCN)
+	}
+	code, out, errOut = kcctl(t, "--server", srv.URL, "--ca-file", ca, "--client-cert", clientCert, "--client-key", clientKey, "version", "-o", "json")
+	if code != 0 || !strings.Contains(out, "9.9.9") || gotCN != "kcctl-client" {
+		t.Fatalf("with --client-cert: exit %d, %q %q, client CN %q", code, out, errOut, gotCN)
+	}
+	if code, _, _ := kcctl(t, "--server", srv.URL, "--client-cert", clientCert, "version"); code != exitUsage {
+		t.Fatalf("--client-cert without --client-key: exit %d, want %d", code, exitUsage)
 	}
 }
