@@ -7,6 +7,7 @@ import (
 	"crypto/rand"
 	"crypto/sha256"
 	"crypto/subtle"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
@@ -288,8 +289,8 @@ func (a *Authenticator) bearer(us *Users, token string) (Principal, error) {
 // bounded, so a flood of wrong passwords costs a few CPUs at most.
 func (a *Authenticator) basic(ctx context.Context, us *Users, user, pw string) (Principal, error) {
 	mac := hmac.New(sha256.New, a.cacheKey)
+	mac.Write(binary.BigEndian.AppendUint32(nil, uint32(len(user))))
 	mac.Write([]byte(user))
-	mac.Write([]byte{0})
 	mac.Write([]byte(pw))
 	var key [sha256.Size]byte
 	mac.Sum(key[:0])
@@ -298,7 +299,7 @@ func (a *Authenticator) basic(ctx context.Context, us *Users, user, pw string) (
 	a.mu.Lock()
 	c, hit := a.cache[key]
 	a.mu.Unlock()
-	if hit && now.Before(c.expires) {
+	if hit && now.Before(c.expires) && c.user == user {
 		if c.ok && known {
 			return Principal{Name: u.Name, Role: u.Role, Method: "basic"}, nil
 		}
