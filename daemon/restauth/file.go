@@ -95,7 +95,7 @@ const MaxFileSize = 1 << 20
 // would take seconds or gigabytes is refused at load, not paid per request.
 const (
 	maxBcryptCost    = 15
-	maxArgon2Memory  = 256 << 10 // KiB: 256 MiB
+	maxArgon2Memory  = 64 << 10 // KiB: 64 MiB, each check allocates it
 	maxArgon2Time    = 10
 	maxArgon2Threads = 16
 )
