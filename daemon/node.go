@@ -66,7 +66,8 @@ type Node struct {
 	mu        sync.Mutex
 	clusterID string
 
-	joinToken string // configured join token ("" none); never logged
+	joinToken  string // configured join token ("" none); never logged
+	nodeSecret []byte // the cluster's node secret (nil none); never logged
 
 	restTLS restTLS // resttls.go
 }
@@ -108,7 +109,11 @@ func (n *Node) Start(ctx context.Context) (err error) {
 		return fmt.Errorf("listen on rest-addr %s: %w", n.cfg.RESTAddr, err)
 	}
 	ctx, n.cancel = context.WithCancel(context.WithoutCancel(ctx))
-	opts := restapi.Options{Logger: n.log.With("subsys", "rest"), Hosts: restapi.HostPolicyFor(n.cfg.RESTAllowedHosts, n.cfg.RESTAddr), NodeClient: n.nodeClient(90 * time.Second)}
+	auth, err := n.startRESTAuth(ctx) // restauth.go
+	if err != nil {
+		return err
+	}
+	opts := restapi.Options{Logger: n.log.With("subsys", "rest"), Hosts: restapi.HostPolicyFor(n.cfg.RESTAllowedHosts, n.cfg.RESTAddr), NodeClient: n.nodeClient(90 * time.Second), Auth: auth}
 	if n.cfg.HasRole(config.RoleRaft) {
 		if n.joinToken, err = n.configuredJoinToken(); err != nil {
 			return err

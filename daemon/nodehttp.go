@@ -29,8 +29,28 @@ func (n *Node) restClientTLS() *tls.Config {
 }
 
 // asNode wraps rt so that every request it sends authenticates as this
-// node.
-func (n *Node) asNode(rt http.RoundTripper) http.RoundTripper { return rt }
+// node: the cluster's node secret as a bearer token, in place of any
+// Authorization header. Without a node secret, rt as it is.
+func (n *Node) asNode(rt http.RoundTripper) http.RoundTripper {
+	if len(n.nodeSecret) == 0 {
+		return rt
+	}
+	return nodeAuth{rt: rt, header: "Bearer " + string(n.nodeSecret)}
+}
+
+// nodeAuth sets the node's Authorization header on a copy of each request.
+type nodeAuth struct {
+	rt     http.RoundTripper
+	header string
+}
+
+func (a nodeAuth) RoundTrip(r *http.Request) (*http.Response, error) {
+	r2 := new(http.Request)
+	*r2 = *r
+	r2.Header = r.Header.Clone()
+	r2.Header.Set("Authorization", a.header)
+	return a.rt.RoundTrip(r2)
+}
 
 // nodeClient returns a client for calls to other nodes, timeout bounding
 // each (0: none, for streams).

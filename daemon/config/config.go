@@ -142,6 +142,14 @@ type Config struct {
 	RESTTLSKey      string `yaml:"rest-tls-key"`
 	RESTTLSClientCA string `yaml:"rest-tls-client-ca"`
 	RESTTLSCA       string `yaml:"rest-tls-ca"`
+	// RESTAuthFile is the REST API's credentials file (users, roles,
+	// password and token hashes; YAML, reloaded when it changes). Empty:
+	// the API is open.
+	RESTAuthFile string `yaml:"rest-auth-file"`
+	// NodeTokenFile holds the cluster's node secret, the same on every node,
+	// with which nodes authenticate to each other's REST APIs. Required
+	// with RESTAuthFile. Never logged.
+	NodeTokenFile string `yaml:"node-token-file"`
 	// Store is the metadata store's backend a new cluster starts with; the
 	// active backend then lives in Raft and changes only by kcctl store
 	// switch.
@@ -264,6 +272,9 @@ func (c *Config) Validate() error {
 		}
 	} else if len(c.Seeds) == 0 {
 		errs = append(errs, errors.New("a worker-only node needs seeds: REST URLs of cluster members"))
+	}
+	if c.RESTAuthFile != "" && c.NodeTokenFile == "" {
+		errs = append(errs, errors.New("rest-auth-file needs node-token-file: the secret (at least 32 bytes, the same on every node) with which nodes call each other's REST APIs"))
 	}
 	if c.OffsetFlushInterval < 10*time.Millisecond {
 		errs = append(errs, fmt.Errorf("offset-flush-interval %v is below 10ms", c.OffsetFlushInterval))
@@ -516,6 +527,12 @@ func fields() []field {
 		{"rest-tls-ca", "PEM CA certificates this node trusts for other nodes' REST certificates (default: the system's roots)",
 			func(c *Config, v string) error { c.RESTTLSCA = v; return nil },
 			func(c *Config) string { return c.RESTTLSCA }},
+		{"rest-auth-file", "Credentials file of the REST API (YAML: users with a role read, operate or admin and a bcrypt/argon2id password hash, sha256 token hashes or a client certificate CN); reloaded when it changes. Unset: the API is open",
+			func(c *Config, v string) error { c.RESTAuthFile = strings.TrimSpace(v); return nil },
+			func(c *Config) string { return c.RESTAuthFile }},
+		{"node-token-file", "File holding the cluster's node secret (at least 32 bytes, the same on every node): nodes authenticate to each other's REST APIs with it. Required with rest-auth-file",
+			func(c *Config, v string) error { c.NodeTokenFile = strings.TrimSpace(v); return nil },
+			func(c *Config) string { return c.NodeTokenFile }},
 		{"store", "Metadata store backend a new cluster starts with: raft, or another registered backend (mysql, postgres...); afterwards kcctl store switch changes it",
 			func(c *Config, v string) error { c.Store.Backend = strings.TrimSpace(v); return nil },
 			func(c *Config) string { return c.Store.Backend }},

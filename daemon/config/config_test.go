@@ -367,3 +367,20 @@ func TestRESTTLS(t *testing.T) {
 		}
 	}
 }
+
+func TestRESTAuthFileNeedsNodeTokenFile(t *testing.T) {
+	c := Default()
+	c.DevKafka = true
+	c.RESTAuthFile = "/etc/kcd/users.yaml"
+	if err := c.Validate(); err == nil || !strings.Contains(err.Error(), "rest-auth-file needs node-token-file") {
+		t.Fatalf("Validate: %v", err)
+	}
+	c.NodeTokenFile = "/etc/kcd/node-token"
+	if err := c.Validate(); err != nil {
+		t.Fatalf("with both: %v", err)
+	}
+	cfg, err := Load("", envOf(map[string]string{"KCD_REST_AUTH_FILE": "/a", "KCD_NODE_TOKEN_FILE": "/b", "KCD_DEV_KAFKA": "true"}), nil)
+	if err != nil || cfg.RESTAuthFile != "/a" || cfg.NodeTokenFile != "/b" {
+		t.Fatalf("from the environment: %+v, %v", cfg, err)
+	}
+}

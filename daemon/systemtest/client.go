@@ -85,6 +85,9 @@ func (n *Node) do(ctx context.Context, method, path string, body []byte, out any
 		}
 		req.Header.Set("Content-Type", ct)
 	}
+	if n.Token != "" {
+		req.Header.Set("Authorization", "Bearer "+n.Token)
+	}
 	res, err := n.HTTPClient().Do(req)
 	if err != nil {
 		return 0, err

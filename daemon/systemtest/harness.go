@@ -87,6 +87,9 @@ type Node struct {
 	Env []string
 	// client, when set, sends the tests' requests over HTTPS (Options.RESTTLS).
 	client *http.Client
+	// Token is the bearer token the harness's requests to the node send
+	// ("" none), for nodes started with --rest-auth-file.
+	Token string
 
 	bin string
 
@@ -338,6 +341,9 @@ type Options struct {
 	// nodes' REST APIs with, over https:// (ExtraArgs give the nodes their
 	// --rest-tls-* flags).
 	RESTTLS *tls.Config
+	// Token is every node's Node.Token: what the harness authenticates
+	// with when ExtraArgs turn authentication on.
+	Token string
 }
 
 // Cluster is a set of kcd processes that bootstrapped one Raft cluster.
@@ -412,6 +418,7 @@ func (c *Cluster) newNode(id uint64) *Node {
 		DataDir:  filepath.Join(c.dir, fmt.Sprintf("node%d", id)),
 		LogPath:  filepath.Join(c.dir, fmt.Sprintf("node%d.log", id)),
 		bin:      c.bin,
+		Token:    c.opts.Token,
 	}
 	if c.opts.RESTTLS != nil {
 		n.client = &http.Client{Transport: &http.Transport{TLSClientConfig: c.opts.RESTTLS.Clone(), MaxIdleConnsPerHost: 64, IdleConnTimeout: 30 * time.Second}}
