@@ -174,7 +174,9 @@ func TestIntegrationFileConnectorDirs(t *testing.T) {
 		failed := func(s state) bool {
 			return s.State == "FAILED" && strings.Contains(s.Trace, cfg["file"]) && strings.Contains(s.Trace, "file-connector-dirs: "+allowed)
 		}
-		if err := WaitFor(ctx, 100*time.Millisecond, func() (bool, error) {
+		wctx, wcancel := context.WithTimeout(ctx, 30*time.Second)
+		defer wcancel()
+		if err := WaitFor(wctx, 100*time.Millisecond, func() (bool, error) {
 			st.Tasks = nil
 			return n.GetJSON(ctx, "/connectors/"+name+"/status", &st) == nil && failed(st.Connector) && len(st.Tasks) == 1 && failed(st.Tasks[0]), nil
 		}); err != nil {
