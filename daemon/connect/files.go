@@ -130,17 +130,19 @@ func inside(p, dir string) (string, bool) {
 	return r, ok && r != ""
 }
 
-// maxLinks bounds the symlinks resolve follows, as the kernel's ELOOP does.
-const maxLinks = 40
+// maxSteps bounds the symlinks resolve follows and the missing
+// components it keeps, as the kernel's ELOOP bounds links: a request
+// cannot make it work without end.
+const maxSteps = 40
 
 // resolve returns the absolute path p leads to, with every symlink and
 // ".." resolved in order as the kernel does. Components that do not exist
 // yet are kept as written (a file about to be created); a dangling
 // symlink leads to its target. A ".." after a missing component is an
 // error, as it is for the kernel.
-func resolve(p string, links int) (string, error) {
-	if links > maxLinks {
-		return "", errors.New("too many levels of symbolic links")
+func resolve(p string, steps int) (string, error) {
+	if steps > maxSteps {
+		return "", errors.New("too many symbolic links or missing directories")
 	}
 	real, err := filepath.EvalSymlinks(p)
 	if err == nil {
@@ -157,7 +159,7 @@ func resolve(p string, links int) (string, error) {
 	if base == "" || base == "." || base == ".." {
 		return "", err
 	}
-	rdir, err := resolve(dir, links+1)
+	rdir, err := resolve(dir, steps+1)
 	if err != nil {
 		return "", err
 	}
@@ -167,7 +169,7 @@ func resolve(p string, links int) (string, error) {
 		if !filepath.IsAbs(target) {
 			target = rdir + string(filepath.Separator) + target
 		}
-		return resolve(target, links+1)
+		return resolve(target, steps+1)
 	}
 	return full, nil
 }
