@@ -18,6 +18,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/kcd-project/kcd/daemon/config"
+	"github.com/kcd-project/kcd/daemon/connect"
 	"github.com/kcd-project/kcd/daemon/connect/converter"
 	_ "github.com/kcd-project/kcd/daemon/connectors/all" // the built-in connectors
 	"github.com/kcd-project/kcd/daemon/connectstore"
@@ -70,6 +71,9 @@ type Node struct {
 	nodeSecret []byte // the cluster's node secret (nil none); never logged
 
 	restTLS restTLS // resttls.go
+
+	// files confines the file connectors (--file-connector-dirs; filedirs.go).
+	files *connect.Files
 }
 
 // New returns a node for cfg; it does nothing until Start.
@@ -90,6 +94,9 @@ func (n *Node) Start(ctx context.Context) (err error) {
 		}
 	}()
 	if n.dir, err = openDataDir(n.cfg.DataDir); err != nil {
+		return err
+	}
+	if n.files, err = n.fileConfinement(); err != nil {
 		return err
 	}
 	seeds := n.cfg.BootstrapServers
@@ -144,6 +151,7 @@ func (n *Node) Start(ctx context.Context) (err error) {
 			Logger:               n.log.With("subsys", "herder"),
 			Owners:               n.unitOwners,
 			MaxTasksPerConnector: n.cfg.MaxTasksPerConnector,
+			Files:                n.files,
 		})
 		coord, err := coordinator.New(coordinator.Config{
 			Store: n.store, Raft: n.raft,
@@ -273,6 +281,7 @@ func (n *Node) startWorker(ctx context.Context, seeds []string, endpoints func()
 		OffsetFlushInterval:  n.cfg.OffsetFlushInterval,
 		ExactlyOnceSource:    n.cfg.ExactlyOnceSourceSupport,
 		MaxTasksPerConnector: n.cfg.MaxTasksPerConnector,
+		Files:                n.files,
 		Logger:               n.log,
 		Limits:               n.workerLimits(),
 	})

@@ -10,6 +10,7 @@ import (
 	"io"
 	"net"
 	"os"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -150,6 +151,13 @@ type Config struct {
 	// with which nodes authenticate to each other's REST APIs. Required
 	// with RESTAuthFile. Never logged.
 	NodeTokenFile string `yaml:"node-token-file"`
+	// FileConnectorDirs, when set, are the only directories whose files
+	// the FileStream connectors may read and write (absolute paths):
+	// validate and create refuse other paths, and a worker refuses to run
+	// a connector or task with one. Empty: any path the process can open,
+	// as in Kafka Connect. Each node enforces its own setting: give every
+	// node the same.
+	FileConnectorDirs []string `yaml:"file-connector-dirs"`
 	// Store is the metadata store's backend a new cluster starts with; the
 	// active backend then lives in Raft and changes only by kcctl store
 	// switch.
@@ -319,6 +327,13 @@ func (c *Config) Validate() error {
 	}
 	if c.RESTTLSClientCA != "" && c.RESTTLSCert == "" {
 		errs = append(errs, errors.New("rest-tls-client-ca needs rest-tls-cert and rest-tls-key: client certificates are asked for over HTTPS only"))
+	}
+	for _, d := range c.FileConnectorDirs {
+		if !filepath.IsAbs(d) {
+			errs = append(errs, fmt.Errorf("file-connector-dirs: %q is not an absolute path", d))
+		} else if filepath.Clean(d) == string(filepath.Separator) {
+			errs = append(errs, errors.New("file-connector-dirs: / would allow every file; leave the setting empty for no confinement"))
+		}
 	}
 	if c.RESTMaxConnections < 16 {
 		errs = append(errs, fmt.Errorf("rest-max-connections %d is below 16", c.RESTMaxConnections))
@@ -533,6 +548,9 @@ func fields() []field {
 		{"node-token-file", "File holding the cluster's node secret (at least 32 bytes, the same on every node): nodes authenticate to each other's REST APIs with it. Required with rest-auth-file",
 			func(c *Config, v string) error { c.NodeTokenFile = strings.TrimSpace(v); return nil },
 			func(c *Config) string { return c.NodeTokenFile }},
+		{"file-connector-dirs", "Directories (absolute, comma-separated) whose files the FileStream connectors may read and write; other paths, stdin and stdout are refused. Empty: any path. The same on every node",
+			func(c *Config, v string) error { c.FileConnectorDirs = cleanPaths(splitList(v)); return nil },
+			func(c *Config) string { return strings.Join(c.FileConnectorDirs, ",") }},
 		{"store", "Metadata store backend a new cluster starts with: raft, or another registered backend (mysql, postgres...); afterwards kcctl store switch changes it",
 			func(c *Config, v string) error { c.Store.Backend = strings.TrimSpace(v); return nil },
 			func(c *Config) string { return c.Store.Backend }},
@@ -570,6 +588,15 @@ func countSet(vs ...string) int {
 // splitRoles reads "raft+worker" (or "raft,worker").
 func splitRoles(v string) []string {
 	return splitList(strings.ReplaceAll(v, "+", ","))
+}
+
+// cleanPaths cleans each path (a relative one stays relative, for
+// Validate to refuse).
+func cleanPaths(ps []string) []string {
+	for i, p := range ps {
+		ps[i] = filepath.Clean(p)
+	}
+	return ps
 }
 
 func splitList(v string) []string {

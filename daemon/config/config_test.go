@@ -384,3 +384,34 @@ func TestRESTAuthFileNeedsNodeTokenFile(t *testing.T) {
 		t.Fatalf("from the environment: %+v, %v", cfg, err)
 	}
 }
+
+func TestFileConnectorDirs(t *testing.T) {
+	c, err := loadWith(t, nil)
+	if err != nil || c.FileConnectorDirs != nil {
+		t.Fatalf("default %v, %v: want none", c.FileConnectorDirs, err)
+	}
+	c, err = loadWith(t, map[string]string{"KCD_FILE_CONNECTOR_DIRS": "/data/in/, /data/x/../out"})
+	if err != nil || strings.Join(c.FileConnectorDirs, ",") != "/data/in,/data/out" {
+		t.Errorf("from the environment, cleaned: %q %v", c.FileConnectorDirs, err)
+	}
+	c, err = loadWith(t, nil, "--file-connector-dirs", "/srv/files")
+	if err != nil || strings.Join(c.FileConnectorDirs, ",") != "/srv/files" {
+		t.Errorf("from a flag: %q %v", c.FileConnectorDirs, err)
+	}
+	_, err = loadWith(t, nil, "--file-connector-dirs", "/data,relative/dir")
+	if err == nil || !strings.Contains(err.Error(), `file-connector-dirs: "relative/dir" is not an absolute path`) {
+		t.Errorf("relative: %v", err)
+	}
+	_, err = loadWith(t, nil, "--file-connector-dirs", "/")
+	if err == nil || !strings.Contains(err.Error(), "every file") {
+		t.Errorf("/: %v", err)
+	}
+	c = Default()
+	c.DevKafka = true
+	if err := c.LoadFile(writeFile(t, "file-connector-dirs: [/a, b]\n")); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Validate(); err == nil || !strings.Contains(err.Error(), `"b" is not an absolute path`) {
+		t.Errorf("relative in the file: %v", err)
+	}
+}

@@ -158,6 +158,14 @@ func (h *Herder) validate(p *connect.Plugin, class string, props Config) ConfigI
 			}
 		}
 	}
+	if fu, ok := conn.(connect.FileUser); ok && h.opts.Files != nil {
+		errs := fu.ValidateFiles(h.opts.Files, props.Strings())
+		for _, name := range slices.Sorted(maps.Keys(errs)) {
+			for _, msg := range errs[name] {
+				r.addError(name, msg)
+			}
+		}
+	}
 	return r.infos(class)
 }
 

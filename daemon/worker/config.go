@@ -8,6 +8,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/kcd-project/kcd/daemon/connect"
 	"github.com/kcd-project/kcd/daemon/connectstore"
 )
 
@@ -80,7 +81,12 @@ type Config struct {
 	// config), so that it never builds that many task configs. Default
 	// 1000.
 	MaxTasksPerConnector int
-	Limits               Limits
+	// Files confines the local files connectors and tasks open
+	// (--file-connector-dirs); they get it from their context
+	// (connect.FilesOf) and refuse to start with a file outside it,
+	// whatever wrote their config. Nil: any path.
+	Files  *connect.Files
+	Limits Limits
 }
 
 // The values of Config.ExactlyOnceSource.

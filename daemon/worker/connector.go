@@ -59,6 +59,9 @@ func (c *connectorContext) RaiseError(err error) {
 
 func (c *connectorContext) Logger() *slog.Logger { return c.log }
 
+// Files is the worker's file confinement (connect.FilesOf).
+func (c *connectorContext) Files() *connect.Files { return c.sup.w.cfg.Files }
+
 // take returns and clears what the connector asked for.
 func (c *connectorContext) take() (err error, reconf bool) {
 	c.mu.Lock()

@@ -251,3 +251,6 @@ type taskContext struct {
 }
 
 func (c taskContext) Logger() *slog.Logger { return c.tr.log }
+
+// Files is the worker's file confinement (connect.FilesOf).
+func (c taskContext) Files() *connect.Files { return c.tr.w.cfg.Files }
