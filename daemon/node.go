@@ -26,6 +26,7 @@ import (
 	"github.com/kcd-project/kcd/daemon/herder"
 	"github.com/kcd-project/kcd/daemon/importer"
 	"github.com/kcd-project/kcd/daemon/restapi"
+	"github.com/kcd-project/kcd/daemon/secrets"
 	"github.com/kcd-project/kcd/daemon/store/activestore"
 	_ "github.com/kcd-project/kcd/daemon/store/sqlstore" // the mysql and postgres backends
 	"github.com/kcd-project/kcd/daemon/worker"
@@ -253,12 +254,17 @@ func (n *Node) startWorker(ctx context.Context, seeds []string, endpoints func()
 	if err != nil {
 		return fmt.Errorf("worker: %w", err)
 	}
+	providers, err := secrets.NewProviders(n.cfg.ConfigProviders, n.cfg.ConfigProviderAllowedPaths)
+	if err != nil {
+		return fmt.Errorf("worker: %w", err)
+	}
 	w, err := worker.New(worker.Config{
-		WorkerID:   id,
-		Store:      connectstore.New(n.store),
-		Seeds:      seeds,
-		Converters: func(class string) (worker.Converter, error) { return converter.New(class) },
-		Assignment: member,
+		WorkerID:        id,
+		ConfigProviders: providers,
+		Store:           connectstore.New(n.store),
+		Seeds:           seeds,
+		Converters:      func(class string) (worker.Converter, error) { return converter.New(class) },
+		Assignment:      member,
 
 		OffsetFlushInterval:  n.cfg.OffsetFlushInterval,
 		ExactlyOnceSource:    n.cfg.ExactlyOnceSourceSupport,
