@@ -68,6 +68,8 @@ type Node struct {
 	clusterID string
 
 	joinToken string // configured join token ("" none); never logged
+	// configKeys encrypt connector and task configs at rest (nil: plain).
+	configKeys *connectstore.Keyring
 }
 
 // New returns a node for cfg; it does nothing until Start.
@@ -89,6 +91,12 @@ func (n *Node) Start(ctx context.Context) (err error) {
 	}()
 	if n.dir, err = openDataDir(n.cfg.DataDir); err != nil {
 		return err
+	}
+	if n.cfg.ConfigEncryptionKeyFile != "" {
+		if n.configKeys, err = connectstore.LoadKeyring(n.cfg.ConfigEncryptionKeyFile); err != nil {
+			return err
+		}
+		n.log.Info("connector configs are encrypted at rest", "key_ids", n.configKeys.IDs())
 	}
 	seeds := n.cfg.BootstrapServers
 	if n.cfg.DevKafka {
@@ -118,7 +126,7 @@ func (n *Node) Start(ctx context.Context) (err error) {
 			Resolve: store.ResolveSettings, Mask: store.MaskSettings,
 			Logger: n.log,
 		})
-		n.store = n.active
+		n.store = connectstore.Seal(n.active, n.configKeys)
 		opts.Cluster, opts.Store = raftCluster{n: n.raft, drain: n.drainMember}, guardStore(n.active)
 		opts.PeerStore = guardStore(n.active.ForAPI())
 		opts.StoreAdmin = storeAdmin{n.active}
