@@ -176,6 +176,31 @@ func TestIntegrationProcessSecrets(t *testing.T) {
 		t.Errorf("trace does not name the reference: %q", st.Connector.Trace)
 	}
 
+	// A worker-only node without the key starts, reads the envelopes
+	// through the cluster's store API and fails clearly on them.
+	w := c.NewWorker(2)
+	for i := 0; i < len(w.Args); i++ {
+		if w.Args[i] == "--config-encryption-key-file" {
+			w.Args = append(w.Args[:i], w.Args[i+2:]...)
+			break
+		}
+	}
+	if err := w.Start(); err != nil {
+		t.Fatal(err)
+	}
+	var lastErr error
+	if err := WaitFor(ctx, 100*time.Millisecond, func() (bool, error) {
+		var cfg map[string]string
+		lastErr = w.GetJSON(ctx, "/connectors/"+sink+"/config", &cfg)
+		se, ok := lastErr.(*StatusError)
+		return ok && se.Status == 500 && strings.Contains(se.Body, "--config-encryption-key-file"), nil
+	}); err != nil {
+		t.Fatalf("a node without the key reads an encrypted config: %v", lastErr)
+	}
+	if !w.Running() {
+		t.Fatal("the node without the key exited")
+	}
+
 	// The log is checked for secrets at cleanup; check the resolved values
 	// are nowhere now, so that this test's own failure says which.
 	log := n.Log()
