@@ -20,7 +20,8 @@ import (
 
 // Encryption at rest of connector and task configs: a sealed store
 // (Seal) encrypts the value of every connect/config/<name> and
-// connect/tasks/<name> key it writes, one envelope per value, with
+// connect/tasks/<name> key it writes (and of the connectors an import
+// stages), one envelope per value, with
 // AES-256-GCM and the store key as additional data (an envelope cannot be
 // moved to another key); the store keys stay readable. It decrypts what it
 // reads; values written in plain text before (or without) a key stay
@@ -130,9 +131,21 @@ func (k *Keyring) IDs() []string {
 // Sealed tells whether a value is an envelope.
 func Sealed(value []byte) bool { return bytes.HasPrefix(value, []byte(envelopePrefix)) }
 
+// importStaging is where an import stages its connectors (daemon/importer):
+// kcd/imports/data/<id>/c/<name> holds a connector's config and task configs.
+const importStaging = "kcd/imports/data/"
+
 // sealedKey tells whether key's value is encrypted at rest.
 func sealedKey(key string) bool {
-	return strings.HasPrefix(key, Prefix+"config/") || strings.HasPrefix(key, Prefix+"tasks/")
+	if strings.HasPrefix(key, Prefix+"config/") || strings.HasPrefix(key, Prefix+"tasks/") {
+		return true
+	}
+	rest, ok := strings.CutPrefix(key, importStaging)
+	if !ok {
+		return false
+	}
+	_, rest, _ = strings.Cut(rest, "/")
+	return strings.HasPrefix(rest, "c/")
 }
 
 func (k *Keyring) seal(key string, plain []byte) ([]byte, error) {

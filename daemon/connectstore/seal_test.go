@@ -256,3 +256,23 @@ func TestParseKeyring(t *testing.T) {
 		t.Error("a missing key file was accepted")
 	}
 }
+
+func TestSealedKeys(t *testing.T) {
+	for key, want := range map[string]bool{
+		"connect/config/a":              true,
+		"connect/tasks/a":               true,
+		"connect/target/a":              false,
+		"connect/status/a/connector":    false,
+		"connect/offset/a/x":            false,
+		"kcd/imports/data/i1/c/a":       true,
+		"kcd/imports/data/i1/o/a/x":     false,
+		"kcd/imports/i1":                false,
+		"kcd/assign/a":                  false,
+		"connect/sinkoffset/a/t/0":      false,
+		"kcd/imports/data/i1/connector": false,
+	} {
+		if got := sealedKey(key); got != want {
+			t.Errorf("sealedKey(%q) = %v, want %v", key, got, want)
+		}
+	}
+}
