@@ -139,6 +139,9 @@ func (s *supervisor) startConnector() error {
 	if s.pluginErr != nil {
 		return s.pluginErr
 	}
+	if err := s.resolve(s.spec.cfg); err != nil {
+		return err
+	}
 	inst := s.plugin.New()
 	cctx := &connectorContext{sup: s, log: s.log.With("subsys", "connector")}
 	cfg := maps.Clone(s.resolved)

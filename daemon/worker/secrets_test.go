@@ -103,6 +103,18 @@ func TestWorkerConfigProviders(t *testing.T) {
 	if !strings.Contains(st.Trace, ref) {
 		t.Errorf("trace of an unresolvable reference does not name it: %q", st.Trace)
 	}
+	// References are resolved at every start: once the key exists, the
+	// connector's automatic restart picks it up.
+	f, err := os.OpenFile(props, os.O_APPEND|os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.WriteString("no.such.key=" + filepath.Join(dir, "late-out.txt") + "\n"); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	e.waitState(missing, -1, connectstore.StateRunning)
+	e.waitState(missing, 0, connectstore.StateRunning)
 
 	// Outside the allowed paths: refused the same way.
 	outside := e.name("sec")

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"sync/atomic"
 	"time"
 
@@ -203,9 +204,8 @@ func (s *supervisor) loadRestarts(ctx context.Context) {
 	}
 }
 
-// configure resolves a new config's references and looks the plugin and
-// the runtime settings up for it. A reference that cannot be resolved
-// fails the connector with an error that names it.
+// configure looks the plugin and the runtime settings up for a new config,
+// with its references resolved as they are now (resolve).
 func (s *supervisor) configure(cfg map[string]string) {
 	class := cfg["connector.class"]
 	s.plugin, s.pluginErr = nil, nil
@@ -214,20 +214,40 @@ func (s *supervisor) configure(cfg map[string]string) {
 	} else {
 		s.pluginErr = fmt.Errorf("failed to find any class that implements Connector and which name matches %s", class)
 	}
+	s.resolved = nil
+	if err := s.resolve(cfg); err != nil && s.pluginErr == nil && !errors.Is(err, errUnresolved) {
+		s.pluginErr = err
+	}
+}
+
+// errUnresolved marks a reference that could not be resolved: the
+// connector fails at its start, and tries again at its next (the file or
+// variable may appear).
+var errUnresolved = errors.New("resolve config provider references")
+
+// resolve resolves cfg's references with the worker's config providers,
+// as Kafka Connect does each time it starts a connector, and takes the
+// runtime settings from the result. An unresolved reference leaves the
+// config as stored, with an error that names the reference.
+func (s *supervisor) resolve(cfg map[string]string) error {
 	resolved, rerr := s.w.cfg.ConfigProviders.Transform(cfg)
 	if rerr != nil {
 		resolved = cfg
-		if s.pluginErr == nil {
-			s.pluginErr = fmt.Errorf("resolve config provider references: %w", rerr)
+	}
+	if s.resolved != nil && maps.Equal(resolved, s.resolved) {
+		if rerr != nil {
+			return fmt.Errorf("%w: %w", errUnresolved, rerr)
 		}
+		return nil
 	}
 	s.resolved = resolved
 	s.masker.Store(secrets.NewMasker(s.passwordKeys(), cfg, resolved))
 	st, err := parseSettings(s.name, resolved, s.w.cfg)
-	s.settings = st
-	if err != nil && s.pluginErr == nil {
-		s.pluginErr = err
+	s.settings = st // with defaults where a reference stays unresolved
+	if rerr != nil {
+		return fmt.Errorf("%w: %w", errUnresolved, rerr)
 	}
+	return err
 }
 
 // passwordKeys tells the keys the connector's ConfigDef types PASSWORD.
