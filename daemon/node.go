@@ -266,6 +266,8 @@ func (n *Node) startWorker(ctx context.Context, seeds []string, endpoints func()
 	if err != nil {
 		return fmt.Errorf("worker: %w", err)
 	}
+	// The node's own secrets are no connector's to read.
+	providers.Protect(n.dir.path, n.cfg.File, n.cfg.ConfigEncryptionKeyFile, n.cfg.JoinTokenFile, n.cfg.PeerTLSKey)
 	w, err := worker.New(worker.Config{
 		WorkerID:        id,
 		ConfigProviders: providers,

@@ -145,6 +145,9 @@ type Config struct {
 	// in hex or base64; the first encrypts, all decrypt. Empty: stored in
 	// plain text. Never logged.
 	ConfigEncryptionKeyFile string `yaml:"config-encryption-key-file"`
+	// File is the YAML file the config was loaded from ("" none): it may
+	// hold secrets, which config providers must not read.
+	File string `yaml:"-"`
 	// Store is the metadata store's backend a new cluster starts with; the
 	// active backend then lives in Raft and changes only by kcctl store
 	// switch.
@@ -683,6 +686,7 @@ func Load(path string, lookup func(string) (string, bool), flags *Flags) (Config
 		if err := c.LoadFile(path); err != nil {
 			return c, err
 		}
+		c.File = path
 	}
 	if err := c.ApplyEnv(lookup); err != nil {
 		return c, fmt.Errorf("environment: %w", err)

@@ -41,6 +41,13 @@ type Provider interface {
 // Providers are the config providers of a worker (--config-providers).
 type Providers struct {
 	byName map[string]Provider
+	paths  *paths
+}
+
+// paths confine what the file and directory providers read.
+type paths struct {
+	allowed   []string // empty: any
+	protected []string // never, whatever allowed says
 }
 
 // Names of the built-in providers.
@@ -66,21 +73,41 @@ func NewProviders(names, allowedPaths []string) (*Providers, error) {
 		}
 		allowed = append(allowed, filepath.Clean(p))
 	}
-	ps := &Providers{byName: map[string]Provider{}}
+	ps := &Providers{byName: map[string]Provider{}, paths: &paths{allowed: allowed}}
 	for _, n := range names {
 		switch n = strings.TrimSpace(n); n {
 		case "":
 		case FileProvider:
-			ps.byName[n] = fileProvider{allowed}
+			ps.byName[n] = fileProvider{ps.paths}
 		case EnvProvider:
 			ps.byName[n] = envProvider{}
 		case DirectoryProvider:
-			ps.byName[n] = dirProvider{allowed}
+			ps.byName[n] = dirProvider{ps.paths}
 		default:
 			return nil, fmt.Errorf("unknown config provider %q: kcd has file, env and directory", n)
 		}
 	}
 	return ps, nil
+}
+
+// Protect keeps the file and directory providers away from the node's own
+// secrets (its data dir, key and token files): a reference to a path at or
+// below one of these, also through a symbolic link, is refused, so that
+// whoever may write connector configs cannot have a connector read them.
+// Call it before the providers are used.
+func (p *Providers) Protect(paths ...string) {
+	for _, path := range paths {
+		if path == "" {
+			continue
+		}
+		if abs, err := filepath.Abs(path); err == nil {
+			path = abs
+		}
+		p.paths.protected = append(p.paths.protected, filepath.Clean(path))
+		if real, err := filepath.EvalSymlinks(path); err == nil && real != path {
+			p.paths.protected = append(p.paths.protected, real)
+		}
+	}
 }
 
 // Names lists the configured providers, sorted.
@@ -126,7 +153,11 @@ func (p *Providers) Transform(cfg map[string]string) (map[string]string, error) 
 	want := map[pp][]string{}
 	for _, v := range cfg {
 		for _, r := range refsOf(v) {
-			if p.provider(r.provider) == nil {
+			pr := p.provider(r.provider)
+			if pr == nil {
+				continue
+			}
+			if rf, ok := pr.(refuser); ok && rf.refuse(r.path, r.key) != nil {
 				continue
 			}
 			k := pp{r.provider, r.path}
@@ -152,8 +183,15 @@ func (p *Providers) Transform(cfg map[string]string) (map[string]string, error) 
 		res := refRE.ReplaceAllStringFunc(v, func(text string) string {
 			m := refRE.FindStringSubmatch(text)
 			r := ref{text: m[0], provider: m[1], path: m[3], key: m[4]}
-			if p.provider(r.provider) == nil {
+			pr := p.provider(r.provider)
+			if pr == nil {
 				return text
+			}
+			if rf, ok := pr.(refuser); ok {
+				if err := rf.refuse(r.path, r.key); err != nil {
+					ferr = cmpErr(ferr, fmt.Errorf("config %q: %s: %w", name, r.text, err))
+					return text
+				}
 			}
 			k := pp{r.provider, r.path}
 			if err := failed[k]; err != nil {
@@ -234,22 +272,41 @@ func ReverseTransform(raw map[string]string, tasks []map[string]string) []map[st
 	return out
 }
 
-// allowedPath returns path cleaned when it may be read: any path when no
-// allowed paths are set, otherwise one at or below one of them.
-func allowedPath(allowed []string, path string) (string, error) {
+// under tells whether path is dir or below it.
+func under(path, dir string) bool {
+	return path == dir || strings.HasPrefix(path, dir+string(filepath.Separator)) || dir == string(filepath.Separator)
+}
+
+// check returns path cleaned when it may be read: at or below one of the
+// allowed paths when there are any, and not at or below a protected one,
+// as written or once its symbolic links are resolved.
+func (ps *paths) check(path string) (string, error) {
 	if path == "" {
 		return "", errors.New("the reference names no path")
 	}
 	clean := filepath.Clean(path)
-	if len(allowed) == 0 {
-		return clean, nil
-	}
-	for _, a := range allowed {
-		if clean == a || strings.HasPrefix(clean, a+string(filepath.Separator)) || a == string(filepath.Separator) && filepath.IsAbs(clean) {
-			return clean, nil
+	if len(ps.allowed) > 0 {
+		ok := false
+		for _, a := range ps.allowed {
+			ok = ok || filepath.IsAbs(clean) && under(clean, a)
+		}
+		if !ok {
+			return "", errors.New("the path is not under any of --config-provider-allowed-paths")
 		}
 	}
-	return "", errors.New("the path is not under any of --config-provider-allowed-paths")
+	real, err := filepath.EvalSymlinks(clean)
+	if err != nil {
+		real = clean // it does not exist (yet): reading it fails anyway
+	}
+	if abs, err := filepath.Abs(clean); err == nil {
+		clean = abs
+	}
+	for _, p := range ps.protected {
+		if under(clean, p) || under(real, p) {
+			return "", errors.New("the path holds the node's own secrets (data dir, key or token files): no connector may read it")
+		}
+	}
+	return filepath.Clean(path), nil
 }
 
 // readBounded reads a regular file of at most MaxFileSize bytes.
@@ -276,10 +333,10 @@ func readBounded(path string) ([]byte, error) {
 
 // fileProvider is Kafka Connect's FileConfigProvider: the path is a
 // properties file, the key one of its properties.
-type fileProvider struct{ allowed []string }
+type fileProvider struct{ paths *paths }
 
 func (p fileProvider) Get(path string, keys []string) (map[string]string, error) {
-	path, err := allowedPath(p.allowed, path)
+	path, err := p.paths.check(path)
 	if err != nil {
 		return nil, err
 	}
@@ -298,8 +355,24 @@ func (p fileProvider) Get(path string, keys []string) (map[string]string, error)
 	return out, nil
 }
 
-// envProvider is Kafka Connect's EnvVarConfigProvider: ${env:NAME}.
+// envProvider is Kafka Connect's EnvVarConfigProvider: ${env:NAME}. kcd's
+// own variables (KCD_*: join token, store DSN...) are not given out.
 type envProvider struct{}
+
+// ProtectedEnvPrefix starts the environment variables no reference reads.
+const ProtectedEnvPrefix = "KCD_"
+
+func (envProvider) refuse(_, key string) error {
+	if strings.HasPrefix(strings.ToUpper(key), ProtectedEnvPrefix) {
+		return fmt.Errorf("%s* variables are kcd's own settings: no connector may read them", ProtectedEnvPrefix)
+	}
+	return nil
+}
+
+// refuser is a Provider that refuses some references outright.
+type refuser interface {
+	refuse(path, key string) error
+}
 
 func (envProvider) Get(path string, keys []string) (map[string]string, error) {
 	if path != "" {
@@ -307,6 +380,9 @@ func (envProvider) Get(path string, keys []string) (map[string]string, error) {
 	}
 	out := map[string]string{}
 	for _, k := range keys {
+		if (envProvider{}).refuse("", k) != nil {
+			continue
+		}
 		if v, ok := os.LookupEnv(k); ok {
 			out[k] = v
 		}
@@ -317,10 +393,10 @@ func (envProvider) Get(path string, keys []string) (map[string]string, error) {
 // dirProvider is Kafka Connect's DirectoryConfigProvider: the path is a
 // directory, the key the name of a regular file in it, the value its
 // whole content (Kubernetes secrets mounted as files).
-type dirProvider struct{ allowed []string }
+type dirProvider struct{ paths *paths }
 
 func (p dirProvider) Get(path string, keys []string) (map[string]string, error) {
-	dir, err := allowedPath(p.allowed, path)
+	dir, err := p.paths.check(path)
 	if err != nil {
 		return nil, err
 	}
@@ -335,7 +411,11 @@ func (p dirProvider) Get(path string, keys []string) (map[string]string, error) 
 		if k == "" || k == "." || k == ".." || strings.ContainsRune(k, filepath.Separator) {
 			continue
 		}
-		data, err := readBounded(filepath.Join(dir, k))
+		file, err := p.paths.check(filepath.Join(dir, k))
+		if err != nil {
+			return nil, err
+		}
+		data, err := readBounded(file)
 		if errors.Is(err, os.ErrNotExist) {
 			continue
 		}

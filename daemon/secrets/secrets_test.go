@@ -30,7 +30,7 @@ func TestTransformEachProvider(t *testing.T) {
 	props := filepath.Join(dir, "db.properties")
 	writeFile(t, props, "# a comment\n! another\nuser = kcd\npassword="+canary+"\nurl: jdbc:mysql://db:3306/x\nmulti = a\\\n   b\nesc=tab\\there\\u0041\n")
 	writeFile(t, filepath.Join(dir, "k8s", "token"), canary+"-dir\n")
-	t.Setenv("KCD_SECRETS_TEST_VAR", canary+"-env")
+	t.Setenv("SECRETS_TEST_VAR_OF_KCD", canary+"-env")
 
 	p, err := NewProviders([]string{"file", "env", "directory"}, nil)
 	if err != nil {
@@ -43,7 +43,7 @@ func TestTransformEachProvider(t *testing.T) {
 		"multi":               "${file:" + props + ":multi}",
 		"esc":                 "${file:" + props + ":esc}",
 		"api.token":           "${directory:" + filepath.Join(dir, "k8s") + ":token}",
-		"from.env":            "pre-${env:KCD_SECRETS_TEST_VAR}-post",
+		"from.env":            "pre-${env:SECRETS_TEST_VAR_OF_KCD}-post",
 		"vault":               "${vault:secret/db:password}", // not configured: stays
 		"plain":               "no reference",
 	}
@@ -257,5 +257,48 @@ func TestParseProperties(t *testing.T) {
 	want := map[string]string{"a": "1", "b": "2", "c": "3", "d": "", "e": "xy", "f": "g=h", ":k= x": "esc"}
 	if !maps.Equal(got, want) {
 		t.Fatalf("got %q\nwant %q", got, want)
+	}
+}
+
+// No reference reads the node's own secrets: its KCD_* variables, its data
+// dir, its key and token files, also through a symbolic link.
+func TestProtected(t *testing.T) {
+	dir := t.TempDir()
+	dataDir := filepath.Join(dir, "data")
+	keyFile := filepath.Join(dir, "etc", "config.key")
+	writeFile(t, filepath.Join(dataDir, "join-token"), canary)
+	writeFile(t, keyFile, "k="+canary)
+	writeFile(t, filepath.Join(dir, "ok", "p.properties"), "k=fine")
+	link := filepath.Join(dir, "ok", "link.properties")
+	if err := os.Symlink(keyFile, link); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("KCD_JOIN_TOKEN", canary)
+	p, err := NewProviders([]string{"file", "env", "directory"}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.Protect(dataDir, keyFile)
+	got, err := p.Transform(map[string]string{"k": "${file:" + filepath.Join(dir, "ok", "p.properties") + ":k}"})
+	if err != nil || got["k"] != "fine" {
+		t.Fatalf("an unprotected file: %v %v", got, err)
+	}
+	for _, ref := range []string{
+		"${env:KCD_JOIN_TOKEN}",
+		"${env:kcd_join_token}",
+		"${file:" + keyFile + ":k}",
+		"${file:" + link + ":k}",
+		"${directory:" + dataDir + ":join-token}",
+		"${directory:" + filepath.Join(dir, "etc") + ":config.key}",
+		"${file:" + dataDir + "/../data/join-token:k}",
+	} {
+		got, err := p.Transform(map[string]string{"k": ref})
+		if err == nil {
+			t.Errorf("%s: resolved to %d bytes", ref, len(got["k"]))
+			continue
+		}
+		if strings.Contains(err.Error(), canary) || !strings.Contains(err.Error(), ref) {
+			t.Errorf("%s: %v", ref, err)
+		}
 	}
 }

@@ -58,7 +58,7 @@ func TestIntegrationProcessSecrets(t *testing.T) {
 	if err := os.WriteFile(in, []byte(lines.String()), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	t.Setenv("KCD_SYSTEMTEST_DB_PASSWORD", envPassword) // the node inherits it
+	t.Setenv("SYSTEMTEST_DB_PASSWORD", envPassword) // the node inherits it
 
 	c := StartCluster(t, bin, Options{Size: 1, Bootstrap: brokers, ExtraArgs: []string{
 		"--config-providers", "file,env",
@@ -78,7 +78,7 @@ func TestIntegrationProcessSecrets(t *testing.T) {
 		"topics":              topic,
 		"file":                "${file:" + props + ":out}",
 		"db.password":         "${file:" + props + ":db.password}",
-		"connection.password": "${env:KCD_SYSTEMTEST_DB_PASSWORD}",
+		"connection.password": "${env:SYSTEMTEST_DB_PASSWORD}",
 		"literal.password":    literalPassword,
 	}
 	create := func(name string, cfg map[string]string) {
@@ -174,6 +174,21 @@ func TestIntegrationProcessSecrets(t *testing.T) {
 	}
 	if !strings.Contains(st.Connector.Trace, ref) {
 		t.Errorf("trace does not name the reference: %q", st.Connector.Trace)
+	}
+
+	// kcd's own variables are no connector's to read: the harness gives
+	// every node its join token in KCD_JOIN_TOKEN.
+	stealer := "secrets-stealer-" + suffix
+	create(stealer, map[string]string{"connector.class": "FileStreamSink", "topics": topic, "file": "${env:KCD_JOIN_TOKEN}"})
+	t.Cleanup(func() { _, _ = n.do(context.Background(), "DELETE", "/connectors/"+stealer, nil, nil) })
+	if err := WaitFor(ctx, 100*time.Millisecond, func() (bool, error) {
+		err := n.GetJSON(ctx, "/connectors/"+stealer+"/status", &st)
+		return err == nil && st.Connector.State == "FAILED", nil
+	}); err != nil {
+		t.Fatalf("connector reading KCD_JOIN_TOKEN: %+v", st)
+	}
+	if !strings.Contains(st.Connector.Trace, "KCD_") || strings.Contains(st.Connector.Trace, c.JoinToken()) {
+		t.Errorf("trace of a reference to KCD_JOIN_TOKEN: %q", st.Connector.Trace)
 	}
 
 	// A worker-only node without the key starts, reads the envelopes

@@ -49,7 +49,7 @@ func TestWorkerConfigProviders(t *testing.T) {
 	if err := os.WriteFile(props, []byte("file="+out+"\nbad.file="+bad+"\npassword="+password+"\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	t.Setenv("KCD_WORKER_TEST_PASSWORD", password+"-env")
+	t.Setenv("WORKER_TEST_DB_PASSWORD", password+"-env")
 	providers, err := secrets.NewProviders([]string{"file", "env"}, []string{dir})
 	if err != nil {
 		t.Fatal(err)
@@ -67,7 +67,7 @@ func TestWorkerConfigProviders(t *testing.T) {
 		"connector.class":     "FileStreamSink",
 		"topics":              topic,
 		"file":                "${file:" + props + ":file}",
-		"connection.password": "${env:KCD_WORKER_TEST_PASSWORD}",
+		"connection.password": "${env:WORKER_TEST_DB_PASSWORD}",
 		"db.password":         "${file:" + props + ":password}",
 		"value.converter":     StringConverter,
 	}
