@@ -69,6 +69,11 @@ func sealScenario(t *testing.T, backend store.Store) []string {
 	if err != nil || all["enc"].Config["connection.password"] != pw {
 		t.Fatalf("configs read back: %v", err)
 	}
+	// The export (kcctl migrate to-kafka) reads them plain.
+	exp, _, _, err := cs.Export(ctx, "", 10)
+	if err != nil || len(exp) != 1 || exp[0].Config["connection.password"] != pw || len(exp[0].Tasks) != 1 || exp[0].Tasks[0]["connection.password"] != taskPw {
+		t.Fatalf("export: %d connectors, %v", len(exp), err)
+	}
 	// The backend holds envelopes under readable keys.
 	kvs, _, err := backend.Scan(ctx, Prefix, 0)
 	if err != nil {
