@@ -162,6 +162,29 @@ func TestIntegrationProcessSecrets(t *testing.T) {
 		t.Errorf("%d connector and task configs in the store, want at least 4", sealed)
 	}
 
+	// Nor does any file of the node's data dir: the Raft log, its
+	// snapshots, the replicated bbolt state.
+	files := 0
+	if err := filepath.WalkDir(n.DataDir, func(path string, d os.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		b, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		files++
+		if strings.Contains(string(b), literalPassword) {
+			t.Errorf("%s holds the literal password in plain text", path)
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if files == 0 {
+		t.Fatal("no file in the data dir: the check proves nothing")
+	}
+
 	// A reference that cannot be resolved fails the connector, naming it.
 	ref := "${file:" + props + ":no.such.key}"
 	create(broken, map[string]string{"connector.class": "FileStreamSink", "topics": topic, "file": ref})
