@@ -31,7 +31,8 @@ type supervisor struct {
 	restartSeq int64
 	// resolved is spec.cfg with its references resolved: what the
 	// connector, its converters and the runtime settings see.
-	resolved map[string]string
+	resolved    map[string]string
+	settingsErr error // of settings, parsed from resolved
 	// masker hides the connector's secrets in what the supervisor, the
 	// connector and its tasks log and in the statuses it reports.
 	masker atomic.Pointer[secrets.Masker]
@@ -234,20 +235,16 @@ func (s *supervisor) resolve(cfg map[string]string) error {
 	if rerr != nil {
 		resolved = cfg
 	}
-	if s.resolved != nil && maps.Equal(resolved, s.resolved) {
-		if rerr != nil {
-			return fmt.Errorf("%w: %w", errUnresolved, rerr)
-		}
-		return nil
+	if s.resolved == nil || !maps.Equal(resolved, s.resolved) {
+		s.resolved = resolved
+		s.masker.Store(secrets.NewMasker(s.passwordKeys(), cfg, resolved))
+		// With defaults where a reference stays unresolved.
+		s.settings, s.settingsErr = parseSettings(s.name, resolved, s.w.cfg)
 	}
-	s.resolved = resolved
-	s.masker.Store(secrets.NewMasker(s.passwordKeys(), cfg, resolved))
-	st, err := parseSettings(s.name, resolved, s.w.cfg)
-	s.settings = st // with defaults where a reference stays unresolved
 	if rerr != nil {
 		return fmt.Errorf("%w: %w", errUnresolved, rerr)
 	}
-	return err
+	return s.settingsErr
 }
 
 // passwordKeys tells the keys the connector's ConfigDef types PASSWORD.
