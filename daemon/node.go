@@ -27,6 +27,7 @@ import (
 	"github.com/kcd-project/kcd/daemon/herder"
 	"github.com/kcd-project/kcd/daemon/importer"
 	"github.com/kcd-project/kcd/daemon/restapi"
+	"github.com/kcd-project/kcd/daemon/secrets"
 	"github.com/kcd-project/kcd/daemon/store/activestore"
 	_ "github.com/kcd-project/kcd/daemon/store/sqlstore" // the mysql and postgres backends
 	"github.com/kcd-project/kcd/daemon/worker"
@@ -74,6 +75,8 @@ type Node struct {
 
 	// files confines the file connectors (--file-connector-dirs; filedirs.go).
 	files *connect.Files
+	// configKeys encrypt connector and task configs at rest (nil: plain).
+	configKeys *connectstore.Keyring
 }
 
 // New returns a node for cfg; it does nothing until Start.
@@ -98,6 +101,12 @@ func (n *Node) Start(ctx context.Context) (err error) {
 	}
 	if n.files, err = n.fileConfinement(); err != nil {
 		return err
+	}
+	if n.cfg.ConfigEncryptionKeyFile != "" {
+		if n.configKeys, err = connectstore.LoadKeyring(n.cfg.ConfigEncryptionKeyFile); err != nil {
+			return err
+		}
+		n.log.Info("connector configs are encrypted at rest", "key_ids", n.configKeys.IDs())
 	}
 	seeds := n.cfg.BootstrapServers
 	if n.cfg.DevKafka {
@@ -134,7 +143,7 @@ func (n *Node) Start(ctx context.Context) (err error) {
 			Resolve: store.ResolveSettings, Mask: store.MaskSettings,
 			Logger: n.log,
 		})
-		n.store = n.active
+		n.store = connectstore.Seal(n.active, n.configKeys)
 		opts.Cluster, opts.Store = raftCluster{n: n.raft, drain: n.drainMember}, guardStore(n.active)
 		opts.PeerStore = guardStore(n.active.ForAPI())
 		opts.StoreAdmin = storeAdmin{n.active}
@@ -271,12 +280,20 @@ func (n *Node) startWorker(ctx context.Context, seeds []string, endpoints func()
 	if err != nil {
 		return fmt.Errorf("worker: %w", err)
 	}
+	providers, err := secrets.NewProviders(n.cfg.ConfigProviders, n.cfg.ConfigProviderAllowedPaths)
+	if err != nil {
+		return fmt.Errorf("worker: %w", err)
+	}
+	// The node's own secrets are no connector's to read.
+	providers.Protect(n.dir.path, n.cfg.File, n.cfg.ConfigEncryptionKeyFile, n.cfg.JoinTokenFile, n.cfg.PeerTLSKey,
+		n.cfg.RESTTLSKey, n.cfg.NodeTokenFile, n.cfg.RESTAuthFile)
 	w, err := worker.New(worker.Config{
-		WorkerID:   id,
-		Store:      connectstore.New(n.store),
-		Seeds:      seeds,
-		Converters: func(class string) (worker.Converter, error) { return converter.New(class) },
-		Assignment: member,
+		WorkerID:        id,
+		ConfigProviders: providers,
+		Store:           connectstore.New(n.store),
+		Seeds:           seeds,
+		Converters:      func(class string) (worker.Converter, error) { return converter.New(class) },
+		Assignment:      member,
 
 		OffsetFlushInterval:  n.cfg.OffsetFlushInterval,
 		ExactlyOnceSource:    n.cfg.ExactlyOnceSourceSupport,

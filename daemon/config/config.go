@@ -158,6 +158,22 @@ type Config struct {
 	// as in Kafka Connect. Each node enforces its own setting: give every
 	// node the same.
 	FileConnectorDirs []string `yaml:"file-connector-dirs"`
+	// ConfigProviders are the config providers (file, env, directory) that
+	// resolve references such as ${file:/path:key} in connector configs,
+	// on the worker that runs the connector or task (Kafka Connect's
+	// config.providers). Empty: none, references stay as written.
+	ConfigProviders []string `yaml:"config-providers"`
+	// ConfigProviderAllowedPaths confine the file and directory providers
+	// to these absolute paths (Kafka Connect's allowed.paths). Empty: any.
+	ConfigProviderAllowedPaths []string `yaml:"config-provider-allowed-paths"`
+	// ConfigEncryptionKeyFile holds the keys that encrypt connector and
+	// task configs in the store (AES-256-GCM): one key per line, 32 bytes
+	// in hex or base64; the first encrypts, all decrypt. Empty: stored in
+	// plain text. Never logged.
+	ConfigEncryptionKeyFile string `yaml:"config-encryption-key-file"`
+	// File is the YAML file the config was loaded from ("" none): it may
+	// hold secrets, which config providers must not read.
+	File string `yaml:"-"`
 	// Store is the metadata store's backend a new cluster starts with; the
 	// active backend then lives in Raft and changes only by kcctl store
 	// switch.
@@ -337,6 +353,16 @@ func (c *Config) Validate() error {
 	}
 	if c.RESTMaxConnections < 16 {
 		errs = append(errs, fmt.Errorf("rest-max-connections %d is below 16", c.RESTMaxConnections))
+	}
+	for _, p := range c.ConfigProviders {
+		if p != "file" && p != "env" && p != "directory" {
+			errs = append(errs, fmt.Errorf("config-providers: %q is not one of file, env, directory", p))
+		}
+	}
+	for _, p := range c.ConfigProviderAllowedPaths {
+		if !strings.HasPrefix(p, "/") {
+			errs = append(errs, fmt.Errorf("config-provider-allowed-paths: %q is not an absolute path", p))
+		}
 	}
 	errs = append(errs, c.Store.validate()...)
 	switch c.LogLevel {
@@ -551,6 +577,15 @@ func fields() []field {
 		{"file-connector-dirs", "Directories (absolute, comma-separated) whose files the FileStream connectors may read and write; other paths, stdin and stdout are refused. Empty: any path. The same on every node",
 			func(c *Config, v string) error { c.FileConnectorDirs = cleanPaths(splitList(v)); return nil },
 			func(c *Config) string { return strings.Join(c.FileConnectorDirs, ",") }},
+		{"config-providers", "Config providers that resolve references in connector configs on the worker that runs them, comma-separated: file (${file:/path/props:key}), env (${env:NAME}), directory (${directory:/dir:file}); default none, references stay as written",
+			func(c *Config, v string) error { c.ConfigProviders = splitList(v); return nil },
+			func(c *Config) string { return strings.Join(c.ConfigProviders, ",") }},
+		{"config-provider-allowed-paths", "Absolute paths the file and directory config providers may read below, comma-separated; default any",
+			func(c *Config, v string) error { c.ConfigProviderAllowedPaths = splitList(v); return nil },
+			func(c *Config) string { return strings.Join(c.ConfigProviderAllowedPaths, ",") }},
+		{"config-encryption-key-file", "File of keys (one per line, 32 bytes in hex or base64; the first encrypts, all decrypt) that encrypt connector and task configs in the store; default: stored in plain text",
+			func(c *Config, v string) error { c.ConfigEncryptionKeyFile = strings.TrimSpace(v); return nil },
+			func(c *Config) string { return c.ConfigEncryptionKeyFile }},
 		{"store", "Metadata store backend a new cluster starts with: raft, or another registered backend (mysql, postgres...); afterwards kcctl store switch changes it",
 			func(c *Config, v string) error { c.Store.Backend = strings.TrimSpace(v); return nil },
 			func(c *Config) string { return c.Store.Backend }},
@@ -726,6 +761,7 @@ func Load(path string, lookup func(string) (string, bool), flags *Flags) (Config
 		if err := c.LoadFile(path); err != nil {
 			return c, err
 		}
+		c.File = path
 	}
 	if err := c.ApplyEnv(lookup); err != nil {
 		return c, fmt.Errorf("environment: %w", err)

@@ -544,9 +544,33 @@ func (c *Cluster) cleanup() {
 	for _, n := range nodes {
 		n.Kill()
 	}
+	for _, n := range nodes {
+		CheckLogForSecrets(c.tb, n)
+	}
 	if c.tb.Failed() {
 		for _, n := range nodes {
 			c.tb.Logf("--- last lines of node %d's log (%s):\n%s", n.ID, n.LogPath, n.LogTail(40))
+		}
+	}
+}
+
+// SecretCanary starts every secret value tests put in a connector config or
+// a credentials file; no node may ever log one (docs/security.md), and
+// scripts/test.sh looks for it in the tests' output too.
+const SecretCanary = "kcd-canary-secret-"
+
+// CheckLogForSecrets fails tb when n's log holds a value that starts with
+// SecretCanary; the message gives the line, not the value.
+func CheckLogForSecrets(tb testing.TB, n *Node) {
+	tb.Helper()
+	b, err := os.ReadFile(n.LogPath)
+	if err != nil {
+		return
+	}
+	for i, line := range bytes.Split(b, []byte("\n")) {
+		if bytes.Contains(line, []byte(SecretCanary)) {
+			tb.Errorf("node %d's log %s holds a secret of a connector config (a value starting %q) on line %d", n.ID, n.LogPath, SecretCanary, i+1)
+			return
 		}
 	}
 }

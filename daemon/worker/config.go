@@ -10,6 +10,7 @@ import (
 
 	"github.com/kcd-project/kcd/daemon/connect"
 	"github.com/kcd-project/kcd/daemon/connectstore"
+	"github.com/kcd-project/kcd/daemon/secrets"
 )
 
 // Converter classes the worker knows by name.
@@ -44,7 +45,12 @@ type Config struct {
 	// Assignment says which connectors and tasks run on this worker. Nil:
 	// all of them (a single worker).
 	Assignment Assignment
-	Logger     *slog.Logger
+	// ConfigProviders resolve the references of connector and task
+	// configs (${file:...}, ${env:...}, ${directory:...}) when they are
+	// handed to a connector or task; stored configs keep the references.
+	// Nil: none, references stay as written.
+	ConfigProviders *secrets.Providers
+	Logger          *slog.Logger
 
 	// OffsetFlushInterval is how often source offsets are stored and sink
 	// offsets flushed and committed (offset.flush.interval.ms; a connector
