@@ -7,7 +7,6 @@
 package secrets
 
 import (
-	"bufio"
 	"errors"
 	"fmt"
 	"io"
@@ -16,7 +15,8 @@ import (
 	"regexp"
 	"slices"
 	"strings"
-	"unicode/utf8"
+
+	"github.com/kcd-project/kcd/internal/javaprops"
 )
 
 // MaxFileSize bounds what a provider reads of one file: a properties file
@@ -345,7 +345,11 @@ func (p fileProvider) Get(path string, keys []string) (map[string]string, error)
 		// os errors name the path, which is the reference's own.
 		return nil, err
 	}
-	props := ParseProperties(string(data))
+	props, err := javaprops.Parse(data)
+	if err != nil {
+		// The error names a line, never a value.
+		return nil, fmt.Errorf("properties file: %w", err)
+	}
 	out := map[string]string{}
 	for _, k := range keys {
 		if v, ok := props[k]; ok {
@@ -425,118 +429,6 @@ func (p dirProvider) Get(path string, keys []string) (map[string]string, error) 
 		out[k] = string(data)
 	}
 	return out, nil
-}
-
-// ParseProperties reads Java properties text: key=value, key:value or
-// "key value" lines, # and ! comments, \ line continuations and the
-// \t \n \r \f \uXXXX escapes.
-func ParseProperties(text string) map[string]string {
-	out := map[string]string{}
-	sc := bufio.NewScanner(strings.NewReader(text))
-	sc.Buffer(make([]byte, 0, 4096), MaxFileSize+1)
-	var logical strings.Builder
-	for sc.Scan() {
-		line := strings.TrimLeft(sc.Text(), " \t\f")
-		if logical.Len() == 0 && (line == "" || line[0] == '#' || line[0] == '!') {
-			continue
-		}
-		// A line ending in an odd number of backslashes continues.
-		n := 0
-		for i := len(line) - 1; i >= 0 && line[i] == '\\'; i-- {
-			n++
-		}
-		if n%2 == 1 {
-			logical.WriteString(line[:len(line)-1])
-			continue
-		}
-		logical.WriteString(line)
-		k, v := splitProperty(logical.String())
-		out[k] = v
-		logical.Reset()
-	}
-	if logical.Len() > 0 {
-		k, v := splitProperty(logical.String())
-		out[k] = v
-	}
-	return out
-}
-
-func splitProperty(line string) (string, string) {
-	i := 0
-	for i < len(line) {
-		c := line[i]
-		if c == '\\' {
-			i += 2
-			continue
-		}
-		if c == '=' || c == ':' || c == ' ' || c == '\t' || c == '\f' {
-			break
-		}
-		i++
-	}
-	i = min(i, len(line))
-	key, rest := line[:i], line[i:]
-	rest = strings.TrimLeft(rest, " \t\f")
-	// One '=' or ':' separates, with blanks around it.
-	if rest != "" && (rest[0] == '=' || rest[0] == ':') {
-		rest = strings.TrimLeft(rest[1:], " \t\f")
-	}
-	return unescape(key), unescape(rest)
-}
-
-func unescape(s string) string {
-	if !strings.ContainsRune(s, '\\') {
-		return s
-	}
-	var b strings.Builder
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if c != '\\' || i+1 == len(s) {
-			b.WriteByte(c)
-			continue
-		}
-		i++
-		switch s[i] {
-		case 't':
-			b.WriteByte('\t')
-		case 'n':
-			b.WriteByte('\n')
-		case 'r':
-			b.WriteByte('\r')
-		case 'f':
-			b.WriteByte('\f')
-		case 'u':
-			if i+4 < len(s) {
-				var r rune
-				ok := true
-				for _, h := range s[i+1 : i+5] {
-					r <<= 4
-					switch {
-					case h >= '0' && h <= '9':
-						r |= h - '0'
-					case h >= 'a' && h <= 'f':
-						r |= h - 'a' + 10
-					case h >= 'A' && h <= 'F':
-						r |= h - 'A' + 10
-					default:
-						ok = false
-					}
-				}
-				if ok {
-					b.WriteRune(r)
-					i += 4
-					continue
-				}
-			}
-			b.WriteByte('u')
-		default:
-			b.WriteByte(s[i])
-		}
-	}
-	if !utf8.ValidString(b.String()) {
-		return s
-	}
-	return b.String()
 }
 
 func sortedKeys(m map[string]string) []string {

@@ -11,6 +11,8 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+
+	"github.com/kcd-project/kcd/internal/javaprops"
 )
 
 const canary = "kcd-canary-secret-7f3a9"
@@ -253,7 +255,10 @@ func TestMaskingHandler(t *testing.T) {
 }
 
 func TestParseProperties(t *testing.T) {
-	got := ParseProperties("a=1\n  b : 2\nc 3\nd\ne=\\\n  x\\\n  y\nf=g=h\n# k=no\n\\:k\\=\\ x=esc\n")
+	got, err := javaprops.Parse([]byte("a=1\n  b : 2\nc 3\nd\ne=\\\n  x\\\n  y\nf=g=h\n# k=no\n\\:k\\=\\ x=esc\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
 	want := map[string]string{"a": "1", "b": "2", "c": "3", "d": "", "e": "xy", "f": "g=h", ":k= x": "esc"}
 	if !maps.Equal(got, want) {
 		t.Fatalf("got %q\nwant %q", got, want)
