@@ -1,7 +1,6 @@
 package restauth
 
 import (
-	"bytes"
 	"context"
 	"crypto/rand"
 	"crypto/tls"
@@ -21,6 +20,8 @@ import (
 
 	"golang.org/x/crypto/argon2"
 	"golang.org/x/crypto/bcrypt"
+
+	"github.com/kcd-project/kcd/internal/syncbuf"
 )
 
 const (
@@ -320,27 +321,10 @@ func TestPasswordCheckWaitEndsWithRequest(t *testing.T) {
 	}
 }
 
-type logBuf struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *logBuf) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *logBuf) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
-
 func TestReload(t *testing.T) {
 	dir := t.TempDir()
 	path := writeFile(t, dir, testFile(t))
-	var logs logBuf
+	var logs syncbuf.Buffer
 	a := newAuth(t, Config{File: path, Logger: slog.New(slog.NewTextHandler(&logs, nil))})
 	newTok := "kcd-canary-secret-new-token"
 	bearer := func(tok string) error {

@@ -1,37 +1,19 @@
 package tlsreload
 
 import (
-	"bytes"
 	"crypto/tls"
 	"log/slog"
 	"net"
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/kcd-project/kcd/internal/testcerts"
+
+	"github.com/kcd-project/kcd/internal/syncbuf"
 )
-
-// syncBuffer is a log sink for tests.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
 
 // serve accepts TLS connections with cfg and completes their handshakes
 // until the test ends.
@@ -87,7 +69,7 @@ func TestServerCertificateReload(t *testing.T) {
 	ca := testcerts.NewCA(t, "ca")
 	first := ca.Issue(t, "first", testcerts.Options{})
 	certFile, keyFile := first.Write(t, dir, "rest")
-	var logs syncBuffer
+	var logs syncbuf.Buffer
 	kp, err := LoadKeyPair(certFile, keyFile, slog.New(slog.NewTextHandler(&logs, nil)))
 	if err != nil {
 		t.Fatal(err)

@@ -1,7 +1,6 @@
 package sqlstore
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -18,6 +17,8 @@ import (
 
 	"github.com/kcd-project/kcd/internal/testenv"
 	"github.com/kcd-project/kcd/store"
+
+	"github.com/kcd-project/kcd/internal/syncbuf"
 )
 
 // proxy forwards TCP connections from addr to target until cut, which
@@ -139,29 +140,12 @@ func viaAddr(t *testing.T, name, dsn, addr string) (newDSN, target string) {
 
 // logBuffer captures slog output for the test, restoring the default
 // logger after.
-func logBuffer(t *testing.T) *syncBuffer {
-	var buf syncBuffer
+func logBuffer(t *testing.T) *syncbuf.Buffer {
+	var buf syncbuf.Buffer
 	old := slog.Default()
 	slog.SetDefault(slog.New(slog.NewTextHandler(&buf, &slog.HandlerOptions{Level: slog.LevelDebug})))
 	t.Cleanup(func() { slog.SetDefault(old) })
 	return &buf
-}
-
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.String()
 }
 
 // wantNoSecret fails when text holds the DSN or its password.
