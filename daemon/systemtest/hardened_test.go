@@ -32,10 +32,7 @@ func TestIntegrationProcessHardened(t *testing.T) {
 	defer cancel()
 
 	dir := t.TempDir()
-	ca := testcerts.NewCA(t, "kcd hardened CA")
-	caFile := ca.Write(t, dir, "ca")
-	restCert, restKey := ca.Issue(t, "kcd node", testcerts.Options{}).Write(t, dir, "rest")
-	peerCert, peerKey := ca.Issue(t, "kcd peer", testcerts.Options{IPs: []string{"127.0.0.1"}}).Write(t, dir, "peer")
+	ca, tlsArgs := mutualTLS(t, dir)
 	operator := ca.Issue(t, "operator", testcerts.Options{})
 	auditor := ca.Issue(t, "auditor", testcerts.Options{})
 	stranger := ca.Issue(t, "stranger", testcerts.Options{})
@@ -53,14 +50,11 @@ func TestIntegrationProcessHardened(t *testing.T) {
 
 	c := StartCluster(t, bin, Options{
 		Bootstrap: brokers,
-		ExtraArgs: []string{
-			"--rest-tls-cert", restCert, "--rest-tls-key", restKey,
-			"--rest-tls-client-ca", caFile, "--rest-tls-ca", caFile,
-			"--peer-tls-cert", peerCert, "--peer-tls-key", peerKey, "--peer-tls-ca", caFile,
+		ExtraArgs: append(tlsArgs,
 			"--rest-auth-file", authFile, "--node-token-file", nodeFile,
 			"--file-connector-dirs", files,
 			"--config-encryption-key-file", keyFile,
-		},
+		),
 		// The harness's own requests go as the operator's certificate.
 		RESTTLS: &tls.Config{RootCAs: ca.Pool(), Certificates: []tls.Certificate{operator.TLS}},
 	})

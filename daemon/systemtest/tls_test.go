@@ -26,21 +26,12 @@ func TestIntegrationProcessRESTMutualTLS(t *testing.T) {
 	ctx, cancel := context.WithTimeout(t.Context(), 90*time.Second)
 	defer cancel()
 
-	dir := t.TempDir()
-	ca := testcerts.NewCA(t, "kcd systemtest CA")
-	caFile := ca.Write(t, dir, "ca")
-	restCert, restKey := ca.Issue(t, "kcd node", testcerts.Options{}).Write(t, dir, "rest")
-	peerCert, peerKey := ca.Issue(t, "kcd peer", testcerts.Options{IPs: []string{"127.0.0.1"}}).Write(t, dir, "peer")
+	ca, tlsArgs := mutualTLS(t, t.TempDir())
 	operator := ca.Issue(t, "operator", testcerts.Options{})
 	c := StartCluster(t, bin, Options{
 		Bootstrap: brokers,
-		ExtraArgs: []string{
-			"--rest-tls-cert", restCert, "--rest-tls-key", restKey,
-			"--rest-tls-client-ca", caFile, "--rest-tls-ca", caFile,
-			"--peer-tls-cert", peerCert, "--peer-tls-key", peerKey, "--peer-tls-ca", caFile,
-			"--offset-flush-interval", "300ms",
-		},
-		RESTTLS: &tls.Config{RootCAs: ca.Pool(), Certificates: []tls.Certificate{operator.TLS}},
+		ExtraArgs: append(tlsArgs, "--offset-flush-interval", "300ms"),
+		RESTTLS:   &tls.Config{RootCAs: ca.Pool(), Certificates: []tls.Certificate{operator.TLS}},
 	})
 	lead, err := WaitLeader(ctx, c.Nodes()...)
 	if err != nil {
@@ -102,5 +93,20 @@ func TestIntegrationProcessRESTMutualTLS(t *testing.T) {
 			res.Body.Close()
 			t.Errorf("node %d answered a client without a certificate: %s", n.ID, res.Status)
 		}
+	}
+}
+
+// mutualTLS issues, under dir, a CA and the certificates of nodes whose
+// REST APIs and Raft peers use mutual TLS, and returns the CA and the
+// nodes' flags for them.
+func mutualTLS(t *testing.T, dir string) (*testcerts.CA, []string) {
+	ca := testcerts.NewCA(t, "kcd systemtest CA")
+	caFile := ca.Write(t, dir, "ca")
+	restCert, restKey := ca.Issue(t, "kcd node", testcerts.Options{}).Write(t, dir, "rest")
+	peerCert, peerKey := ca.Issue(t, "kcd peer", testcerts.Options{IPs: []string{"127.0.0.1"}}).Write(t, dir, "peer")
+	return ca, []string{
+		"--rest-tls-cert", restCert, "--rest-tls-key", restKey,
+		"--rest-tls-client-ca", caFile, "--rest-tls-ca", caFile,
+		"--peer-tls-cert", peerCert, "--peer-tls-key", peerKey, "--peer-tls-ca", caFile,
 	}
 }
