@@ -215,7 +215,9 @@ func placeholder(i int) string { return "\x00" + strconv.Itoa(i) + "\x00" }
 // maskValue masks the literal secrets of the value v of key k.
 func maskValue(k, v string) string {
 	parts, err := parseValue(v)
-	if err != nil {
+	if err != nil || strings.Contains(v, "\x00") {
+		// A NUL in a literal would pass for a placeholder, and part of
+		// the literal would be shown (found by FuzzParseValue).
 		return Redacted
 	}
 	// Mask with each reference replaced by a placeholder, so that a
@@ -279,14 +281,24 @@ func maskSecrets(v string, repl func(start, end int, secret string) string) stri
 	}
 	var b strings.Builder
 	last := 0
-	for _, m := range paramRE.FindAllStringSubmatchIndex(v, -1) {
-		name := v[m[2]:m[3]]
-		if !secretKey(name) || m[4] == m[5] {
+	for pos := 0; pos < len(v); {
+		m := paramRE.FindStringSubmatchIndex(v[pos:])
+		if m == nil {
+			break
+		}
+		for i := range m {
+			m[i] += pos
+		}
+		if !secretKey(v[m[2]:m[3]]) || m[4] == m[5] {
+			// The value of another parameter is searched too: in
+			// "a=b?password=x" it holds the secret one (found by
+			// FuzzMaskSettingsHidesPassword).
+			pos = m[4]
 			continue
 		}
 		b.WriteString(v[last:m[4]])
 		b.WriteString(repl(m[4], m[5], v[m[4]:m[5]]))
-		last = m[5]
+		last, pos = m[5], m[5]
 	}
 	b.WriteString(v[last:])
 	return b.String()
@@ -359,6 +371,7 @@ func secretsOf(settings map[string]string) []string {
 			}
 			if len(secret) >= 2 && secret[0] == '\'' && secret[len(secret)-1] == '\'' {
 				add(secret[1 : len(secret)-1])
+				add(unquote(secret[1 : len(secret)-1])) // as the driver reads it
 			}
 			return secret
 		})
@@ -367,6 +380,19 @@ func secretsOf(settings map[string]string) []string {
 		return cmp.Or(cmp.Compare(len(b), len(a)), strings.Compare(a, b))
 	})
 	return out
+}
+
+// unquote reads the inside of a libpq quoted value: a backslash escapes
+// the character after it.
+func unquote(s string) string {
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		if s[i] == '\\' && i+1 < len(s) {
+			i++
+		}
+		b.WriteByte(s[i])
+	}
+	return b.String()
 }
 
 func sortedKeys(m map[string]string) []string {
