@@ -36,8 +36,8 @@ type fuzzCluster struct{}
 func (fuzzCluster) Info(context.Context) (restapi.ClusterInfo, error) {
 	return restapi.ClusterInfo{ClusterID: "fuzz", Self: 1, Leader: 1, Term: 1}, nil
 }
-func (fuzzCluster) AddMember(context.Context, restapi.NewMember) error      { return nil }
-func (fuzzCluster) RemoveMember(context.Context, uint64) error              { return nil }
+func (fuzzCluster) AddMember(context.Context, restapi.NewMember) error     { return nil }
+func (fuzzCluster) RemoveMember(context.Context, uint64) error             { return nil }
 func (fuzzCluster) TransferLeader(context.Context, uint64) (uint64, error) { return 1, nil }
 func (fuzzCluster) Leader() (bool, string)                                 { return true, "" }
 
