@@ -19,11 +19,13 @@ import (
 
 	"github.com/kcd-project/kcd/api"
 	_ "github.com/kcd-project/kcd/daemon/connectors/file" // FileStream, the plugins of the golden fixtures
+	"github.com/kcd-project/kcd/daemon/connectstore"
 	"github.com/kcd-project/kcd/daemon/coordinator"
 	"github.com/kcd-project/kcd/daemon/herder"
 	"github.com/kcd-project/kcd/daemon/herder/herdertest"
 	"github.com/kcd-project/kcd/daemon/importer"
 	"github.com/kcd-project/kcd/daemon/restapi"
+	"github.com/kcd-project/kcd/raft/fsm"
 )
 
 // The whole REST API under the fuzzer: the real handler, herder, importer
@@ -73,7 +75,13 @@ func (fuzzNode) Ready() bool                    { return true }
 
 func fuzzAPI(t testing.TB) http.Handler {
 	herdertest.Register()
-	cs := herdertest.Store(t)
+	// Without fsync: the fuzzer writes thousands of times a second.
+	l, err := fsm.OpenLocal(filepath.Join(t.TempDir(), "state.db"), fsm.Options{NoSync: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { l.Close() })
+	cs := connectstore.New(l)
 	quiet := slog.New(slog.DiscardHandler)
 	return restapi.NewHandler(fuzzNode{}, restapi.Options{
 		Cluster:     fuzzCluster{},

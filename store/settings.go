@@ -237,7 +237,7 @@ func maskValue(k, v string) string {
 	if secretKey(k) {
 		masked = redactLiterals(masked)
 	} else {
-		masked = maskSecrets(masked, func(_, _ int, secret string) string { return redactLiterals(secret) })
+		masked = maskSecrets(masked, redactLiterals)
 	}
 	for i, ref := range refs {
 		masked = strings.Replace(masked, placeholder(i), ref, 1)
@@ -272,15 +272,37 @@ func redactLiterals(s string) string {
 // semicolon-separated string (Password=x;).
 var paramRE = regexp.MustCompile(`([A-Za-z0-9_.\-]+)\s*=\s*('(?:[^'\\]|\\.)*'|[^\s&;]*)`)
 
-// maskSecrets finds the secrets inside a value (a DSN's password, secret
-// parameters) and replaces each with what repl returns for it; start and
-// end locate it in v.
-func maskSecrets(v string, repl func(start, end int, secret string) string) string {
-	if start, end, ok := dsnPassword(v); ok {
-		v = v[:start] + repl(start, end, v[start:end]) + v[end:]
-	}
+// maskSecrets replaces the secrets inside a value (secretSpans) with what
+// repl returns for each; overlapping ones are replaced as one.
+func maskSecrets(v string, repl func(secret string) string) string {
+	spans := secretSpans(v)
+	slices.SortFunc(spans, func(a, b [2]int) int { return cmp.Compare(a[0], b[0]) })
 	var b strings.Builder
 	last := 0
+	for i := 0; i < len(spans); i++ {
+		start, end := spans[i][0], spans[i][1]
+		for i+1 < len(spans) && spans[i+1][0] < end {
+			i++
+			end = max(end, spans[i][1])
+		}
+		b.WriteString(v[last:start])
+		b.WriteString(repl(v[start:end]))
+		last = end
+	}
+	b.WriteString(v[last:])
+	return b.String()
+}
+
+// secretSpans locates the secrets inside a value, each as [start, end): a
+// DSN's password and the values of secret parameters, all found in v as
+// written, so that one's guess cannot hide another (in
+// "host=::1 password='p@ss'" the DSN guess takes ":1 ... 'p", the
+// parameter 'p@ss': found by FuzzMaskSettingsHidesPassword).
+func secretSpans(v string) [][2]int {
+	var spans [][2]int
+	if start, end, ok := dsnPassword(v); ok {
+		spans = append(spans, [2]int{start, end})
+	}
 	for pos := 0; pos < len(v); {
 		m := paramRE.FindStringSubmatchIndex(v[pos:])
 		if m == nil {
@@ -291,17 +313,14 @@ func maskSecrets(v string, repl func(start, end int, secret string) string) stri
 		}
 		if !secretKey(v[m[2]:m[3]]) || m[4] == m[5] {
 			// The value of another parameter is searched too: in
-			// "a=b?password=x" it holds the secret one (found by
-			// FuzzMaskSettingsHidesPassword).
+			// "a=b?password=x" it holds the secret one.
 			pos = m[4]
 			continue
 		}
-		b.WriteString(v[last:m[4]])
-		b.WriteString(repl(m[4], m[5], v[m[4]:m[5]]))
-		last, pos = m[5], m[5]
+		spans = append(spans, [2]int{m[4], m[5]})
+		pos = m[5]
 	}
-	b.WriteString(v[last:])
-	return b.String()
+	return spans
 }
 
 // dsnPassword locates the password of a URL (scheme://user:password@host/...)
@@ -361,7 +380,8 @@ func secretsOf(settings map[string]string) []string {
 		if secretKey(k) {
 			continue
 		}
-		maskSecrets(v, func(_, _ int, secret string) string {
+		for _, sp := range secretSpans(v) {
+			secret := v[sp[0]:sp[1]]
 			add(secret)
 			if u, err := url.PathUnescape(secret); err == nil {
 				add(u)
@@ -373,8 +393,7 @@ func secretsOf(settings map[string]string) []string {
 				add(secret[1 : len(secret)-1])
 				add(unquote(secret[1 : len(secret)-1])) // as the driver reads it
 			}
-			return secret
-		})
+		}
 	}
 	slices.SortFunc(out, func(a, b string) int {
 		return cmp.Or(cmp.Compare(len(b), len(a)), strings.Compare(a, b))
