@@ -12,6 +12,7 @@ import (
 	"net/url"
 	"os"
 	"path"
+	"runtime"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -430,4 +431,69 @@ func mapsEqual(a, b map[string]string) bool {
 		}
 	}
 	return true
+}
+
+// endless is a JSON object that does not end: {"a":"aaaa... up to stop
+// bytes (then EOF, so that a handler that does not bound its body ends
+// too); it counts what was read of it.
+type endless struct{ n, stop int64 }
+
+var endlessHead, endlessFill = []byte(`{"a":"`), bytes.Repeat([]byte("a"), 64<<10)
+
+func (e *endless) Read(p []byte) (int, error) {
+	if e.n >= e.stop {
+		return 0, io.EOF
+	}
+	p = p[:min(int64(len(p)), e.stop-e.n)]
+	n := 0
+	if e.n < int64(len(endlessHead)) {
+		n = copy(p, endlessHead[e.n:])
+	}
+	for n < len(p) {
+		n += copy(p[n:], endlessFill)
+	}
+	e.n += int64(n)
+	return n, nil
+}
+
+// No route reads a body past its limit, nor holds more than about the
+// limit in memory: a body without a length that never ends is refused
+// (413 for those that read it) and never answered with a 5xx.
+func TestRESTBodiesAreBounded(t *testing.T) {
+	h := fuzzAPI(t)
+	for _, rt := range fuzzRoutes {
+		if rt.method == "GET" || rt.method == "DELETE" {
+			continue
+		}
+		limit := int64(restapi.MaxBody)
+		if strings.HasPrefix(rt.path, "/kcd/v1/store/") && !strings.HasPrefix(rt.path, "/kcd/v1/store/keys") && rt.path != "/kcd/v1/store/switch" {
+			// The store protocol's operations read their body in one
+			// place (storeOp); one of them stands for all, its limit
+			// being 64 MiB.
+			if rt.path != "/kcd/v1/store/put" {
+				continue
+			}
+			limit = restapi.MaxStoreRequest
+		}
+		path := strings.Replace(rt.path, "{n}", "x", 1)
+		body := &endless{stop: 2 * limit}
+		req := httptest.NewRequest(rt.method, path, body)
+		req.ContentLength = -1
+		req.Header.Set("Content-Type", "application/json")
+		var before, after runtime.MemStats
+		runtime.ReadMemStats(&before)
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, req)
+		runtime.ReadMemStats(&after)
+		if rec.Code >= 500 || body.n > limit+64<<10 || rec.Code/100 == 2 && body.n > 0 {
+			t.Errorf("%s %s: %d after reading %d bytes of an endless body (limit %d): %s", rt.method, path, rec.Code, body.n, limit, rec.Body)
+		}
+		if body.n > 0 && rec.Code != http.StatusRequestEntityTooLarge {
+			t.Errorf("%s %s: %d after reading %d bytes of an endless body, want 413", rt.method, path, rec.Code, body.n)
+		}
+		// io.ReadAll's growth to the limit allocates a few times it.
+		if alloc := after.TotalAlloc - before.TotalAlloc; alloc > 8*uint64(limit)+8<<20 {
+			t.Errorf("%s %s: %d bytes allocated for a body limited to %d", rt.method, path, alloc, limit)
+		}
+	}
 }
