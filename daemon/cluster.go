@@ -231,7 +231,7 @@ func (n *Node) startRaft(ctx context.Context) error {
 	self := raft.Member{
 		ID:      cfg.NodeID,
 		PeerURL: scheme + advertise(ln.Addr().String()),
-		RESTURL: "http://" + advertise(n.ln.Addr().String()),
+		RESTURL: n.restScheme() + advertise(n.ln.Addr().String()),
 		Roles:   cfg.Roles,
 	}
 	dir := n.dir.sub("raft")
@@ -286,7 +286,7 @@ func (n *Node) startRaft(ctx context.Context) error {
 		// Restarting a node that joined once: its data dir decides, but it
 		// must belong to the cluster it is told to join.
 		ictx, cancel := context.WithTimeout(ctx, 5*time.Second)
-		info, err := client.New(cfg.Join).ClusterInfo(ictx)
+		info, err := n.joinClient().ClusterInfo(ictx)
 		cancel()
 		if err != nil {
 			n.log.Warn("cannot reach the cluster to join to check its id; starting from the data dir", "join", cfg.Join, "err", err)
@@ -331,7 +331,7 @@ func (n *Node) startRaft(ctx context.Context) error {
 // joinCluster asks a member of a running cluster to add this node, and
 // returns the cluster as it was then.
 func (n *Node) joinCluster(ctx context.Context, self raft.Member) (restapi.ClusterInfo, error) {
-	c := client.New(n.cfg.Join)
+	c := n.joinClient()
 	req := restapi.NewMember{ID: self.ID, PeerURL: self.PeerURL, RESTURL: self.RESTURL, Roles: self.Roles, JoinToken: n.joinToken}
 	var lastErr error
 	for attempt := 0; attempt < 30; attempt++ {
@@ -352,6 +352,11 @@ func (n *Node) joinCluster(ctx context.Context, self raft.Member) (restapi.Clust
 		}
 	}
 	return restapi.ClusterInfo{}, fmt.Errorf("join the cluster via %s: %w", n.cfg.Join, lastErr)
+}
+
+// joinClient is a client of the member at --join, over the node's TLS.
+func (n *Node) joinClient() *client.Client {
+	return client.NewWithOptions(n.cfg.Join, client.Options{Transport: n.nodeTransport()})
 }
 
 // promoteLearners runs on every Raft member; whichever is leader promotes

@@ -32,7 +32,7 @@ func (n *Node) memberWorkers(ctx context.Context, id uint64) ([]string, error) {
 		}
 	}
 	if rec, ok := memberRecords(n.raft)[id]; ok && rec.RESTURL != "" {
-		wid := strings.TrimPrefix(rec.RESTURL, "http://")
+		wid := strings.TrimPrefix(strings.TrimPrefix(rec.RESTURL, "http://"), "https://")
 		found := false
 		for _, w := range out {
 			found = found || w == wid

@@ -18,6 +18,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/kcd-project/kcd/daemon/config"
+	"github.com/kcd-project/kcd/daemon/connect"
 	"github.com/kcd-project/kcd/daemon/connect/converter"
 	_ "github.com/kcd-project/kcd/daemon/connectors/all" // the built-in connectors
 	"github.com/kcd-project/kcd/daemon/connectstore"
@@ -26,6 +27,7 @@ import (
 	"github.com/kcd-project/kcd/daemon/herder"
 	"github.com/kcd-project/kcd/daemon/importer"
 	"github.com/kcd-project/kcd/daemon/restapi"
+	"github.com/kcd-project/kcd/daemon/secrets"
 	"github.com/kcd-project/kcd/daemon/store/activestore"
 	_ "github.com/kcd-project/kcd/daemon/store/sqlstore" // the mysql and postgres backends
 	"github.com/kcd-project/kcd/daemon/worker"
@@ -66,7 +68,15 @@ type Node struct {
 	mu        sync.Mutex
 	clusterID string
 
-	joinToken string // configured join token ("" none); never logged
+	joinToken  string // configured join token ("" none); never logged
+	nodeSecret []byte // the cluster's node secret (nil none); never logged
+
+	restTLS restTLS // resttls.go
+
+	// files confines the file connectors (--file-connector-dirs; filedirs.go).
+	files *connect.Files
+	// configKeys encrypt connector and task configs at rest (nil: plain).
+	configKeys *connectstore.Keyring
 }
 
 // New returns a node for cfg; it does nothing until Start.
@@ -89,6 +99,15 @@ func (n *Node) Start(ctx context.Context) (err error) {
 	if n.dir, err = openDataDir(n.cfg.DataDir); err != nil {
 		return err
 	}
+	if n.files, err = n.fileConfinement(); err != nil {
+		return err
+	}
+	if n.cfg.ConfigEncryptionKeyFile != "" {
+		if n.configKeys, err = connectstore.LoadKeyring(n.cfg.ConfigEncryptionKeyFile); err != nil {
+			return err
+		}
+		n.log.Info("connector configs are encrypted at rest", "key_ids", n.configKeys.IDs())
+	}
 	seeds := n.cfg.BootstrapServers
 	if n.cfg.DevKafka {
 		if n.broker, err = devkafka.Start(n.dir.sub("dev-kafka"), n.cfg.DevKafkaPort, n.log); err != nil {
@@ -99,11 +118,18 @@ func (n *Node) Start(ctx context.Context) (err error) {
 	if n.kafka, err = kgo.NewClient(kgo.SeedBrokers(seeds...)); err != nil {
 		return fmt.Errorf("kafka client: %w", err)
 	}
+	if err = n.loadRESTTLS(); err != nil {
+		return err
+	}
 	if n.ln, err = net.Listen("tcp", n.cfg.RESTAddr); err != nil {
 		return fmt.Errorf("listen on rest-addr %s: %w", n.cfg.RESTAddr, err)
 	}
 	ctx, n.cancel = context.WithCancel(context.WithoutCancel(ctx))
-	opts := restapi.Options{Logger: n.log.With("subsys", "rest"), Hosts: restapi.HostPolicyFor(n.cfg.RESTAllowedHosts, n.cfg.RESTAddr), NodeClient: n.nodeClient(90 * time.Second)}
+	auth, err := n.startRESTAuth(ctx) // restauth.go
+	if err != nil {
+		return err
+	}
+	opts := restapi.Options{Logger: n.log.With("subsys", "rest"), Hosts: restapi.HostPolicyFor(n.cfg.RESTAllowedHosts, n.cfg.RESTAddr), NodeClient: n.nodeClient(90 * time.Second), Auth: auth}
 	if n.cfg.HasRole(config.RoleRaft) {
 		if n.joinToken, err = n.configuredJoinToken(); err != nil {
 			return err
@@ -117,7 +143,7 @@ func (n *Node) Start(ctx context.Context) (err error) {
 			Resolve: store.ResolveSettings, Mask: store.MaskSettings,
 			Logger: n.log,
 		})
-		n.store = n.active
+		n.store = connectstore.Seal(n.active, n.configKeys)
 		opts.Cluster, opts.Store = raftCluster{n: n.raft, drain: n.drainMember}, guardStore(n.active)
 		opts.PeerStore = guardStore(n.active.ForAPI())
 		opts.StoreAdmin = storeAdmin{n.active}
@@ -134,6 +160,7 @@ func (n *Node) Start(ctx context.Context) (err error) {
 			Logger:               n.log.With("subsys", "herder"),
 			Owners:               n.unitOwners,
 			MaxTasksPerConnector: n.cfg.MaxTasksPerConnector,
+			Files:                n.files,
 		})
 		coord, err := coordinator.New(coordinator.Config{
 			Store: n.store, Raft: n.raft,
@@ -184,7 +211,7 @@ func (n *Node) Start(ctx context.Context) (err error) {
 	reqCtx, n.cancelRequests = context.WithCancel(context.WithoutCancel(ctx))
 	var restLn net.Listener
 	n.rest, restLn = restapi.NewServer(restapi.NewHandler(n, opts), n.ln, restapi.ServerOptions{
-		MaxConnections: n.restMaxConnections(), BaseContext: reqCtx,
+		MaxConnections: n.restMaxConnections(), BaseContext: reqCtx, TLS: n.restServerTLS(),
 	})
 
 	n.wg.Add(2)
@@ -253,16 +280,25 @@ func (n *Node) startWorker(ctx context.Context, seeds []string, endpoints func()
 	if err != nil {
 		return fmt.Errorf("worker: %w", err)
 	}
+	providers, err := secrets.NewProviders(n.cfg.ConfigProviders, n.cfg.ConfigProviderAllowedPaths)
+	if err != nil {
+		return fmt.Errorf("worker: %w", err)
+	}
+	// The node's own secrets are no connector's to read.
+	providers.Protect(n.dir.path, n.cfg.File, n.cfg.ConfigEncryptionKeyFile, n.cfg.JoinTokenFile, n.cfg.PeerTLSKey,
+		n.cfg.RESTTLSKey, n.cfg.NodeTokenFile, n.cfg.RESTAuthFile)
 	w, err := worker.New(worker.Config{
-		WorkerID:   id,
-		Store:      connectstore.New(n.store),
-		Seeds:      seeds,
-		Converters: func(class string) (worker.Converter, error) { return converter.New(class) },
-		Assignment: member,
+		WorkerID:        id,
+		ConfigProviders: providers,
+		Store:           connectstore.New(n.store),
+		Seeds:           seeds,
+		Converters:      func(class string) (worker.Converter, error) { return converter.New(class) },
+		Assignment:      member,
 
 		OffsetFlushInterval:  n.cfg.OffsetFlushInterval,
 		ExactlyOnceSource:    n.cfg.ExactlyOnceSourceSupport,
 		MaxTasksPerConnector: n.cfg.MaxTasksPerConnector,
+		Files:                n.files,
 		Logger:               n.log,
 		Limits:               n.workerLimits(),
 	})
@@ -479,12 +515,14 @@ func (n *Node) closeResources() {
 	}
 }
 
-// RESTURL is the base URL the REST API is served on.
+// RESTURL is the base URL the REST API is served on, as others reach it
+// (an unspecified listen host becomes the host name, which a TLS
+// certificate can name); https:// with rest-tls-cert.
 func (n *Node) RESTURL() string {
 	if n.ln == nil {
-		return "http://" + n.cfg.RESTAddr
+		return n.restScheme() + advertise(n.cfg.RESTAddr)
 	}
-	return "http://" + n.ln.Addr().String()
+	return n.restScheme() + advertise(n.ln.Addr().String())
 }
 
 // KafkaClusterID implements restapi.Node.

@@ -24,12 +24,13 @@ func (n *Node) startRemote(ctx context.Context, opts *restapi.Options, kafkaSeed
 	if err != nil {
 		return fmt.Errorf("store of a worker-only node: %w", err)
 	}
-	n.store = rs
+	n.store = connectstore.Seal(rs, n.configKeys)
 	opts.Cluster = seedCluster{rs: rs}
 	opts.Connect = herder.New(connectstore.New(n.store), herder.Options{
 		Converters:           converter.Classes(),
 		HeaderConverters:     append(converter.Classes(), herder.SimpleHeaderConverter),
 		MaxTasksPerConnector: n.cfg.MaxTasksPerConnector,
+		Files:                n.files,
 		Logger:               n.log.With("subsys", "herder"),
 		Owners:               n.unitOwners,
 	})

@@ -8,13 +8,14 @@ cd "$(dirname "$0")/.."
 mkdir -p .testenv
 record=.testenv/started-by-test.$$
 envlog=.testenv/testenv-up.$$.log
+testlog=.testenv/go-test.$$.log # go test's output, checked for leaked secrets
 : >"$record"
 envpid=
 cleanup() {
 	local rc=$?
 	if [ -n "$envpid" ]; then kill "$envpid" 2>/dev/null || true; wait "$envpid" 2>/dev/null || true; fi
 	scripts/testenv down --only "$record" || true
-	rm -f "$envlog"
+	rm -f "$envlog" "$testlog"
 	exit "$rc"
 }
 trap cleanup EXIT
@@ -28,7 +29,7 @@ echo "== lint"
 make --no-print-directory lint
 
 echo "== unit tests (-race -short)"
-go test -race -short ./...
+go test -race -short ./... 2>&1 | tee -a "$testlog"
 
 echo "== scheduling-sensitive tests (no race detector: see raft/batching_norace_test.go)"
 go test -short -count=1 -run '^TestBatching' ./raft/
@@ -55,6 +56,15 @@ set +a
 echo "== integration tests"
 # Per package up to 20 minutes: daemon/systemtest holds the 2-minute chaos
 # schedule, which refuses to start when go test's timeout leaves it too little.
-go test -race -count=1 -timeout 20m -run '^TestIntegration' ./...
+go test -race -count=1 -timeout 20m -run '^TestIntegration' ./... 2>&1 | tee -a "$testlog"
+
+# Tests put secrets starting kcd-canary-secret- in connector configs; none
+# may show in any output (node logs are checked by daemon/systemtest).
+echo "== no secret in the test output"
+if grep -q 'kcd-canary-secret-[A-Za-z0-9_]' "$testlog"; then
+	echo "a secret value (kcd-canary-secret-...) leaked into the test output, lines:" \
+		"$(grep -n 'kcd-canary-secret-[A-Za-z0-9_]' "$testlog" | cut -d: -f1 | tr '\n' ' ')" >&2
+	exit 1
+fi
 
 echo "== make test passed in $(( $(date +%s) - start ))s"

@@ -39,7 +39,7 @@ func (e *usageError) Unwrap() error { return e.err }
 // run executes kcctl and maps its error to a message and an exit code, in
 // this one place.
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	root := newRootCmd(stdout, stderr)
+	root, g := newRoot(stdout, stderr)
 	root.SetArgs(args)
 	err := root.ExecuteContext(ctx)
 	if err == nil {
@@ -55,6 +55,11 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "Run '%s --help' for usage.\n", root.Name())
 		return exitUsage
 	case errors.As(err, &apiErr) && (apiErr.Status == 401 || apiErr.Status == 403):
+		if apiErr.Status == 401 {
+			fmt.Fprintf(stderr, "The server did not accept kcctl's credentials: %s. Give --token, or --user with --password-file, the KCCTL_* variables or a context (kcctl --help).\n", g.conn.creds)
+		} else {
+			fmt.Fprintf(stderr, "The server knows kcctl's credentials (%s) but their role does not allow this.\n", g.conn.creds)
+		}
 		return exitAuth
 	}
 	return exitError

@@ -10,6 +10,7 @@ import (
 	"io"
 	"net"
 	"os"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -132,6 +133,47 @@ type Config struct {
 	// the REST API answers to in a request's Host header; "*" any. Empty:
 	// only loopback names when rest-addr is on loopback, else any.
 	RESTAllowedHosts string `yaml:"rest-allowed-hosts"`
+	// RESTTLSCert and RESTTLSKey make the REST API HTTPS (both or
+	// neither); under mutual TLS the node also presents them to other
+	// nodes. RESTTLSClientCA requires of every client a certificate it
+	// signed (mutual TLS). RESTTLSCA is what this node trusts for other
+	// nodes' REST certificates (empty: the system's roots). Every file is
+	// loaded again when it changes.
+	RESTTLSCert     string `yaml:"rest-tls-cert"`
+	RESTTLSKey      string `yaml:"rest-tls-key"`
+	RESTTLSClientCA string `yaml:"rest-tls-client-ca"`
+	RESTTLSCA       string `yaml:"rest-tls-ca"`
+	// RESTAuthFile is the REST API's credentials file (users, roles,
+	// password and token hashes; YAML, reloaded when it changes). Empty:
+	// the API is open.
+	RESTAuthFile string `yaml:"rest-auth-file"`
+	// NodeTokenFile holds the cluster's node secret, the same on every node,
+	// with which nodes authenticate to each other's REST APIs. Required
+	// with RESTAuthFile. Never logged.
+	NodeTokenFile string `yaml:"node-token-file"`
+	// FileConnectorDirs, when set, are the only directories whose files
+	// the FileStream connectors may read and write (absolute paths):
+	// validate and create refuse other paths, and a worker refuses to run
+	// a connector or task with one. Empty: any path the process can open,
+	// as in Kafka Connect. Each node enforces its own setting: give every
+	// node the same.
+	FileConnectorDirs []string `yaml:"file-connector-dirs"`
+	// ConfigProviders are the config providers (file, env, directory) that
+	// resolve references such as ${file:/path:key} in connector configs,
+	// on the worker that runs the connector or task (Kafka Connect's
+	// config.providers). Empty: none, references stay as written.
+	ConfigProviders []string `yaml:"config-providers"`
+	// ConfigProviderAllowedPaths confine the file and directory providers
+	// to these absolute paths (Kafka Connect's allowed.paths). Empty: any.
+	ConfigProviderAllowedPaths []string `yaml:"config-provider-allowed-paths"`
+	// ConfigEncryptionKeyFile holds the keys that encrypt connector and
+	// task configs in the store (AES-256-GCM): one key per line, 32 bytes
+	// in hex or base64; the first encrypts, all decrypt. Empty: stored in
+	// plain text. Never logged.
+	ConfigEncryptionKeyFile string `yaml:"config-encryption-key-file"`
+	// File is the YAML file the config was loaded from ("" none): it may
+	// hold secrets, which config providers must not read.
+	File string `yaml:"-"`
 	// Store is the metadata store's backend a new cluster starts with; the
 	// active backend then lives in Raft and changes only by kcctl store
 	// switch.
@@ -255,6 +297,9 @@ func (c *Config) Validate() error {
 	} else if len(c.Seeds) == 0 {
 		errs = append(errs, errors.New("a worker-only node needs seeds: REST URLs of cluster members"))
 	}
+	if c.RESTAuthFile != "" && c.NodeTokenFile == "" {
+		errs = append(errs, errors.New("rest-auth-file needs node-token-file: the secret (at least 32 bytes, the same on every node) with which nodes call each other's REST APIs"))
+	}
 	if c.OffsetFlushInterval < 10*time.Millisecond {
 		errs = append(errs, fmt.Errorf("offset-flush-interval %v is below 10ms", c.OffsetFlushInterval))
 	}
@@ -293,8 +338,31 @@ func (c *Config) Validate() error {
 	if c.MaxTasksPerConnector < 1 || c.MaxTasksPerConnector > 100_000 {
 		errs = append(errs, fmt.Errorf("max-tasks-per-connector %d must be from 1 to 100000", c.MaxTasksPerConnector))
 	}
+	if (c.RESTTLSCert == "") != (c.RESTTLSKey == "") {
+		errs = append(errs, errors.New("rest-tls-cert and rest-tls-key go together: give both for HTTPS, or neither"))
+	}
+	if c.RESTTLSClientCA != "" && c.RESTTLSCert == "" {
+		errs = append(errs, errors.New("rest-tls-client-ca needs rest-tls-cert and rest-tls-key: client certificates are asked for over HTTPS only"))
+	}
+	for _, d := range c.FileConnectorDirs {
+		if !filepath.IsAbs(d) {
+			errs = append(errs, fmt.Errorf("file-connector-dirs: %q is not an absolute path", d))
+		} else if filepath.Clean(d) == string(filepath.Separator) {
+			errs = append(errs, errors.New("file-connector-dirs: / would allow every file; leave the setting empty for no confinement"))
+		}
+	}
 	if c.RESTMaxConnections < 16 {
 		errs = append(errs, fmt.Errorf("rest-max-connections %d is below 16", c.RESTMaxConnections))
+	}
+	for _, p := range c.ConfigProviders {
+		if p != "file" && p != "env" && p != "directory" {
+			errs = append(errs, fmt.Errorf("config-providers: %q is not one of file, env, directory", p))
+		}
+	}
+	for _, p := range c.ConfigProviderAllowedPaths {
+		if !strings.HasPrefix(p, "/") {
+			errs = append(errs, fmt.Errorf("config-provider-allowed-paths: %q is not an absolute path", p))
+		}
 	}
 	errs = append(errs, c.Store.validate()...)
 	switch c.LogLevel {
@@ -488,6 +556,36 @@ func fields() []field {
 		{"rest-allowed-hosts", "Host names the REST API answers to in the Host header, comma-separated (* any); default: only localhost and loopback addresses when rest-addr is on loopback (against DNS rebinding), else any",
 			func(c *Config, v string) error { c.RESTAllowedHosts = strings.TrimSpace(v); return nil },
 			func(c *Config) string { return c.RESTAllowedHosts }},
+		{"rest-tls-cert", "PEM certificate of the REST API (with any intermediates): serve HTTPS (needs rest-tls-key); loaded again when the file changes",
+			func(c *Config, v string) error { c.RESTTLSCert = v; return nil },
+			func(c *Config) string { return c.RESTTLSCert }},
+		{"rest-tls-key", "PEM private key of rest-tls-cert",
+			func(c *Config, v string) error { c.RESTTLSKey = v; return nil },
+			func(c *Config) string { return c.RESTTLSKey }},
+		{"rest-tls-client-ca", "PEM CA certificates: the REST API requires a client certificate they signed (mutual TLS; other nodes present their rest-tls-cert)",
+			func(c *Config, v string) error { c.RESTTLSClientCA = v; return nil },
+			func(c *Config) string { return c.RESTTLSClientCA }},
+		{"rest-tls-ca", "PEM CA certificates this node trusts for other nodes' REST certificates (default: the system's roots)",
+			func(c *Config, v string) error { c.RESTTLSCA = v; return nil },
+			func(c *Config) string { return c.RESTTLSCA }},
+		{"rest-auth-file", "Credentials file of the REST API (YAML: users with a role read, operate or admin and a bcrypt/argon2id password hash, sha256 token hashes or a client certificate CN); reloaded when it changes. Unset: the API is open",
+			func(c *Config, v string) error { c.RESTAuthFile = strings.TrimSpace(v); return nil },
+			func(c *Config) string { return c.RESTAuthFile }},
+		{"node-token-file", "File holding the cluster's node secret (at least 32 bytes, the same on every node): nodes authenticate to each other's REST APIs with it. Required with rest-auth-file",
+			func(c *Config, v string) error { c.NodeTokenFile = strings.TrimSpace(v); return nil },
+			func(c *Config) string { return c.NodeTokenFile }},
+		{"file-connector-dirs", "Directories (absolute, comma-separated) whose files the FileStream connectors may read and write; other paths, stdin and stdout are refused. Empty: any path. The same on every node",
+			func(c *Config, v string) error { c.FileConnectorDirs = cleanPaths(splitList(v)); return nil },
+			func(c *Config) string { return strings.Join(c.FileConnectorDirs, ",") }},
+		{"config-providers", "Config providers that resolve references in connector configs on the worker that runs them, comma-separated: file (${file:/path/props:key}), env (${env:NAME}), directory (${directory:/dir:file}); default none, references stay as written",
+			func(c *Config, v string) error { c.ConfigProviders = splitList(v); return nil },
+			func(c *Config) string { return strings.Join(c.ConfigProviders, ",") }},
+		{"config-provider-allowed-paths", "Absolute paths the file and directory config providers may read below, comma-separated; default any",
+			func(c *Config, v string) error { c.ConfigProviderAllowedPaths = splitList(v); return nil },
+			func(c *Config) string { return strings.Join(c.ConfigProviderAllowedPaths, ",") }},
+		{"config-encryption-key-file", "File of keys (one per line, 32 bytes in hex or base64; the first encrypts, all decrypt) that encrypt connector and task configs in the store; default: stored in plain text",
+			func(c *Config, v string) error { c.ConfigEncryptionKeyFile = strings.TrimSpace(v); return nil },
+			func(c *Config) string { return c.ConfigEncryptionKeyFile }},
 		{"store", "Metadata store backend a new cluster starts with: raft, or another registered backend (mysql, postgres...); afterwards kcctl store switch changes it",
 			func(c *Config, v string) error { c.Store.Backend = strings.TrimSpace(v); return nil },
 			func(c *Config) string { return c.Store.Backend }},
@@ -506,6 +604,9 @@ func fields() []field {
 	}
 }
 
+// RESTTLS tells whether the REST API is HTTPS.
+func (c *Config) RESTTLS() bool { return c.RESTTLSCert != "" }
+
 // PeerTLS tells whether peer traffic uses mutual TLS.
 func (c *Config) PeerTLS() bool { return c.PeerTLSCert != "" }
 
@@ -522,6 +623,15 @@ func countSet(vs ...string) int {
 // splitRoles reads "raft+worker" (or "raft,worker").
 func splitRoles(v string) []string {
 	return splitList(strings.ReplaceAll(v, "+", ","))
+}
+
+// cleanPaths cleans each path (a relative one stays relative, for
+// Validate to refuse).
+func cleanPaths(ps []string) []string {
+	for i, p := range ps {
+		ps[i] = filepath.Clean(p)
+	}
+	return ps
 }
 
 func splitList(v string) []string {
@@ -651,6 +761,7 @@ func Load(path string, lookup func(string) (string, bool), flags *Flags) (Config
 		if err := c.LoadFile(path); err != nil {
 			return c, err
 		}
+		c.File = path
 	}
 	if err := c.ApplyEnv(lookup); err != nil {
 		return c, fmt.Errorf("environment: %w", err)

@@ -340,3 +340,78 @@ func TestExactlyOnceSourceSupport(t *testing.T) {
 		t.Errorf("preparing: %v", err)
 	}
 }
+
+func TestRESTTLS(t *testing.T) {
+	c, err := loadWith(t, map[string]string{"KCD_REST_TLS_CERT": "/etc/kcd/rest.pem", "KCD_REST_TLS_KEY": "/etc/kcd/rest-key.pem"},
+		"--rest-tls-client-ca", "/etc/kcd/clients.pem", "--rest-tls-ca", "/etc/kcd/ca.pem")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !c.RESTTLS() || c.RESTTLSCert != "/etc/kcd/rest.pem" || c.RESTTLSKey != "/etc/kcd/rest-key.pem" ||
+		c.RESTTLSClientCA != "/etc/kcd/clients.pem" || c.RESTTLSCA != "/etc/kcd/ca.pem" {
+		t.Errorf("loaded %+v", c)
+	}
+	if c, _ := loadWith(t, nil); c.RESTTLS() {
+		t.Error("HTTPS without a certificate")
+	}
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--rest-tls-cert", "c.pem"}, "rest-tls-cert and rest-tls-key go together"},
+		{[]string{"--rest-tls-key", "k.pem"}, "rest-tls-cert and rest-tls-key go together"},
+		{[]string{"--rest-tls-client-ca", "ca.pem"}, "rest-tls-client-ca needs rest-tls-cert and rest-tls-key"},
+	} {
+		if _, err := loadWith(t, nil, tc.args...); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%v: %v, want %q", tc.args, err, tc.want)
+		}
+	}
+}
+
+func TestRESTAuthFileNeedsNodeTokenFile(t *testing.T) {
+	c := Default()
+	c.DevKafka = true
+	c.RESTAuthFile = "/etc/kcd/users.yaml"
+	if err := c.Validate(); err == nil || !strings.Contains(err.Error(), "rest-auth-file needs node-token-file") {
+		t.Fatalf("Validate: %v", err)
+	}
+	c.NodeTokenFile = "/etc/kcd/node-token"
+	if err := c.Validate(); err != nil {
+		t.Fatalf("with both: %v", err)
+	}
+	cfg, err := Load("", envOf(map[string]string{"KCD_REST_AUTH_FILE": "/a", "KCD_NODE_TOKEN_FILE": "/b", "KCD_DEV_KAFKA": "true"}), nil)
+	if err != nil || cfg.RESTAuthFile != "/a" || cfg.NodeTokenFile != "/b" {
+		t.Fatalf("from the environment: %+v, %v", cfg, err)
+	}
+}
+
+func TestFileConnectorDirs(t *testing.T) {
+	c, err := loadWith(t, nil)
+	if err != nil || c.FileConnectorDirs != nil {
+		t.Fatalf("default %v, %v: want none", c.FileConnectorDirs, err)
+	}
+	c, err = loadWith(t, map[string]string{"KCD_FILE_CONNECTOR_DIRS": "/data/in/, /data/x/../out"})
+	if err != nil || strings.Join(c.FileConnectorDirs, ",") != "/data/in,/data/out" {
+		t.Errorf("from the environment, cleaned: %q %v", c.FileConnectorDirs, err)
+	}
+	c, err = loadWith(t, nil, "--file-connector-dirs", "/srv/files")
+	if err != nil || strings.Join(c.FileConnectorDirs, ",") != "/srv/files" {
+		t.Errorf("from a flag: %q %v", c.FileConnectorDirs, err)
+	}
+	_, err = loadWith(t, nil, "--file-connector-dirs", "/data,relative/dir")
+	if err == nil || !strings.Contains(err.Error(), `file-connector-dirs: "relative/dir" is not an absolute path`) {
+		t.Errorf("relative: %v", err)
+	}
+	_, err = loadWith(t, nil, "--file-connector-dirs", "/")
+	if err == nil || !strings.Contains(err.Error(), "every file") {
+		t.Errorf("/: %v", err)
+	}
+	c = Default()
+	c.DevKafka = true
+	if err := c.LoadFile(writeFile(t, "file-connector-dirs: [/a, b]\n")); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Validate(); err == nil || !strings.Contains(err.Error(), `"b" is not an absolute path`) {
+		t.Errorf("relative in the file: %v", err)
+	}
+}

@@ -105,12 +105,16 @@ func (k ConfigKey) ValidateValue(value *string) error {
 			err = fmt.Errorf("not a boolean")
 		}
 	}
+	shown := v
+	if k.Type == TypePassword {
+		shown = "[hidden]" // as Kafka Connect prints a Password
+	}
 	if err != nil {
-		return fmt.Errorf("Invalid value %s for configuration %s: Not a number of type %s", v, k.Name, k.Type)
+		return fmt.Errorf("Invalid value %s for configuration %s: Not a number of type %s", shown, k.Name, k.Type)
 	}
 	if k.Validator != nil {
 		if verr := k.Validator(v); verr != nil {
-			return fmt.Errorf("Invalid value %s for configuration %s: %v", v, k.Name, verr)
+			return fmt.Errorf("Invalid value %s for configuration %s: %v", shown, k.Name, verr)
 		}
 	}
 	return nil

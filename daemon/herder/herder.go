@@ -84,7 +84,12 @@ type Options struct {
 	// MaxTasksPerConnector is the most tasks a connector may ask for
 	// (tasks.max); 0 means DefaultMaxTasksPerConnector.
 	MaxTasksPerConnector int
-	Logger               *slog.Logger
+	// Files confines the local files connectors may use
+	// (--file-connector-dirs): validation reports, on the setting that
+	// names it, a file a connector (connect.FileUser) may not open, so
+	// that create and config updates refuse it. Nil: any path.
+	Files  *connect.Files
+	Logger *slog.Logger
 }
 
 // DefaultMaxTasksPerConnector is the default of

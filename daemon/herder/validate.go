@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/kcd-project/kcd/daemon/connect"
+	"github.com/kcd-project/kcd/daemon/secrets"
 )
 
 // Config is a connector config as a request gives it: a nil value is a
@@ -158,6 +159,14 @@ func (h *Herder) validate(p *connect.Plugin, class string, props Config) ConfigI
 			}
 		}
 	}
+	if fu, ok := conn.(connect.FileUser); ok && h.opts.Files != nil {
+		errs := fu.ValidateFiles(h.opts.Files, props.Strings())
+		for _, name := range slices.Sorted(maps.Keys(errs)) {
+			for _, msg := range errs[name] {
+				r.addError(name, msg)
+			}
+		}
+	}
 	return r.infos(class)
 }
 
@@ -250,6 +259,16 @@ func evaluate(k *key, props Config, common bool) *ConfigValueInfo {
 	}
 	var parsed any
 	switch {
+	case present && raw != nil && secrets.HasReference(*raw):
+		// Resolved on the worker that runs the connector (config
+		// providers), never here: the value is checked there, and shown
+		// as written.
+		shown := *raw
+		if k.typ == connect.TypePassword {
+			shown = secrets.Hidden
+		}
+		v.Value = &shown
+		return v
 	case present && raw != nil:
 		var msg string
 		if parsed, msg = k.parse(*raw); msg != "" {

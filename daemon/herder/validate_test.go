@@ -318,3 +318,22 @@ func TestValidateConverters(t *testing.T) {
 		t.Errorf("stored %v", got)
 	}
 }
+
+// A value that holds a config provider reference is resolved on the worker
+// only: validate neither parses nor checks it, and shows it as written.
+func TestValidateReferences(t *testing.T) {
+	h := newHerder(t)
+	in := cfg("connector.class", herdertest.SinkClass, "name", "n", "topics", "a",
+		"tasks.max", "${env:KCD_TASKS}", "errors.tolerance", "${file:/etc/kcd/c.properties:tolerance}")
+	infos, err := h.ValidateConfig("FakeSinkConnector", in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	v := values(infos)
+	for name, want := range map[string]string{"tasks.max": "${env:KCD_TASKS}", "errors.tolerance": "${file:/etc/kcd/c.properties:tolerance}"} {
+		got := v[name]
+		if got == nil || got.Value == nil || *got.Value != want || len(got.Errors) != 0 {
+			t.Errorf("%s: %+v, want the reference and no error", name, got)
+		}
+	}
+}

@@ -618,3 +618,51 @@ type fakeLeader struct{ leads atomic.Bool }
 
 func (f *fakeLeader) IsLeader() bool { return f.leads.Load() }
 func (f *fakeLeader) Term() uint64   { return 1 }
+
+// Through a store sealed with a key (--config-encryption-key-file), the
+// staged connectors and the imported configs and task configs are stored
+// encrypted, and the import reads them back as they were.
+func TestImportCommitSealed(t *testing.T) {
+	raw := openStore(t)
+	k, err := connectstore.ParseKeyring([]byte(strings.Repeat("ab", 32)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := connectstore.Seal(raw, k)
+	im := newImporter(st)
+	ctx := t.Context()
+	const secret = "kcd-canary-secret-import-sealed"
+	src := fileSource("src")
+	src.Config["connection.password"] = secret
+	src.Tasks[0]["connection.password"] = secret
+	opened, err := im.Import(ctx, api.ImportRequest{Connectors: []api.ImportConnector{src}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	plain := func(when string) {
+		t.Helper()
+		kvs, _, err := raw.Scan(ctx, "", 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, kv := range kvs {
+			if strings.Contains(string(kv.Value), secret) {
+				t.Errorf("%s: %s holds the secret in plain text", when, kv.Key)
+			}
+		}
+	}
+	plain("staged")
+	if _, err := im.Commit(ctx, opened.ID); err != nil {
+		t.Fatal(err)
+	}
+	plain("imported")
+	cs := connectstore.New(st)
+	cfg, _, err := cs.Config(ctx, "src")
+	if err != nil || cfg["connection.password"] != secret {
+		t.Fatalf("imported config: %v", err)
+	}
+	tc, err := cs.Tasks(ctx, "src")
+	if err != nil || len(tc.Tasks) != 1 || tc.Tasks[0]["connection.password"] != secret {
+		t.Fatalf("imported task configs: %v", err)
+	}
+}

@@ -365,8 +365,18 @@ func (a *api) forward(r *http.Request, to string) (int, any, *Error) {
 	if err != nil {
 		return 0, nil, Errorf(http.StatusInternalServerError, "forward to the leader: %v", err)
 	}
+	// The request goes on as this node's (forwardClient authenticates as
+	// the node); the caller's Authorization header stays here.
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set(forwardedHeader, strconv.Itoa(hops+1))
+	if u := requestUser(r); u != "" {
+		if p, _ := principalOf(r.Context()); p.Role == roleNode {
+			u = r.Header.Get(forwardedUserHeader) // a node's forward of a forward
+		}
+		if u != "" {
+			req.Header.Set(forwardedUserHeader, u)
+		}
+	}
 	res, err := a.forwardClient.Do(req)
 	if err != nil {
 		return 0, nil, Errorf(http.StatusServiceUnavailable, "forward to the leader at %s: %v", to, err)

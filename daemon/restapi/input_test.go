@@ -4,10 +4,12 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"crypto/tls"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"log"
 	"log/slog"
 	"net"
 	"net/http"
@@ -22,6 +24,7 @@ import (
 	"github.com/kcd-project/kcd/daemon/coordinator"
 	"github.com/kcd-project/kcd/daemon/herder"
 	"github.com/kcd-project/kcd/daemon/herder/herdertest"
+	"github.com/kcd-project/kcd/internal/testcerts"
 	"github.com/kcd-project/kcd/raft/fsm"
 )
 
@@ -243,16 +246,36 @@ func (beatCoordinator) Heartbeat(context.Context, coordinator.Heartbeat) (coordi
 // connections still serve /health and heartbeats from the reserved share,
 // and answer anything else with a 503 at once.
 func TestReservedConnectionsServeHealthAndHeartbeats(t *testing.T) {
+	testReservedConnections(t, nil, nil)
+}
+
+// Over TLS, connections count from their accept and the reserved share is
+// told apart the same way.
+func TestReservedConnectionsOverTLS(t *testing.T) {
+	ca := testcerts.NewCA(t, "ca")
+	cert := ca.Issue(t, "rest", testcerts.Options{})
+	srvTLS := &tls.Config{Certificates: []tls.Certificate{cert.TLS}, MinVersion: tls.VersionTLS12, NextProtos: []string{"http/1.1"}}
+	testReservedConnections(t, srvTLS, &tls.Config{RootCAs: ca.Pool()})
+}
+
+func testReservedConnections(t *testing.T, srvTLS, cliTLS *tls.Config) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
 	quiet := slog.New(slog.DiscardHandler)
 	h := NewHandler(&fakeNode{ready: true}, Options{Cluster: leaderCluster{}, Coordinator: beatCoordinator{}, Logger: quiet})
-	srv, lim := NewServer(h, ln, ServerOptions{MaxConnections: 16}) // 12 general, 4 reserved
+	srv, lim := NewServer(h, ln, ServerOptions{MaxConnections: 16, TLS: srvTLS}) // 12 general, 4 reserved
+	srv.ErrorLog = log.New(io.Discard, "", 0)
 	go func() { _ = srv.Serve(lim) }()
 	defer srv.Close()
 	addr := ln.Addr().String()
+	scheme, dial := "http://", func() (net.Conn, error) { return net.Dial("tcp", addr) }
+	if cliTLS != nil {
+		scheme = "https://"
+		dial = func() (net.Conn, error) { return tls.Dial("tcp", addr, cliTLS) }
+	}
+	open := lim.(interface{ Open() int }).Open
 
 	var held []net.Conn
 	defer func() {
@@ -261,7 +284,7 @@ func TestReservedConnectionsServeHealthAndHeartbeats(t *testing.T) {
 		}
 	}()
 	slow := func() net.Conn {
-		c, err := net.Dial("tcp", addr)
+		c, err := dial()
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -273,9 +296,9 @@ func TestReservedConnectionsServeHealthAndHeartbeats(t *testing.T) {
 		slow()
 	}
 	deadline := time.Now().Add(5 * time.Second)
-	for lim.(*limitListener).Open() < 12 {
+	for open() < 12 {
 		if time.Now().After(deadline) {
-			t.Fatalf("%d of 12 slow connections accepted", lim.(*limitListener).Open())
+			t.Fatalf("%d of 12 slow connections accepted", open())
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
@@ -289,21 +312,21 @@ func TestReservedConnectionsServeHealthAndHeartbeats(t *testing.T) {
 		}
 	}
 
-	fresh := &http.Client{Timeout: 3 * time.Second, Transport: &http.Transport{DisableKeepAlives: true}}
+	fresh := &http.Client{Timeout: 3 * time.Second, Transport: &http.Transport{DisableKeepAlives: true, TLSClientConfig: cliTLS}}
 	for i := range 5 {
-		res, err := fresh.Get("http://" + addr + "/health")
+		res, err := fresh.Get(scheme + addr + "/health")
 		if err != nil || res.StatusCode != 200 {
 			t.Fatalf("health %d: %v %v", i, res, err)
 		}
 		res.Body.Close()
-		res, err = fresh.Post("http://"+addr+"/kcd/v1/workers/w/heartbeat", "application/json",
+		res, err = fresh.Post(scheme+addr+"/kcd/v1/workers/w/heartbeat", "application/json",
 			strings.NewReader(`{"worker":{"id":"w","weight":1},"seen_revision":0,"running":[]}`))
 		if err != nil || res.StatusCode != 200 {
 			t.Fatalf("heartbeat %d: %v %v", i, res, err)
 		}
 		res.Body.Close()
 	}
-	res, err := fresh.Get("http://" + addr + "/connectors")
+	res, err := fresh.Get(scheme + addr + "/connectors")
 	if err != nil {
 		t.Fatal(err)
 	}

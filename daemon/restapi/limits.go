@@ -2,6 +2,7 @@ package restapi
 
 import (
 	"context"
+	"crypto/tls"
 	"encoding/json"
 	"fmt"
 	"net"
@@ -37,11 +38,14 @@ type ServerOptions struct {
 	BaseContext context.Context
 	// ReadTimeout replaces the package's ReadTimeout (tests).
 	ReadTimeout time.Duration
+	// TLS, when set, makes the server HTTPS; connections count against
+	// MaxConnections from their accept, before the handshake.
+	TLS *tls.Config
 }
 
 // NewServer returns the HTTP server of the API, with its timeouts, and
-// the listener to serve it on: ln, bounded to opts.MaxConnections. The
-// caller serves with srv.Serve(lim).
+// the listener to serve it on: ln, bounded to opts.MaxConnections (and
+// speaking TLS with opts.TLS). The caller serves with srv.Serve(lim).
 func NewServer(h http.Handler, ln net.Listener, opts ServerOptions) (srv *http.Server, lim net.Listener) {
 	if opts.MaxConnections <= 0 {
 		opts.MaxConnections = 512
@@ -61,13 +65,35 @@ func NewServer(h http.Handler, ln net.Listener, opts ServerOptions) (srv *http.S
 		MaxHeaderBytes:    64 << 10,
 		BaseContext:       func(net.Listener) context.Context { return opts.BaseContext },
 		ConnContext: func(ctx context.Context, c net.Conn) context.Context {
+			if tc, ok := c.(*tls.Conn); ok {
+				c = tc.NetConn()
+			}
 			if lc, ok := c.(*limitedConn); ok && lc.reserved {
 				ctx = context.WithValue(ctx, reservedConn{}, true)
 			}
 			return ctx
 		},
 	}
+	if opts.TLS != nil {
+		return srv, tlsListener{l, opts.TLS}
+	}
 	return srv, l
+}
+
+// tlsListener is a limitListener whose connections speak TLS. The
+// handshake reads through the limitedConn, so a reserved connection's
+// handshake is bounded by ReservedTimeout too.
+type tlsListener struct {
+	*limitListener
+	cfg *tls.Config
+}
+
+func (l tlsListener) Accept() (net.Conn, error) {
+	c, err := l.limitListener.Accept()
+	if err != nil {
+		return nil, err
+	}
+	return tls.Server(c, l.cfg), nil
 }
 
 type reservedConn struct{}

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/kcd-project/kcd/daemon/herder"
+	"github.com/kcd-project/kcd/daemon/restauth"
 	"github.com/kcd-project/kcd/internal/version"
 	"github.com/kcd-project/kcd/store"
 )
@@ -94,6 +95,9 @@ type Options struct {
 	HealthChecks []HealthCheck
 	// Hosts are the Host headers the API answers to; zero: any.
 	Hosts HostPolicy
+	// Auth authenticates callers, and each route then needs a role
+	// (auth.go); nil: the API is open.
+	Auth *restauth.Authenticator
 	// NodeClient sends the calls this node makes to other nodes (forwarding
 	// to the leader, asking it for its view); it authenticates as the node.
 	// Nil: a plain client with a 90 s timeout.
@@ -126,6 +130,45 @@ func NewHandler(node Node, opts Options) http.Handler {
 	if al, ok := node.(Alarmed); ok {
 		a.healthChecks = append([]HealthCheck{alarmCheck(al)}, a.healthChecks...)
 	}
+	routes := a.routes()
+
+	mux := http.NewServeMux()
+	// known answers 405 for a path that exists with another method; anything
+	// else that no route takes is a 404. Both in Kafka Connect's error shape.
+	known := http.NewServeMux()
+	seen := map[string]bool{}
+	for _, rt := range routes {
+		if rt.method == http.MethodGet && staleRoutes[rt.pattern] {
+			rt.handle = mayBeStale(rt.handle) // stale.go
+		}
+		mux.Handle(rt.method+" "+rt.pattern, a.wrap(rt.handle))
+		if !seen[rt.pattern] {
+			seen[rt.pattern] = true
+			known.Handle(rt.pattern, http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+				writeError(w, jaxrsError(http.StatusMethodNotAllowed))
+			}))
+		}
+	}
+	mux.Handle("/", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if h, p := known.Handler(r); p != "" {
+			h.ServeHTTP(w, r)
+			return
+		}
+		writeError(w, jaxrsError(http.StatusNotFound))
+	}))
+	h := jsonOnly(mux)
+	if opts.Auth != nil {
+		h = authorize(opts.Auth, mux, h)
+	}
+	if opts.Hosts.Loopback || len(opts.Hosts.Names) > 0 {
+		h = checkHost(opts.Hosts, h)
+	}
+	return a.recoverPanics(h)
+}
+
+// routes are every route of the API; each needs a role in routeRoles
+// (auth.go).
+func (a *api) routes() []route {
 	routes := []route{
 		{"GET", "/{$}", a.serverInfo},
 		{"GET", "/health", a.health},
@@ -168,35 +211,7 @@ func NewHandler(node Node, opts Options) http.Handler {
 	routes = append(routes, a.storeAdminRoutes()...) // the store API (store_api.go)
 	routes = append(routes, a.workerRoutes()...)     // workers, assignments, rebalances, events (workers.go, events.go)
 	routes = append(routes, a.importRoutes()...)     // imports and export (imports.go)
-
-	mux := http.NewServeMux()
-	// known answers 405 for a path that exists with another method; anything
-	// else that no route takes is a 404. Both in Kafka Connect's error shape.
-	known := http.NewServeMux()
-	seen := map[string]bool{}
-	for _, rt := range routes {
-		if rt.method == http.MethodGet && staleRoutes[rt.pattern] {
-			rt.handle = mayBeStale(rt.handle) // stale.go
-		}
-		mux.Handle(rt.method+" "+rt.pattern, a.wrap(rt.handle))
-		if !seen[rt.pattern] {
-			seen[rt.pattern] = true
-			known.Handle(rt.pattern, http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
-				writeError(w, jaxrsError(http.StatusMethodNotAllowed))
-			}))
-		}
-	}
-	mux.Handle("/", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if h, p := known.Handler(r); p != "" {
-			h.ServeHTTP(w, r)
-			return
-		}
-		writeError(w, jaxrsError(http.StatusNotFound))
-	}))
-	if opts.Hosts.Loopback || len(opts.Hosts.Names) > 0 {
-		return a.recoverPanics(checkHost(opts.Hosts, jsonOnly(mux)))
-	}
-	return a.recoverPanics(jsonOnly(mux))
+	return routes
 }
 
 type api struct {
@@ -246,7 +261,7 @@ func (a *api) wrap(fn func(*http.Request) (int, any, *Error)) http.Handler {
 		} else {
 			writeJSON(w, status, body)
 		}
-		a.log.Debug("rest request", "method", r.Method, "path", r.URL.Path, "status", status, "took", time.Since(start))
+		a.log.Debug("rest request", "method", r.Method, "path", r.URL.Path, "status", status, "user", requestUser(r), "took", time.Since(start))
 	})
 }
 

@@ -85,7 +85,10 @@ func (n *Node) do(ctx context.Context, method, path string, body []byte, out any
 		}
 		req.Header.Set("Content-Type", ct)
 	}
-	res, err := httpClient.Do(req)
+	if n.Token != "" {
+		req.Header.Set("Authorization", "Bearer "+n.Token)
+	}
+	res, err := n.HTTPClient().Do(req)
 	if err != nil {
 		return 0, err
 	}

@@ -41,6 +41,7 @@ func TestIntegrationProcessFileStreamKill9(t *testing.T) {
 	}
 	t.Cleanup(func() {
 		n.Kill()
+		CheckLogForSecrets(t, n)
 		if t.Failed() {
 			t.Logf("node log:\n%s", n.LogTail(40))
 		}

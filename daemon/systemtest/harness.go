@@ -3,10 +3,12 @@ package systemtest
 import (
 	"bytes"
 	"context"
+	"crypto/tls"
 	"fmt"
 	"io"
 	"math/rand/v2"
 	"net"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -83,6 +85,11 @@ type Node struct {
 	// Env is added to the process's environment (KCD_JOIN_TOKEN, so that
 	// the secret is not in the arguments).
 	Env []string
+	// client, when set, sends the tests' requests over HTTPS (Options.RESTTLS).
+	client *http.Client
+	// Token is the bearer token the harness's requests to the node send
+	// ("" none), for nodes started with --rest-auth-file.
+	Token string
 
 	bin string
 
@@ -95,7 +102,20 @@ type Node struct {
 }
 
 // URL is the node's REST base URL.
-func (n *Node) URL() string { return "http://" + n.RESTAddr }
+func (n *Node) URL() string {
+	if n.client != nil {
+		return "https://" + n.RESTAddr
+	}
+	return "http://" + n.RESTAddr
+}
+
+// HTTPClient is what the tests' requests to the node go through.
+func (n *Node) HTTPClient() *http.Client {
+	if n.client != nil {
+		return n.client
+	}
+	return httpClient
+}
 
 // Start starts the node's process. The node must not be running.
 func (n *Node) Start() error {
@@ -317,6 +337,13 @@ type Options struct {
 	// JoinToken is given to every node (KCD_JOIN_TOKEN): the cluster's
 	// token, and what joiners present. Default: a random one; "-": none.
 	JoinToken string
+	// RESTTLS, when set, is the TLS configuration the tests reach the
+	// nodes' REST APIs with, over https:// (ExtraArgs give the nodes their
+	// --rest-tls-* flags).
+	RESTTLS *tls.Config
+	// Token is every node's Node.Token: what the harness authenticates
+	// with when ExtraArgs turn authentication on.
+	Token string
 }
 
 // Cluster is a set of kcd processes that bootstrapped one Raft cluster.
@@ -391,6 +418,10 @@ func (c *Cluster) newNode(id uint64) *Node {
 		DataDir:  filepath.Join(c.dir, fmt.Sprintf("node%d", id)),
 		LogPath:  filepath.Join(c.dir, fmt.Sprintf("node%d.log", id)),
 		bin:      c.bin,
+		Token:    c.opts.Token,
+	}
+	if c.opts.RESTTLS != nil {
+		n.client = &http.Client{Transport: &http.Transport{TLSClientConfig: c.opts.RESTTLS.Clone(), MaxIdleConnsPerHost: 64, IdleConnTimeout: 30 * time.Second}}
 	}
 	n.Args = []string{
 		"--node-id", strconv.FormatUint(id, 10),
@@ -513,9 +544,33 @@ func (c *Cluster) cleanup() {
 	for _, n := range nodes {
 		n.Kill()
 	}
+	for _, n := range nodes {
+		CheckLogForSecrets(c.tb, n)
+	}
 	if c.tb.Failed() {
 		for _, n := range nodes {
 			c.tb.Logf("--- last lines of node %d's log (%s):\n%s", n.ID, n.LogPath, n.LogTail(40))
+		}
+	}
+}
+
+// SecretCanary starts every secret value tests put in a connector config or
+// a credentials file; no node may ever log one (docs/security.md), and
+// scripts/test.sh looks for it in the tests' output too.
+const SecretCanary = "kcd-canary-secret-"
+
+// CheckLogForSecrets fails tb when n's log holds a value that starts with
+// SecretCanary; the message gives the line, not the value.
+func CheckLogForSecrets(tb testing.TB, n *Node) {
+	tb.Helper()
+	b, err := os.ReadFile(n.LogPath)
+	if err != nil {
+		return
+	}
+	for i, line := range bytes.Split(b, []byte("\n")) {
+		if bytes.Contains(line, []byte(SecretCanary)) {
+			tb.Errorf("node %d's log %s holds a secret of a connector config (a value starting %q) on line %d", n.ID, n.LogPath, SecretCanary, i+1)
+			return
 		}
 	}
 }

@@ -57,7 +57,7 @@ func TestIntegrationProcessImport(t *testing.T) {
 	req := api.ImportRequest{Connectors: []api.ImportConnector{
 		{Name: src, Target: "STARTED", Config: map[string]string{"connector.class": "FileStreamSource", "file": in, "topic": topic, "name": src}},
 		{Name: snk, Target: "STARTED", Config: map[string]string{"connector.class": "FileStreamSink", "file": out, "topics": topic, "name": snk}},
-		{Name: stopped, Target: "STOPPED", Config: map[string]string{"connector.class": "io.confluent.connect.jdbc.JdbcSourceConnector", "name": stopped, "connection.password": "s3cret-" + suffix}},
+		{Name: stopped, Target: "STOPPED", Config: map[string]string{"connector.class": "io.confluent.connect.jdbc.JdbcSourceConnector", "name": stopped, "connection.password": SecretCanary + "import-" + suffix}},
 	}}
 	offs := api.ImportOffsets{
 		Source: []api.ImportSourceOffset{
@@ -140,7 +140,7 @@ func TestIntegrationProcessImport(t *testing.T) {
 		after = page.Next
 	}
 	if ec := seen[stopped]; ec.Target != "STOPPED" || len(ec.SourceOffsets) != 1 || fmt.Sprint(ec.SourceOffsets[0].Offset["incrementing"]) != "7" ||
-		ec.Config["connection.password"] != "s3cret-"+suffix {
+		ec.Config["connection.password"] != SecretCanary+"import-"+suffix {
 		t.Errorf("export of the stopped connector: %+v", ec)
 	}
 	if ec := seen[snk]; ec.Target != "STARTED" || len(ec.SinkOffsets) != 1 || ec.SinkOffsets[0].Topic != topic {
@@ -230,7 +230,7 @@ func TestIntegrationProcessImport(t *testing.T) {
 	}
 	// No secret in any log.
 	for _, n := range c.Nodes() {
-		if strings.Contains(n.Log(), "s3cret-"+suffix) {
+		if strings.Contains(n.Log(), SecretCanary+"import-"+suffix) {
 			t.Errorf("node %d logged a connector's password", n.ID)
 		}
 	}

@@ -8,7 +8,9 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/kcd-project/kcd/daemon/connect"
 	"github.com/kcd-project/kcd/daemon/connectstore"
+	"github.com/kcd-project/kcd/daemon/secrets"
 )
 
 // Converter classes the worker knows by name.
@@ -43,7 +45,12 @@ type Config struct {
 	// Assignment says which connectors and tasks run on this worker. Nil:
 	// all of them (a single worker).
 	Assignment Assignment
-	Logger     *slog.Logger
+	// ConfigProviders resolve the references of connector and task
+	// configs (${file:...}, ${env:...}, ${directory:...}) when they are
+	// handed to a connector or task; stored configs keep the references.
+	// Nil: none, references stay as written.
+	ConfigProviders *secrets.Providers
+	Logger          *slog.Logger
 
 	// OffsetFlushInterval is how often source offsets are stored and sink
 	// offsets flushed and committed (offset.flush.interval.ms; a connector
@@ -80,7 +87,12 @@ type Config struct {
 	// config), so that it never builds that many task configs. Default
 	// 1000.
 	MaxTasksPerConnector int
-	Limits               Limits
+	// Files confines the local files connectors and tasks open
+	// (--file-connector-dirs); they get it from their context
+	// (connect.FilesOf) and refuse to start with a file outside it,
+	// whatever wrote their config. Nil: any path.
+	Files  *connect.Files
+	Limits Limits
 }
 
 // The values of Config.ExactlyOnceSource.

@@ -14,6 +14,7 @@ import (
 
 	"github.com/kcd-project/kcd/daemon/connect"
 	"github.com/kcd-project/kcd/daemon/connectstore"
+	"github.com/kcd-project/kcd/daemon/secrets"
 	"github.com/kcd-project/kcd/store"
 )
 
@@ -58,6 +59,9 @@ func (c *connectorContext) RaiseError(err error) {
 }
 
 func (c *connectorContext) Logger() *slog.Logger { return c.log }
+
+// Files is the worker's file confinement (connect.FilesOf).
+func (c *connectorContext) Files() *connect.Files { return c.sup.w.cfg.Files }
 
 // take returns and clears what the connector asked for.
 func (c *connectorContext) take() (err error, reconf bool) {
@@ -138,9 +142,12 @@ func (s *supervisor) startConnector() error {
 	if s.pluginErr != nil {
 		return s.pluginErr
 	}
+	if err := s.resolve(s.spec.cfg); err != nil {
+		return err
+	}
 	inst := s.plugin.New()
 	cctx := &connectorContext{sup: s, log: s.log.With("subsys", "connector")}
-	cfg := maps.Clone(s.spec.cfg)
+	cfg := maps.Clone(s.resolved)
 	if err := safe("Start", func() error { return inst.Start(cctx, cfg) }); err != nil {
 		_ = safe("Stop", inst.Stop)
 		return fmt.Errorf("start connector: %w", err)
@@ -187,7 +194,7 @@ func (s *supervisor) failConnector(ctx context.Context, err error) {
 // with the new converters and settings). A failing TaskConfigs fails the
 // connector.
 func (s *supervisor) writeTaskConfigs(ctx context.Context) error {
-	maxTasks, err := tasksMax(s.spec.cfg)
+	maxTasks, err := tasksMax(s.resolved)
 	if err == nil && maxTasks > s.w.cfg.MaxTasksPerConnector {
 		err = fmt.Errorf("invalid value %d for configuration tasks.max: the workers run at most %d tasks per connector (max-tasks-per-connector)", maxTasks, s.w.cfg.MaxTasksPerConnector)
 	}
@@ -200,7 +207,7 @@ func (s *supervisor) writeTaskConfigs(ctx context.Context) error {
 		cfgs, err = s.conn.inst.TaskConfigs(maxTasks)
 		return err
 	})
-	if err == nil && len(cfgs) > maxTasks && !strings.EqualFold(strings.TrimSpace(s.spec.cfg["tasks.max.enforce"]), "false") {
+	if err == nil && len(cfgs) > maxTasks && !strings.EqualFold(strings.TrimSpace(s.resolved["tasks.max.enforce"]), "false") {
 		err = fmt.Errorf("the connector %s has generated %d tasks, which is greater than %d, the maximum number of tasks it is configured to create", s.name, len(cfgs), maxTasks)
 	}
 	if err != nil {
@@ -210,6 +217,9 @@ func (s *supervisor) writeTaskConfigs(ctx context.Context) error {
 	if cfgs == nil {
 		cfgs = []map[string]string{}
 	}
+	// Stored task configs keep the references of the connector's config,
+	// never the values resolved from them.
+	cfgs = secrets.ReverseTransform(s.spec.cfg, cfgs)
 	if s.plugin.Type == connect.PluginSink {
 		// As Kafka Connect does, sink task configs carry the topics.
 		for i, tc := range cfgs {

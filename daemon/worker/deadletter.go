@@ -52,7 +52,7 @@ func (d *deadLetters) send(r *kgo.Record, cause error) {
 			h("connector.name", tr.id.Connector),
 			h("task.id", strconv.Itoa(tr.id.Task)),
 			h("stage", "VALUE_CONVERTER"),
-			h("exception.message", cause.Error()),
+			h("exception.message", tr.sup.mask(cause.Error())), // may echo a secret of the config
 		)
 	}
 	// Bounded: past the task's in-flight limit, wait for the queue first.

@@ -6,10 +6,13 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
+	"sync/atomic"
 	"time"
 
 	"github.com/kcd-project/kcd/daemon/connect"
 	"github.com/kcd-project/kcd/daemon/connectstore"
+	"github.com/kcd-project/kcd/daemon/secrets"
 )
 
 // supervisor runs one connector's instance and tasks on this worker. Only
@@ -26,6 +29,13 @@ type supervisor struct {
 	pluginErr  error
 	settings   settings
 	restartSeq int64
+	// resolved is spec.cfg with its references resolved: what the
+	// connector, its converters and the runtime settings see.
+	resolved    map[string]string
+	settingsErr error // of settings, parsed from resolved
+	// masker hides the connector's secrets in what the supervisor, the
+	// connector and its tasks log and in the statuses it reports.
+	masker atomic.Pointer[secrets.Masker]
 
 	conn  connState
 	slots map[int]*taskSlot
@@ -51,15 +61,16 @@ type spec struct {
 var storeRetry = Backoff{Initial: time.Second, Max: 30 * time.Second}
 
 func newSupervisor(w *Worker, name string) *supervisor {
-	return &supervisor{
+	s := &supervisor{
 		w:        w,
 		name:     name,
-		log:      w.log.With("connector", name),
 		pokeCh:   make(chan struct{}, 1),
 		slots:    map[int]*taskSlot{},
 		sink:     sinkState{listed: make(chan listResult, 1)},
 		reported: map[int]connectstore.Status{},
 	}
+	s.log = slog.New(secrets.NewMaskingHandler(w.log.Handler(), &s.masker)).With("connector", name)
+	return s
 }
 
 // poke asks the supervisor to read the store again.
@@ -194,7 +205,8 @@ func (s *supervisor) loadRestarts(ctx context.Context) {
 	}
 }
 
-// configure looks the plugin and the runtime settings up for a new config.
+// configure looks the plugin and the runtime settings up for a new config,
+// with its references resolved as they are now (resolve).
 func (s *supervisor) configure(cfg map[string]string) {
 	class := cfg["connector.class"]
 	s.plugin, s.pluginErr = nil, nil
@@ -203,12 +215,55 @@ func (s *supervisor) configure(cfg map[string]string) {
 	} else {
 		s.pluginErr = fmt.Errorf("failed to find any class that implements Connector and which name matches %s", class)
 	}
-	st, err := parseSettings(s.name, cfg, s.w.cfg)
-	s.settings = st
-	if err != nil && s.pluginErr == nil {
+	s.resolved = nil
+	if err := s.resolve(cfg); err != nil && s.pluginErr == nil && !errors.Is(err, errUnresolved) {
 		s.pluginErr = err
 	}
 }
+
+// errUnresolved marks a reference that could not be resolved: the
+// connector fails at its start, and tries again at its next (the file or
+// variable may appear).
+var errUnresolved = errors.New("resolve config provider references")
+
+// resolve resolves cfg's references with the worker's config providers,
+// as Kafka Connect does each time it starts a connector, and takes the
+// runtime settings from the result. An unresolved reference leaves the
+// config as stored, with an error that names the reference.
+func (s *supervisor) resolve(cfg map[string]string) error {
+	resolved, rerr := s.w.cfg.ConfigProviders.Transform(cfg)
+	if rerr != nil {
+		resolved = cfg
+	}
+	if s.resolved == nil || !maps.Equal(resolved, s.resolved) {
+		s.resolved = resolved
+		s.masker.Store(secrets.NewMasker(s.passwordKeys(), cfg, resolved))
+		// With defaults where a reference stays unresolved.
+		s.settings, s.settingsErr = parseSettings(s.name, resolved, s.w.cfg)
+	}
+	if rerr != nil {
+		return fmt.Errorf("%w: %w", errUnresolved, rerr)
+	}
+	return s.settingsErr
+}
+
+// passwordKeys tells the keys the connector's ConfigDef types PASSWORD.
+func (s *supervisor) passwordKeys() func(string) bool {
+	if s.plugin == nil {
+		return nil
+	}
+	var def connect.ConfigDef
+	if err := safe("ConfigDef", func() error { def = s.plugin.New().ConfigDef(); return nil }); err != nil {
+		return nil
+	}
+	return func(k string) bool {
+		ck, ok := def.Key(k)
+		return ok && ck.Type == connect.TypePassword
+	}
+}
+
+// mask returns s with the connector's secrets hidden.
+func (s *supervisor) mask(text string) string { return s.masker.Load().String(text) }
 
 // read returns the connector's stored state; found is false when it has
 // no config (it was deleted, or never existed).
@@ -292,7 +347,7 @@ func (s *supervisor) report(ctx context.Context, id int, state, trace string, re
 	}
 	st := connectstore.Status{
 		State:      state,
-		Trace:      trace,
+		Trace:      s.mask(trace),
 		WorkerID:   s.w.cfg.WorkerID,
 		Generation: s.spec.tasks.Generation,
 		Restarts:   restarts,

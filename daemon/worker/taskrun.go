@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
-	"maps"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -24,8 +23,8 @@ type taskRun struct {
 	sup      *supervisor
 	id       TaskID
 	gen      int64
-	config   map[string]string // the task's
-	connCfg  map[string]string // the connector's: converters and runtime settings
+	config   map[string]string // the task's, references resolved
+	connCfg  map[string]string // the connector's resolved: converters and runtime settings
 	settings settings
 	plugin   *connect.Plugin
 	log      *slog.Logger
@@ -71,8 +70,7 @@ func (s *supervisor) startTask(id int, config map[string]string, paused bool, pa
 		id:       tid,
 		gen:      s.spec.tasks.Generation,
 		claim:    s.w.cfg.Assignment.Fence(s.name, id),
-		config:   maps.Clone(config),
-		connCfg:  s.spec.cfg,
+		connCfg:  s.resolved,
 		settings: s.settings,
 		plugin:   s.plugin,
 		log:      s.log.With("task", id),
@@ -92,9 +90,15 @@ func (s *supervisor) startTask(id int, config map[string]string, paused bool, pa
 		lim := s.w.cfg.Limits
 		tr.stats.budget = newBudget(lim.TaskInFlightRecords, lim.TaskInFlightBytes, s.w.budget)
 	}
+	resolved, rerr := s.w.cfg.ConfigProviders.Transform(config)
+	tr.config = resolved
 	s.w.register(tr.stats)
 	go func() {
 		var err error
+		if rerr != nil {
+			tr.finish(fmt.Errorf("resolve config provider references: %w", rerr))
+			return
+		}
 		if tr.stats.sink {
 			err = runSink(tr)
 		} else {
@@ -251,3 +255,6 @@ type taskContext struct {
 }
 
 func (c taskContext) Logger() *slog.Logger { return c.tr.log }
+
+// Files is the worker's file confinement (connect.FilesOf).
+func (c taskContext) Files() *connect.Files { return c.tr.w.cfg.Files }

@@ -58,8 +58,10 @@
 // proto.Marshal'd raftpb.Message. Every request names the cluster and both
 // ends in headers. The receiver refuses another cluster's requests or a
 // request meant for another member (412), a removed member (410, checked
-// again for every message), cleartext when it has ServerTLS (403) and a frame
-// above its MaxFrameBytes; the sender also checks the cluster id of the
+// again for every message), cleartext when it has ServerTLS (403), a verified
+// client certificate that is not valid for the host of the sender's peer URL
+// as the receiver knows it (403: under mutual TLS a member cannot send as
+// another) and a frame above its MaxFrameBytes; the sender also checks the cluster id of the
 // answer. On a stream that was already accepted, the refusal is the text of
 // the response body, which the sender logs and shows in Stats.LastError.
 //

@@ -2,10 +2,12 @@ package transport
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
 	"strconv"
 	"time"
 
@@ -39,7 +41,37 @@ func (t *HTTP) admit(w http.ResponseWriter, r *http.Request) (uint64, bool) {
 		http.Error(w, removedMsg(from), http.StatusGone)
 		return 0, false
 	}
+	if err := t.checkPeerCert(from, r.TLS); err != nil {
+		http.Error(w, err.Error(), http.StatusForbidden)
+		return 0, false
+	}
 	return from, true
+}
+
+// checkPeerCert binds a verified client certificate to the member the
+// request claims to come from: it must be valid for the host of that
+// member's peer URL as this member knows it, so that a member cannot send
+// as another one. Without a verified client certificate (no mutual TLS)
+// there is nothing to bind.
+func (t *HTTP) checkPeerCert(from uint64, cs *tls.ConnectionState) error {
+	if cs == nil || len(cs.VerifiedChains) == 0 {
+		return nil
+	}
+	p := t.peer(from)
+	if p == nil {
+		return fmt.Errorf("member %d does not know member %d: its certificate cannot be checked", t.cfg.ID, from)
+	}
+	p.mu.Lock()
+	raw := p.url
+	p.mu.Unlock()
+	u, err := url.Parse(raw)
+	if err != nil || u.Hostname() == "" {
+		return fmt.Errorf("member %d has no peer URL to check its certificate against", from)
+	}
+	if err := cs.PeerCertificates[0].VerifyHostname(u.Hostname()); err != nil {
+		return fmt.Errorf("the client certificate is not member %d's (its peer URL's host is %s): %v", from, u.Hostname(), err)
+	}
+	return nil
 }
 
 func removedMsg(id uint64) string {

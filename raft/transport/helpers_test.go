@@ -123,6 +123,12 @@ func testLogger(t testing.TB) *slog.Logger {
 // newNode makes a transport for id and serves it on a loopback port.
 func newNode(t testing.TB, id uint64, cluster string, opts ...func(*Config)) *testNode {
 	t.Helper()
+	return newNodeOn(t, id, cluster, "127.0.0.1:0", opts...)
+}
+
+// newNodeOn makes a transport for id and serves it on addr.
+func newNodeOn(t testing.TB, id uint64, cluster, addr string, opts ...func(*Config)) *testNode {
+	t.Helper()
 	rec := newRecorder()
 	cfg := Config{ID: id, ClusterID: cluster, Receiver: rec, Logger: testLogger(t)}
 	for _, o := range opts {
@@ -133,7 +139,7 @@ func newNode(t testing.TB, id uint64, cluster string, opts ...func(*Config)) *te
 		t.Fatal(err)
 	}
 	n := &testNode{id: id, tr: tr, rec: rec, tls: cfg.ServerTLS != nil}
-	n.start(t, "127.0.0.1:0")
+	n.start(t, addr)
 	t.Cleanup(func() {
 		if err := tr.Close(); err != nil {
 			t.Error(err)

@@ -11,10 +11,18 @@
 //   - org.apache.kafka.connect.file.FileStreamSinkConnector appends each
 //     record's value, rendered as Java's toString would, and a newline to a
 //     file (stdout when file is empty).
+//
+// Under a confinement (connect.Files, kcd's --file-connector-dirs) file
+// must name a file inside the allowed directories, and stdin and stdout
+// are refused: a daemon's standard streams are of no use to anyone, and
+// an empty file must not be a way around the confinement. Validation
+// refuses other paths (ValidateFiles); connectors and tasks check again
+// when they start, and open the file through the confinement.
 package file
 
 import (
 	"errors"
+	"fmt"
 	"strconv"
 	"strings"
 
@@ -95,4 +103,28 @@ func validate(def connect.ConfigDef, cfg map[string]string) error {
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// checkFile checks the file setting against files: under a confinement,
+// file must name an allowed file (not stdin or stdout).
+func checkFile(files *connect.Files, cfg map[string]string) error {
+	if files == nil {
+		return nil
+	}
+	name := cfg[FileConfig]
+	if name == "" {
+		return fmt.Errorf("Invalid value  for configuration %s: FileStream connectors may not use standard input or output while files are confined to %s (file-connector-dirs); name a file there", FileConfig, files)
+	}
+	if err := files.Check(name); err != nil {
+		return fmt.Errorf("Invalid value %s for configuration %s: %v", name, FileConfig, err)
+	}
+	return nil
+}
+
+// validateFiles is connect.FileUser's ValidateFiles of both connectors.
+func validateFiles(files *connect.Files, cfg map[string]string) map[string][]string {
+	if err := checkFile(files, cfg); err != nil {
+		return map[string][]string{FileConfig: {err.Error()}}
+	}
+	return nil
 }

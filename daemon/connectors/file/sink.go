@@ -20,9 +20,17 @@ func (c *SinkConnector) ConfigDef() connect.ConfigDef { return sinkConfigDef }
 func (c *SinkConnector) NewTask() connect.SinkTask    { return &SinkTask{} }
 func (c *SinkConnector) Stop() error                  { return nil }
 
+// ValidateFiles is connect.FileUser: file must be allowed by files.
+func (c *SinkConnector) ValidateFiles(files *connect.Files, cfg map[string]string) map[string][]string {
+	return validateFiles(files, cfg)
+}
+
 // Start keeps the config.
-func (c *SinkConnector) Start(_ connect.ConnectorContext, cfg map[string]string) error {
+func (c *SinkConnector) Start(ctx connect.ConnectorContext, cfg map[string]string) error {
 	if err := validate(sinkConfigDef, cfg); err != nil {
+		return err
+	}
+	if err := checkFile(connect.FilesOf(ctx), cfg); err != nil {
 		return err
 	}
 	c.cfg = cfg
@@ -104,11 +112,15 @@ func (w *lineWriter) flush() error {
 var _ connect.SinkTask = (*SinkTask)(nil)
 
 // Start opens the file for appending (creating it), or takes stdout.
-func (t *SinkTask) Start(_ connect.SinkTaskContext, cfg map[string]string) error {
+func (t *SinkTask) Start(ctx connect.SinkTaskContext, cfg map[string]string) error {
+	files := connect.FilesOf(ctx)
+	if err := checkFile(files, cfg); err != nil {
+		return err
+	}
 	t.filename = cfg[FileConfig]
 	var out io.Writer = os.Stdout
 	if t.filename != "" {
-		f, err := os.OpenFile(t.filename, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
+		f, err := files.OpenFile(t.filename, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
 		if err != nil {
 			return fmt.Errorf("couldn't find or create file '%s' for FileStreamSinkTask: %w", t.filename, err)
 		}

@@ -30,9 +30,18 @@ func (c *SourceConnector) NewTask() connect.SourceTask                          
 func (c *SourceConnector) Stop() error                                          { return nil }
 func (c *SourceConnector) ValidateConfig(map[string]string) map[string][]string { return nil }
 
-// Start keeps the config; it fails on a config the ConfigDef refuses.
-func (c *SourceConnector) Start(_ connect.ConnectorContext, cfg map[string]string) error {
+// ValidateFiles is connect.FileUser: file must be allowed by files.
+func (c *SourceConnector) ValidateFiles(files *connect.Files, cfg map[string]string) map[string][]string {
+	return validateFiles(files, cfg)
+}
+
+// Start keeps the config; it fails on a config the ConfigDef refuses, or
+// whose file the confinement does not allow.
+func (c *SourceConnector) Start(ctx connect.ConnectorContext, cfg map[string]string) error {
 	if err := validate(sourceConfigDef, cfg); err != nil {
+		return err
+	}
+	if err := checkFile(connect.FilesOf(ctx), cfg); err != nil {
 		return err
 	}
 	c.cfg = cfg
@@ -56,6 +65,7 @@ const pollWait = 250 * time.Millisecond
 // SourceTask is FileStreamSourceTask.
 type SourceTask struct {
 	ctx       connect.SourceTaskContext
+	files     *connect.Files // nil: any path
 	filename  string
 	topic     string
 	batchSize int
@@ -75,6 +85,10 @@ var _ connect.SourceTask = (*SourceTask)(nil)
 // task may wait for its file to appear.
 func (t *SourceTask) Start(ctx connect.SourceTaskContext, cfg map[string]string) error {
 	t.ctx = ctx
+	t.files = connect.FilesOf(ctx)
+	if err := checkFile(t.files, cfg); err != nil {
+		return err
+	}
 	t.filename = cfg[FileConfig]
 	t.topic = cfg[TopicConfig]
 	if t.topic == "" {
@@ -157,7 +171,7 @@ func (t *SourceTask) record(line string, chars int64) *connect.SourceRecord {
 // open opens the file and moves past the stored position; ok is false
 // while the file does not exist.
 func (t *SourceTask) open(ctx context.Context) (bool, error) {
-	f, err := os.Open(t.filename)
+	f, err := t.files.OpenFile(t.filename, os.O_RDONLY, 0)
 	if errors.Is(err, fs.ErrNotExist) {
 		if !t.warned {
 			t.ctx.Logger().Warn("couldn't find the file; waiting for it to be created", "file", t.filename)
