@@ -432,12 +432,16 @@ func (p dirProvider) Get(path string, keys []string) (map[string]string, error) 
 // \t \n \r \f \uXXXX escapes.
 func ParseProperties(text string) map[string]string {
 	out := map[string]string{}
+	// A line ends at \n, \r or \r\n, as in Java (a lone \r ended no line:
+	// found by FuzzParseProperties).
+	text = strings.ReplaceAll(strings.ReplaceAll(text, "\r\n", "\n"), "\r", "\n")
 	sc := bufio.NewScanner(strings.NewReader(text))
 	sc.Buffer(make([]byte, 0, 4096), MaxFileSize+1)
 	var logical strings.Builder
+	pending := false // a line continues onto the next
 	for sc.Scan() {
 		line := strings.TrimLeft(sc.Text(), " \t\f")
-		if logical.Len() == 0 && (line == "" || line[0] == '#' || line[0] == '!') {
+		if !pending && (line == "" || line[0] == '#' || line[0] == '!') {
 			continue
 		}
 		// A line ending in an odd number of backslashes continues.
@@ -447,14 +451,16 @@ func ParseProperties(text string) map[string]string {
 		}
 		if n%2 == 1 {
 			logical.WriteString(line[:len(line)-1])
+			pending = true
 			continue
 		}
 		logical.WriteString(line)
 		k, v := splitProperty(logical.String())
 		out[k] = v
 		logical.Reset()
+		pending = false
 	}
-	if logical.Len() > 0 {
+	if pending {
 		k, v := splitProperty(logical.String())
 		out[k] = v
 	}
