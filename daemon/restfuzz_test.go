@@ -26,7 +26,9 @@ import (
 	"github.com/kcd-project/kcd/daemon/herder/herdertest"
 	"github.com/kcd-project/kcd/daemon/importer"
 	"github.com/kcd-project/kcd/daemon/restapi"
+	"github.com/kcd-project/kcd/daemon/restauth"
 	"github.com/kcd-project/kcd/raft/fsm"
+	"github.com/kcd-project/kcd/store"
 )
 
 // The whole REST API under the fuzzer: the real handler, herder, importer
@@ -75,6 +77,12 @@ func (fuzzNode) KafkaClusterID() (string, bool) { return "fuzz", true }
 func (fuzzNode) Ready() bool                    { return true }
 
 func fuzzAPI(t testing.TB) http.Handler {
+	h, _ := fuzzAPIWith(t, nil)
+	return h
+}
+
+// fuzzAPIWith is fuzzAPI with auth (nil: open), and its store.
+func fuzzAPIWith(t testing.TB, auth *restauth.Authenticator) (http.Handler, store.Store) {
 	herdertest.Register()
 	// Without fsync: the fuzzer writes thousands of times a second.
 	l, err := fsm.OpenLocal(filepath.Join(t.TempDir(), "state.db"), fsm.Options{NoSync: true})
@@ -85,6 +93,7 @@ func fuzzAPI(t testing.TB) http.Handler {
 	cs := connectstore.New(l)
 	quiet := slog.New(slog.DiscardHandler)
 	return restapi.NewHandler(fuzzNode{}, restapi.Options{
+		Auth:        auth,
 		Cluster:     fuzzCluster{},
 		Store:       cs.Raw(),
 		Connect:     herder.New(cs, herder.Options{Logger: quiet, MaxTasksPerConnector: 8}),
@@ -93,7 +102,7 @@ func fuzzAPI(t testing.TB) http.Handler {
 		Importer:    importAdmin{importer.New(importer.Config{Store: cs.Raw(), Logger: quiet})},
 		Worker:      fuzzWorker{},
 		Logger:      quiet,
-	})
+	}), cs.Raw()
 }
 
 // fuzzRoutes are the API's routes; {n} takes the fuzzer's name, raw (so
@@ -215,10 +224,10 @@ func goldenConnectors(t testing.TB) (configs []map[string]string, offsets []stri
 	return configs, offsets
 }
 
-func addRESTSeeds(f *testing.F) {
+func addRESTSeeds(f *testing.F, add func(route uint8, name, query string, body []byte)) {
 	configs, offsets := goldenConnectors(f)
 	seed := func(method, path, name, query, body string) {
-		f.Add(routeIndex(method, path), name, query, []byte(body))
+		add(routeIndex(method, path), name, query, []byte(body))
 	}
 	for _, c := range configs {
 		name := c["name"]
@@ -269,7 +278,7 @@ func addRESTSeeds(f *testing.F) {
 // keeps: a connector it creates or configures reads back the same, a key
 // put through the store API reads back.
 func FuzzRESTAPI(f *testing.F) {
-	addRESTSeeds(f)
+	addRESTSeeds(f, func(route uint8, name, query string, body []byte) { f.Add(route, name, query, body) })
 	h := fuzzAPI(f)
 	f.Fuzz(func(t *testing.T, route uint8, name, query string, body []byte) {
 		rt := fuzzRoutes[int(route)%len(fuzzRoutes)]
@@ -337,6 +346,12 @@ func FuzzRESTAPI(f *testing.F) {
 
 func serve(t *testing.T, h http.Handler, method string, u *url.URL, body []byte) (int, http.Header, []byte) {
 	t.Helper()
+	return serveAs(t, h, method, u, body, "")
+}
+
+// serveAs is serve with an Authorization header ("" none).
+func serveAs(t *testing.T, h http.Handler, method string, u *url.URL, body []byte, authorization string) (int, http.Header, []byte) {
+	t.Helper()
 	timeout := 10 * time.Second
 	if strings.HasSuffix(u.Path, "/watch") || strings.HasSuffix(u.Path, "/events") {
 		timeout = 20 * time.Millisecond // streams end when their request does
@@ -347,6 +362,9 @@ func serve(t *testing.T, h http.Handler, method string, u *url.URL, body []byte)
 	req.URL = u
 	req.RequestURI = u.RequestURI()
 	req.Header.Set("Content-Type", "application/json")
+	if authorization != "" {
+		req.Header.Set("Authorization", authorization)
+	}
 	rec := httptest.NewRecorder()
 	h.ServeHTTP(rec, req)
 	res := rec.Result()
@@ -496,4 +514,104 @@ func TestRESTBodiesAreBounded(t *testing.T) {
 			t.Errorf("%s %s: %d bytes allocated for a body limited to %d", rt.method, path, alloc, limit)
 		}
 	}
+}
+
+// Credentials of FuzzRESTAPIAuth: a token per role, and the node secret.
+const (
+	fuzzReadToken    = "kcd-canary-secret-fuzz-read-token"
+	fuzzOperateToken = "kcd-canary-secret-fuzz-operate-token"
+	fuzzAdminToken   = "kcd-canary-secret-fuzz-admin-token"
+	fuzzNodeSecret   = "kcd-canary-secret-fuzz-node-secret-0123456789"
+)
+
+// needs is the role a request needs, as docs/security.md gives them (not
+// read from the API's own table): the open endpoints, the node-only
+// ones, the admin's (cluster and worker changes, raw store keys, store
+// switch, imports), the operator's (connector writes, validate), and
+// read for the other GETs.
+func needs(method, p string) restauth.Role {
+	storeOps := map[string]bool{"get": true, "put": true, "delete": true, "cas": true, "scan": true, "batch": true, "compact": true, "watch": true}
+	parts := strings.Split(strings.TrimPrefix(p, "/"), "/")
+	switch {
+	case method == "GET" && (p == "/" || p == "/health"):
+		return restauth.RoleNone
+	case strings.HasPrefix(p, "/kcd/v1/store/") && len(parts) == 4 && (method == "POST" && storeOps[parts[3]] || method == "GET" && parts[3] == "revision"):
+		return restauth.RoleNode
+	case strings.HasPrefix(p, "/kcd/v1/workers/") && len(parts) == 5 && (parts[4] == "heartbeat" || parts[4] == "session") && method != "GET":
+		return restauth.RoleNode
+	case strings.HasPrefix(p, "/kcd/v1/store/keys"):
+		return restauth.RoleAdmin
+	case method == "GET":
+		return restauth.RoleRead
+	case strings.HasPrefix(p, "/connectors/") || p == "/connectors" || strings.HasPrefix(p, "/connector-plugins/"):
+		return restauth.RoleOperate
+	}
+	return restauth.RoleAdmin
+}
+
+// FuzzRESTAPIAuth sends any request as nobody, a user of each role, a
+// node, or with a made-up token: no answer is a 2xx unless the caller's
+// role allows the request, a refused request (401, 403) changes nothing
+// in the store, and every answer keeps FuzzRESTAPI's shape.
+func FuzzRESTAPIAuth(f *testing.F) {
+	addRESTSeeds(f, func(route uint8, name, query string, body []byte) {
+		for who := range uint8(6) {
+			f.Add(route, name, query, body, who)
+		}
+	})
+	users := fmt.Sprintf("users:\n  - {name: reader, role: read, tokens: [%s]}\n  - {name: operator, role: operate, tokens: [%s]}\n  - {name: admin, role: admin, tokens: [%s]}\n",
+		restauth.TokenHash(fuzzReadToken), restauth.TokenHash(fuzzOperateToken), restauth.TokenHash(fuzzAdminToken))
+	file := filepath.Join(f.TempDir(), "auth.yaml")
+	if err := os.WriteFile(file, []byte(users), 0o600); err != nil {
+		f.Fatal(err)
+	}
+	auth, err := restauth.New(restauth.Config{File: file, NodeSecret: []byte(fuzzNodeSecret), Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		f.Fatal(err)
+	}
+	h, st := fuzzAPIWith(f, auth)
+	callers := []struct {
+		header string
+		role   restauth.Role
+	}{
+		{"", restauth.RoleNone},
+		{"Bearer " + fuzzReadToken, restauth.RoleRead},
+		{"Bearer " + fuzzOperateToken, restauth.RoleOperate},
+		{"Bearer " + fuzzAdminToken, restauth.RoleAdmin},
+		{"Bearer " + fuzzNodeSecret, restauth.RoleNode},
+		{"Bearer " + fuzzNodeSecret[:len(fuzzNodeSecret)-1], restauth.RoleNone},
+	}
+	f.Fuzz(func(t *testing.T, route uint8, name, query string, body []byte, who uint8) {
+		rt := fuzzRoutes[int(route)%len(fuzzRoutes)]
+		c := callers[int(who)%len(callers)]
+		target := strings.Replace(rt.path, "{n}", name, 1)
+		if query != "" {
+			target += "?" + query
+		}
+		u, err := url.ParseRequestURI(target)
+		if err != nil || !strings.HasPrefix(target, "/") {
+			return
+		}
+		before, err := st.Revision(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		status, _, out := serveAs(t, h, rt.method, u, body, c.header)
+		if status >= 500 {
+			t.Fatalf("%s %s as %v: %d %s", rt.method, target, c.role, status, out)
+		}
+		need := needs(rt.method, u.Path)
+		if status/100 == 2 && !c.role.Allows(need) {
+			t.Fatalf("%s %s (needs %v) answered %d to a caller of role %v: %s", rt.method, target, need, status, c.role, out)
+		}
+		if status == http.StatusUnauthorized || status == http.StatusForbidden {
+			if after, _ := st.Revision(context.Background()); after != before {
+				t.Fatalf("%s %s refused with %d to %v, but the store changed: revision %d → %d", rt.method, target, status, c.role, before, after)
+			}
+			var e restapi.ErrorMessage
+			if json.Unmarshal(out, &e) != nil || e.ErrorCode != status || strings.Contains(string(out), "kcd-canary-secret") {
+				t.Fatalf("%s %s: refusal %d %s", rt.method, target, status, out)
+			}
+		}
+	})
 }
