@@ -30,7 +30,7 @@ test-unit:
 test-integration:
 	$(GO) test -race -count=1 -timeout 20m -run '^TestIntegration' ./...
 
-# Every Fuzz target for FUZZTIME each (make test runs them for 3s each);
+# Every Fuzz target for FUZZTIME each (make test runs them for 2s each);
 # FUZZ=regexp picks targets by name, FUZZ_JOBS how many run at a time.
 # A failing input lands in the package's testdata/fuzz/ (docs/fuzzing.md).
 FUZZTIME ?= 60s

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Runs every Fuzz target of the repository, one after the other, for
-# FUZZTIME each (default 3s: the short run of make test; make fuzz runs
+# FUZZTIME each (default 2s: the short run of make test; make fuzz runs
 # longer). Targets are found in the *_test.go files, so a new Fuzz func is
 # run without being listed here. An optional argument is a regexp that
 # selects targets by name (scripts/fuzz.sh 'REST|Load').
@@ -12,7 +12,7 @@
 set -uo pipefail
 cd "$(dirname "$0")/.."
 
-fuzztime=${FUZZTIME:-3s}
+fuzztime=${FUZZTIME:-2s}
 select=${1:-.}
 # On the 2 shared cores of make test one worker is enough; make fuzz may
 # use more (FUZZ_PARALLEL).
