@@ -5,7 +5,7 @@ COMMIT  := $(shell git rev-parse --short HEAD 2>/dev/null || echo unknown)
 LDFLAGS := -X $(MODULE)/internal/version.Commit=$(COMMIT)
 RUN_DIR ?= .data/run
 
-.PHONY: all build run test test-unit test-integration chaos lint testenv-up testenv-down cluster cluster-down bench clean
+.PHONY: all build run test test-unit test-integration fuzz chaos lint testenv-up testenv-down cluster cluster-down bench clean
 
 all: build
 
@@ -29,6 +29,14 @@ test-unit:
 # Integration tests only, against an environment that is already up.
 test-integration:
 	$(GO) test -race -count=1 -timeout 20m -run '^TestIntegration' ./...
+
+# Every Fuzz target for FUZZTIME each (make test runs them for 2s each);
+# FUZZ=regexp picks targets by name, FUZZ_JOBS how many run at a time.
+# A failing input lands in the package's testdata/fuzz/ (docs/fuzzing.md).
+FUZZTIME ?= 60s
+FUZZ     ?= .
+fuzz:
+	FUZZTIME=$(FUZZTIME) scripts/fuzz.sh '$(FUZZ)'
 
 # The fault schedule against a 4-node cluster on the test environment's Kafka
 # (docs/testing.md): CHAOS_DURATION of faults, then the data is checked;

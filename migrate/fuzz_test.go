@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -317,6 +318,59 @@ func FuzzAccumulate(f *testing.F) {
 		}
 		if a, b := jsonOf(t, c), jsonOf(t, accumulate(other)); onePart && a != b {
 			t.Fatalf("the result depends on the read order:\n%s\n%s", a, b)
+		}
+	})
+}
+
+// canary is a secret the fuzz targets below put in a value: no error may
+// show it.
+const canary = "kcd-canary-secret-fuzz"
+
+// FuzzParseProperties reads any .properties text followed by a secret:
+// no error shows the secret, and what parses is written back (as Java's
+// Properties.store) to text that reads back the same.
+func FuzzParseProperties(f *testing.F) {
+	f.Add("bootstrap.servers=localhost:9092\nsasl.mechanism = PLAIN\n# comment\n! other\nkey\\ with\\ blanks:v\\\n  continued\n")
+	f.Add("\uFEFFa\\u00e9=\\t\\n\\\\\nb\n:\n=\n\\")
+	f.Add("a=\\u12")
+	f.Add("\xe9=\xff")
+	f.Fuzz(func(t *testing.T, text string) {
+		in := text + "\nssl.key.password=" + canary + "\n"
+		props, err := ParseProperties([]byte(in))
+		if err != nil {
+			if strings.Contains(err.Error(), canary) && !strings.Contains(text, canary) {
+				t.Fatalf("error shows a value: %v", err)
+			}
+			return
+		}
+		var b strings.Builder
+		for _, k := range slices.Sorted(maps.Keys(props)) {
+			b.WriteString(javaEscape(k, true) + "=" + javaEscape(props[k], false) + "\n")
+		}
+		again, err := ParseProperties([]byte(b.String()))
+		if err != nil || !reflect.DeepEqual(props, again) {
+			t.Fatalf("%q reads as %q, written as %q, which reads as %q (%v)", in, props, b.String(), again, err)
+		}
+	})
+}
+
+// FuzzParseJAAS reads any sasl.jaas.config text around a quoted password:
+// it never panics, and no error shows the password.
+func FuzzParseJAAS(f *testing.F) {
+	f.Add(`org.apache.kafka.common.security.plain.PlainLoginModule required username="alice" `, `;`)
+	f.Add(`x required /* c */ `, ` // c`+"\n"+` other='\101\n' ;`)
+	f.Add(`x optional a=`, `b=c`)
+	f.Fuzz(func(t *testing.T, before, after string) {
+		in := before + `password="` + canary + `"` + after
+		e, err := parseJAAS(in)
+		if err != nil {
+			if strings.Contains(err.Error(), canary) && !strings.Contains(before+after, canary) {
+				t.Fatalf("%q: error shows a value: %v", in, err)
+			}
+			return
+		}
+		if e.Module == "" || e.Flag == "" {
+			t.Fatalf("%q parsed to %+v", in, e)
 		}
 	})
 }

@@ -34,6 +34,9 @@ go test -race -short ./... 2>&1 | tee -a "$testlog"
 echo "== scheduling-sensitive tests (no race detector: see raft/batching_norace_test.go)"
 go test -short -count=1 -run '^TestBatching' ./raft/
 
+echo "== fuzz targets, 2s each (make fuzz runs longer)"
+scripts/fuzz.sh
+
 echo "== waiting for the test environment"
 set +e
 wait "$envpid"

@@ -215,7 +215,9 @@ func placeholder(i int) string { return "\x00" + strconv.Itoa(i) + "\x00" }
 // maskValue masks the literal secrets of the value v of key k.
 func maskValue(k, v string) string {
 	parts, err := parseValue(v)
-	if err != nil {
+	if err != nil || strings.Contains(v, "\x00") {
+		// A NUL in a literal would pass for a placeholder, and part of
+		// the literal would be shown (found by FuzzParseValue).
 		return Redacted
 	}
 	// Mask with each reference replaced by a placeholder, so that a
@@ -235,7 +237,7 @@ func maskValue(k, v string) string {
 	if secretKey(k) {
 		masked = redactLiterals(masked)
 	} else {
-		masked = maskSecrets(masked, func(_, _ int, secret string) string { return redactLiterals(secret) })
+		masked = maskSecrets(masked, redactLiterals)
 	}
 	for i, ref := range refs {
 		masked = strings.Replace(masked, placeholder(i), ref, 1)
@@ -270,26 +272,55 @@ func redactLiterals(s string) string {
 // semicolon-separated string (Password=x;).
 var paramRE = regexp.MustCompile(`([A-Za-z0-9_.\-]+)\s*=\s*('(?:[^'\\]|\\.)*'|[^\s&;]*)`)
 
-// maskSecrets finds the secrets inside a value (a DSN's password, secret
-// parameters) and replaces each with what repl returns for it; start and
-// end locate it in v.
-func maskSecrets(v string, repl func(start, end int, secret string) string) string {
-	if start, end, ok := dsnPassword(v); ok {
-		v = v[:start] + repl(start, end, v[start:end]) + v[end:]
-	}
+// maskSecrets replaces the secrets inside a value (secretSpans) with what
+// repl returns for each; overlapping ones are replaced as one.
+func maskSecrets(v string, repl func(secret string) string) string {
+	spans := secretSpans(v)
+	slices.SortFunc(spans, func(a, b [2]int) int { return cmp.Compare(a[0], b[0]) })
 	var b strings.Builder
 	last := 0
-	for _, m := range paramRE.FindAllStringSubmatchIndex(v, -1) {
-		name := v[m[2]:m[3]]
-		if !secretKey(name) || m[4] == m[5] {
-			continue
+	for i := 0; i < len(spans); i++ {
+		start, end := spans[i][0], spans[i][1]
+		for i+1 < len(spans) && spans[i+1][0] < end {
+			i++
+			end = max(end, spans[i][1])
 		}
-		b.WriteString(v[last:m[4]])
-		b.WriteString(repl(m[4], m[5], v[m[4]:m[5]]))
-		last = m[5]
+		b.WriteString(v[last:start])
+		b.WriteString(repl(v[start:end]))
+		last = end
 	}
 	b.WriteString(v[last:])
 	return b.String()
+}
+
+// secretSpans locates the secrets inside a value, each as [start, end): a
+// DSN's password and the values of secret parameters, all found in v as
+// written, so that one's guess cannot hide another (in
+// "host=::1 password='p@ss'" the DSN guess takes ":1 ... 'p", the
+// parameter 'p@ss': found by FuzzMaskSettingsHidesPassword).
+func secretSpans(v string) [][2]int {
+	var spans [][2]int
+	if start, end, ok := dsnPassword(v); ok {
+		spans = append(spans, [2]int{start, end})
+	}
+	for pos := 0; pos < len(v); {
+		m := paramRE.FindStringSubmatchIndex(v[pos:])
+		if m == nil {
+			break
+		}
+		for i := range m {
+			m[i] += pos
+		}
+		if !secretKey(v[m[2]:m[3]]) || m[4] == m[5] {
+			// The value of another parameter is searched too: in
+			// "a=b?password=x" it holds the secret one.
+			pos = m[4]
+			continue
+		}
+		spans = append(spans, [2]int{m[4], m[5]})
+		pos = m[5]
+	}
+	return spans
 }
 
 // dsnPassword locates the password of a URL (scheme://user:password@host/...)
@@ -349,7 +380,8 @@ func secretsOf(settings map[string]string) []string {
 		if secretKey(k) {
 			continue
 		}
-		maskSecrets(v, func(_, _ int, secret string) string {
+		for _, sp := range secretSpans(v) {
+			secret := v[sp[0]:sp[1]]
 			add(secret)
 			if u, err := url.PathUnescape(secret); err == nil {
 				add(u)
@@ -359,14 +391,27 @@ func secretsOf(settings map[string]string) []string {
 			}
 			if len(secret) >= 2 && secret[0] == '\'' && secret[len(secret)-1] == '\'' {
 				add(secret[1 : len(secret)-1])
+				add(unquote(secret[1 : len(secret)-1])) // as the driver reads it
 			}
-			return secret
-		})
+		}
 	}
 	slices.SortFunc(out, func(a, b string) int {
 		return cmp.Or(cmp.Compare(len(b), len(a)), strings.Compare(a, b))
 	})
 	return out
+}
+
+// unquote reads the inside of a libpq quoted value: a backslash escapes
+// the character after it.
+func unquote(s string) string {
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		if s[i] == '\\' && i+1 < len(s) {
+			i++
+		}
+		b.WriteByte(s[i])
+	}
+	return b.String()
 }
 
 func sortedKeys(m map[string]string) []string {

@@ -169,6 +169,9 @@ func TestMaskSettings(t *testing.T) {
 		{"dsn", "host=db password=${env:PGPW}", "host=db password=${env:PGPW}"},
 		{"dsn", "host=db sslpassword=x sslkey=/k.pem", "host=db sslpassword=" + r + " sslkey=" + r},
 		{"dsn", "Server=db;Password=s3cret;Database=kcd", "Server=db;Password=" + r + ";Database=kcd"},
+		{"dsn", "opts=a?password=s3cret", "opts=a?password=" + r},
+		{"dsn", "host=::1 user=kcd password='p@ssword' dbname=kcd", "host=:" + r + " dbname=kcd"},
+		{"dsn", "u=x:pw@tcp(db)/kcd?password=s3cret", "u=x:" + r + "@tcp(db)/kcd?password=" + r},
 
 		// Escapes stay as written.
 		{"note", "$${env:X}", "$${env:X}"},

@@ -49,9 +49,11 @@ func MaskConfig(cfg map[string]string, password func(string) bool) map[string]st
 	return out
 }
 
-// onlyReferences tells whether v is references and nothing else.
+// onlyReferences tells whether v is references and nothing else (blanks
+// around them aside). A blank value without a reference is a literal: a
+// password of blanks was shown (found by FuzzMasker).
 func onlyReferences(v string) bool {
-	return strings.TrimSpace(refRE.ReplaceAllString(v, "")) == ""
+	return HasReference(v) && strings.TrimSpace(refRE.ReplaceAllString(v, "")) == ""
 }
 
 // Masker replaces secret values inside text (log lines, error messages,

@@ -73,5 +73,6 @@
 // Every member should use the same value. Memory per peer is bounded by
 // MaxQueueBytes plus two snapshots (one waiting, one being sent, with its
 // encoding) plus 64 KiB buffers; per incoming stream by a 64 KiB read buffer
-// plus one frame.
+// plus one frame, allocated as its bytes arrive (up to 1.5 times its size),
+// so a header that announces more than the peer sends costs nothing.
 package transport

@@ -2,8 +2,61 @@ package converter
 
 import (
 	"bytes"
+	"encoding/base64"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
 	"testing"
 )
+
+// goldenInputs are the converter documents of the golden fixtures, which
+// Kafka Connect's own JsonConverter read or wrote (golden/jsonconverter):
+// each with whether its case had schemas enabled.
+func goldenInputs(f *testing.F) (docs [][]byte, schemas []bool) {
+	files, err := filepath.Glob(filepath.Join("..", "..", "..", "golden", "jsonconverter", "testdata", "*", "*.json"))
+	if err != nil || len(files) == 0 {
+		f.Fatalf("no golden JsonConverter fixtures: %v", err)
+	}
+	for _, file := range files {
+		b, err := os.ReadFile(file)
+		if err != nil {
+			f.Fatal(err)
+		}
+		var fx struct {
+			Config        string
+			Input, Output json.RawMessage
+			InputBase64   string `json:"input_base64"`
+		}
+		if err := json.Unmarshal(b, &fx); err != nil {
+			f.Fatalf("%s: %v", file, err)
+		}
+		var texts []string
+		for _, raw := range []json.RawMessage{fx.Input, fx.Output} {
+			var one string
+			var many []string // a sweep's cases
+			if json.Unmarshal(raw, &one) == nil {
+				texts = append(texts, one)
+			} else if json.Unmarshal(raw, &many) == nil {
+				texts = append(texts, many...)
+			}
+		}
+		if fx.InputBase64 != "" {
+			in, err := base64.StdEncoding.DecodeString(fx.InputBase64)
+			if err != nil {
+				f.Fatalf("%s: %v", file, err)
+			}
+			texts = append(texts, string(in))
+		}
+		for _, d := range texts {
+			if d != "" {
+				docs = append(docs, []byte(d))
+				schemas = append(schemas, !strings.Contains(fx.Config, "schemas.enable=false"))
+			}
+		}
+	}
+	return docs, schemas
+}
 
 // FuzzToConnectData feeds arbitrary bytes to the JSON converter, with and
 // without schemas: it must never panic, and whatever it reads it must write
@@ -26,6 +79,10 @@ func FuzzToConnectData(f *testing.F) {
 	for _, s := range seeds {
 		f.Add([]byte(s), true)
 		f.Add([]byte(s), false)
+	}
+	docs, schemas := goldenInputs(f)
+	for i, d := range docs {
+		f.Add(d, schemas[i])
 	}
 	f.Fuzz(func(t *testing.T, in []byte, schemas bool) {
 		if len(in) > 1<<16 {
