@@ -3,6 +3,7 @@ package restapi
 import (
 	"context"
 	"errors"
+	"log/slog"
 	"net/http"
 
 	"github.com/kcd-project/kcd/daemon/restauth"
@@ -116,6 +117,20 @@ func principalOf(ctx context.Context) (restauth.Principal, bool) {
 	return p, ok
 }
 
+// auditWrite logs at info a write that a user (not a node) made, with its
+// outcome: who changed what. Writes that a node forwards are logged by the
+// node the user called.
+func (a *api) auditWrite(r *http.Request, status int) {
+	if r.Method == http.MethodGet || r.Method == http.MethodHead {
+		return
+	}
+	p, ok := principalOf(r.Context())
+	if !ok || p.Role == roleNode {
+		return
+	}
+	a.log.Info("rest write", "method", r.Method, "path", r.URL.Path, "status", status, "user", p.Name, "role", p.Role.String())
+}
+
 // requestUser names who a request comes from in logs: the user, the user
 // a node forwarded it for, or "" when the API does not authenticate.
 func requestUser(r *http.Request) string {
@@ -133,8 +148,9 @@ func requestUser(r *http.Request) string {
 
 // authorize answers 401 to a request without valid credentials and 403 to
 // one whose principal's role does not allow its route, before anything
-// else reads it. mux finds the route.
-func authorize(auth *restauth.Authenticator, mux *http.ServeMux, next http.Handler) http.Handler {
+// else reads it. mux finds the route. A 403 is logged at info, for the
+// operator's audit.
+func authorize(auth *restauth.Authenticator, mux *http.ServeMux, log *slog.Logger, next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		_, pattern := mux.Handler(r)
 		need, ok := routeRoles[pattern]
@@ -157,6 +173,7 @@ func authorize(auth *restauth.Authenticator, mux *http.ServeMux, next http.Handl
 			return
 		}
 		if !p.Role.Allows(need) {
+			log.Info("rest request refused", "method", r.Method, "path", r.URL.Path, "user", p.Name, "role", p.Role.String(), "needs", need.String())
 			if need == roleNode {
 				writeError(w, Errorf(http.StatusForbidden, "%s %s is called only by kcd nodes, not by users (user %q)", r.Method, r.URL.Path, p.Name))
 			} else {

@@ -3,6 +3,7 @@ package restapi
 import (
 	"encoding/json"
 	"fmt"
+	"io"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
@@ -16,6 +17,7 @@ import (
 	"golang.org/x/crypto/bcrypt"
 
 	"github.com/kcd-project/kcd/daemon/restauth"
+	"github.com/kcd-project/kcd/internal/syncbuf"
 )
 
 const (
@@ -242,5 +244,43 @@ func TestForwardAuthenticatesAsTheNode(t *testing.T) {
 	}
 	if u := got[0].Get(forwardedUserHeader); u != "admin" {
 		t.Errorf("the leader got %s %q, want admin", forwardedUserHeader, u)
+	}
+}
+
+// Writes by users are logged at info with the user and the outcome, and
+// so are refusals; reads and the nodes' own calls are not, and no
+// credential is.
+func TestAuditLog(t *testing.T) {
+	var logs syncbuf.Buffer
+	log := slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelInfo}))
+	h := NewHandler(&fakeNode{ready: true}, Options{Auth: testAuth(t), Logger: log})
+	send := func(method, path, token string) {
+		var body io.Reader
+		if method != "GET" {
+			body = strings.NewReader("{}")
+		}
+		req := httptest.NewRequest(method, path, body)
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Authorization", "Bearer "+token)
+		h.ServeHTTP(httptest.NewRecorder(), req)
+	}
+	send("POST", "/connectors", operateToken)
+	send("PUT", "/connectors/audited/pause", readToken)
+	send("GET", "/connectors", readToken)
+	send("POST", "/kcd/v1/workers/w1/heartbeat", testNodeKey)
+	out := logs.String()
+	for _, want := range []string{
+		`msg="rest write" method=POST path=/connectors status=503 user=operator role=operate`,
+		`msg="rest request refused" method=PUT path=/connectors/audited/pause user=reader role=read needs=operate`,
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("log lacks %s:\n%s", want, out)
+		}
+	}
+	if n := strings.Count(out, "\n"); n != 2 {
+		t.Errorf("%d log lines, want the 2 above (no read, no node call):\n%s", n, out)
+	}
+	if strings.Contains(out, "kcd-canary-secret") {
+		t.Errorf("a credential is in the log:\n%s", out)
 	}
 }

@@ -158,7 +158,7 @@ func NewHandler(node Node, opts Options) http.Handler {
 	}))
 	h := jsonOnly(mux)
 	if opts.Auth != nil {
-		h = authorize(opts.Auth, mux, h)
+		h = authorize(opts.Auth, mux, opts.Logger, h)
 	}
 	if opts.Hosts.Loopback || len(opts.Hosts.Names) > 0 {
 		h = checkHost(opts.Hosts, h)
@@ -262,6 +262,7 @@ func (a *api) wrap(fn func(*http.Request) (int, any, *Error)) http.Handler {
 			writeJSON(w, status, body)
 		}
 		a.log.Debug("rest request", "method", r.Method, "path", r.URL.Path, "status", status, "user", requestUser(r), "took", time.Since(start))
+		a.auditWrite(r, status)
 	})
 }
 
