@@ -211,7 +211,7 @@ func (n *Node) Start(ctx context.Context) (err error) {
 	reqCtx, n.cancelRequests = context.WithCancel(context.WithoutCancel(ctx))
 	var restLn net.Listener
 	n.rest, restLn = restapi.NewServer(restapi.NewHandler(n, opts), n.ln, restapi.ServerOptions{
-		MaxConnections: n.restMaxConnections(), BaseContext: reqCtx, TLS: n.restServerTLS(),
+		MaxConnections: n.restMaxConnections(), BaseContext: reqCtx, TLS: n.restServerTLS(), Logger: n.log.With("subsys", "rest"),
 	})
 
 	n.wg.Add(2)

@@ -24,6 +24,7 @@ import (
 	"github.com/kcd-project/kcd/daemon/coordinator"
 	"github.com/kcd-project/kcd/daemon/herder"
 	"github.com/kcd-project/kcd/daemon/herder/herdertest"
+	"github.com/kcd-project/kcd/internal/syncbuf"
 	"github.com/kcd-project/kcd/internal/testcerts"
 	"github.com/kcd-project/kcd/raft/fsm"
 )
@@ -335,5 +336,40 @@ func testReservedConnections(t *testing.T, srvTLS, cliTLS *tls.Config) {
 	res.Body.Close()
 	if res.StatusCode != 503 || e.ErrorCode != 503 || !strings.Contains(e.Message, "too many open connections") {
 		t.Errorf("other request in the reserved share: %d %+v", res.StatusCode, e)
+	}
+}
+
+// The server's own errors reach the node's logger, not the process's
+// stderr: a client that fails the TLS handshake (a scanner, plain HTTP to
+// an HTTPS port) at debug only.
+func TestServerErrorsGoToTheLogger(t *testing.T) {
+	ca := testcerts.NewCA(t, "ca")
+	cert := ca.Issue(t, "rest", testcerts.Options{})
+	var logs syncbuf.Buffer
+	logger := slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv, lim := NewServer(http.NotFoundHandler(), ln, ServerOptions{
+		TLS:    &tls.Config{Certificates: []tls.Certificate{cert.TLS}, MinVersion: tls.VersionTLS12},
+		Logger: logger,
+	})
+	go func() { _ = srv.Serve(lim) }()
+	defer srv.Close()
+	c, err := net.Dial("tcp", ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, _ = c.Write([]byte("GET / HTTP/1.1\r\nHost: x\r\n\r\n"))
+	_, _ = io.Copy(io.Discard, c) // the server answers and closes
+	c.Close()
+	deadline := time.Now().Add(5 * time.Second)
+	for !strings.Contains(logs.String(), "TLS handshake error") && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	out := logs.String()
+	if !strings.Contains(out, `level=DEBUG msg="rest server" err="http: TLS handshake error`) {
+		t.Fatalf("the failed handshake is not logged at debug through the logger:\n%s", out)
 	}
 }

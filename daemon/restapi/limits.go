@@ -5,6 +5,8 @@ import (
 	"crypto/tls"
 	"encoding/json"
 	"fmt"
+	"log"
+	"log/slog"
 	"net"
 	"net/http"
 	"strings"
@@ -41,6 +43,10 @@ type ServerOptions struct {
 	// TLS, when set, makes the server HTTPS; connections count against
 	// MaxConnections from their accept, before the handshake.
 	TLS *tls.Config
+	// Logger takes the server's own errors (default slog.Default()): a
+	// failed TLS handshake (a scanner, a client without a certificate) at
+	// debug, anything else at warn.
+	Logger *slog.Logger
 }
 
 // NewServer returns the HTTP server of the API, with its timeouts, and
@@ -57,7 +63,11 @@ func NewServer(h http.Handler, ln net.Listener, opts ServerOptions) (srv *http.S
 		opts.ReadTimeout = ReadTimeout
 	}
 	l := newLimitListener(ln, opts.MaxConnections)
+	if opts.Logger == nil {
+		opts.Logger = slog.Default()
+	}
 	srv = &http.Server{
+		ErrorLog:          log.New(serverErrors{opts.Logger}, "", 0),
 		Handler:           reservedOnly(h),
 		ReadHeaderTimeout: HeaderTimeout,
 		ReadTimeout:       opts.ReadTimeout,
@@ -78,6 +88,19 @@ func NewServer(h http.Handler, ln net.Listener, opts ServerOptions) (srv *http.S
 		return srv, tlsListener{l, opts.TLS}
 	}
 	return srv, l
+}
+
+// serverErrors writes the lines of http.Server's ErrorLog to a slog logger.
+type serverErrors struct{ log *slog.Logger }
+
+func (e serverErrors) Write(p []byte) (int, error) {
+	msg := strings.TrimSpace(string(p))
+	level := slog.LevelWarn
+	if strings.Contains(msg, "TLS handshake error") {
+		level = slog.LevelDebug
+	}
+	e.log.Log(context.Background(), level, "rest server", "err", msg)
+	return len(p), nil
 }
 
 // tlsListener is a limitListener whose connections speak TLS. The
