@@ -11,7 +11,6 @@ import (
 	"net/http/httptest"
 	"net/url"
 	"os"
-	"path"
 	"path/filepath"
 	"runtime"
 	"strings"
@@ -292,13 +291,7 @@ func FuzzRESTAPI(f *testing.F) {
 		}
 		status, hdr, out := serve(t, h, rt.method, u, body)
 		if status == http.StatusTemporaryRedirect || status == http.StatusMovedPermanently {
-			// net/http's ServeMux sends a path with dot segments or
-			// double slashes to its clean form; the client asks again
-			// there, and is checked there.
-			if loc, err := url.Parse(hdr.Get("Location")); err != nil || loc.Path == u.Path || path.Clean(loc.Path) != loc.Path && loc.Path != path.Clean(loc.Path)+"/" {
-				t.Fatalf("%s %s: redirected to %q", rt.method, target, hdr.Get("Location"))
-			}
-			return
+			t.Fatalf("%s %s: redirected to %q: a path with dot or empty segments must get a 400 in Kafka Connect's shape", rt.method, target, hdr.Get("Location"))
 		}
 		if rt.method == "POST" && rt.path == "/kcd/v1/store/watch" || rt.path == "/kcd/v1/events" {
 			if status == http.StatusOK {

@@ -1,6 +1,8 @@
 package restapi
 
 import (
+	"encoding/json"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -50,6 +52,33 @@ func TestWritesNeedJSON(t *testing.T) {
 		}
 		if tc.want == 415 && !strings.Contains(rec.Body.String(), `"error_code":415`) {
 			t.Errorf("%s %s: body %s, want Kafka Connect's error shape", tc.method, tc.path, rec.Body)
+		}
+	}
+}
+
+// A path with dot or empty segments gets a 400 in Kafka Connect's shape,
+// not net/http's redirect with an HTML body; a trailing slash is not an
+// empty segment.
+func TestAmbiguousPathsRefused(t *testing.T) {
+	h := NewHandler(&fakeNode{ready: true}, Options{Logger: slog.New(slog.DiscardHandler)})
+	for _, p := range []string{"/connectors/../kcd/v1/store/keys", "//connectors", "/connectors/./x", "/kcd/v1//cluster"} {
+		req := httptest.NewRequest("GET", "/", nil)
+		req.URL.Path = p
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, req)
+		var e struct {
+			Code    int    `json:"error_code"`
+			Message string `json:"message"`
+		}
+		if rec.Code != http.StatusBadRequest || json.Unmarshal(rec.Body.Bytes(), &e) != nil || e.Code != 400 || !strings.Contains(e.Message, "ambiguous URI path") {
+			t.Errorf("GET %s: %d %s, want 400 in Kafka Connect's shape", p, rec.Code, rec.Body)
+		}
+	}
+	for _, p := range []string{"/health", "/"} {
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, httptest.NewRequest("GET", p, nil))
+		if rec.Code == http.StatusBadRequest {
+			t.Errorf("GET %s: 400", p)
 		}
 	}
 }

@@ -160,6 +160,7 @@ func NewHandler(node Node, opts Options) http.Handler {
 	if opts.Auth != nil {
 		h = authorize(opts.Auth, mux, opts.Logger, h)
 	}
+	h = canonicalPaths(h)
 	if opts.Hosts.Loopback || len(opts.Hosts.Names) > 0 {
 		h = checkHost(opts.Hosts, h)
 	}
