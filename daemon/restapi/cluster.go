@@ -218,6 +218,9 @@ func (a *api) removeMember(r *http.Request) (int, any, *Error) {
 	if err != nil || id == 0 {
 		return 0, nil, Errorf(http.StatusBadRequest, "member id %q is not a positive integer", r.PathValue("id"))
 	}
+	if e := a.checkMember(r.Context(), id, false); e != nil {
+		return 0, nil, e
+	}
 	if err := a.cluster.RemoveMember(r.Context(), id); err != nil {
 		return 0, nil, asError(err)
 	}
@@ -231,11 +234,41 @@ func (a *api) transferLeader(r *http.Request) (int, any, *Error) {
 			return 0, nil, e
 		}
 	}
+	if req.To != 0 {
+		if e := a.checkMember(r.Context(), req.To, true); e != nil {
+			return 0, nil, e
+		}
+	}
 	lead, err := a.cluster.TransferLeader(r.Context(), req.To)
 	if err != nil {
 		return 0, nil, asError(err)
 	}
 	return http.StatusOK, LeaderTransfer{Leader: lead}, nil
+}
+
+// checkMember refuses a request naming member id that the cluster does
+// not have (404), or, with voter, that is not a voter (409): the caller's
+// mistake, answered before Raft is asked. When the cluster cannot be read,
+// the change itself says what is wrong.
+func (a *api) checkMember(ctx context.Context, id uint64, voter bool) *Error {
+	info, err := a.cluster.Info(ctx)
+	if err != nil {
+		return nil
+	}
+	for _, m := range info.Members {
+		if m.ID != id {
+			continue
+		}
+		if voter && m.Raft != "voter" {
+			return Errorf(http.StatusConflict, "member %d is a %s, not a voter: only a voter can lead", id, m.Raft)
+		}
+		return nil
+	}
+	ids := make([]string, 0, len(info.Members))
+	for _, m := range info.Members {
+		ids = append(ids, strconv.FormatUint(m.ID, 10))
+	}
+	return Errorf(http.StatusNotFound, "the cluster has no member %d (its members: %s)", id, strings.Join(ids, ", "))
 }
 
 // MaxBody bounds a request body of the API (but the store API's,
