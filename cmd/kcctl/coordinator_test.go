@@ -155,6 +155,31 @@ func TestCoordinatorCommands(t *testing.T) {
 		}
 	})
 
+	t.Run("name and wide", func(t *testing.T) {
+		// -o name names the plan and each unit it would move.
+		out := ok(t, url, "rebalance", "plan", "--drain", id, "-o", "name")
+		lines := strings.Split(strings.TrimSpace(out), "\n")
+		if len(lines) != 5 || !strings.HasPrefix(lines[0], "plan/") || !slices.Contains(lines, "unit/gen/connector") || !slices.Contains(lines, "unit/gen/2") {
+			t.Errorf("plan -o name:\n%s", out)
+		}
+		if out := ok(t, url, "rebalance", "plan", "-o", "name"); !strings.HasPrefix(out, "plan/") {
+			t.Errorf("balanced plan -o name: %q", out)
+		}
+		// -o wide has columns the table lacks.
+		wide := ok(t, url, "rebalance", "plan", "--drain", id, "-o", "wide")
+		if !strings.Contains(wide, "STOPS-FIRST") || !strings.Contains(wide, "OF-QUOTA") {
+			t.Errorf("plan -o wide:\n%s", wide)
+		}
+		if r := row(t, wide, id); len(r) != 7 || r[5] != "-4" {
+			t.Errorf("share in plan -o wide: %q", r)
+		}
+		wide = ok(t, url, "assignments", "-o", "wide")
+		// UNIT WORKER EPOCH REVOKING-TO WORKER-STATE NODE
+		if r := row(t, wide, "gen/0"); len(r) != 6 || r[4] != "alive" || r[5] != "1" {
+			t.Errorf("assignments -o wide: %q in\n%s", r, wide)
+		}
+	})
+
 	t.Run("rebalance history", func(t *testing.T) {
 		// json first: the table, read after it, has every entry it has.
 		var rbs []coordinator.Rebalance
