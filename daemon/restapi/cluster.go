@@ -7,6 +7,8 @@ import (
 	"errors"
 	"io"
 	"net/http"
+	"net/url"
+	"reflect"
 	"strconv"
 	"strings"
 	"time"
@@ -203,6 +205,16 @@ func (a *api) addMember(r *http.Request) (int, any, *Error) {
 	if m.ID == 0 || m.PeerURL == "" {
 		return 0, nil, Errorf(http.StatusBadRequest, "a new member needs a non-zero id and a peer_url")
 	}
+	for _, role := range m.Roles {
+		if role != "raft" && role != "worker" {
+			return 0, nil, Errorf(http.StatusBadRequest, "role %q is not raft or worker", role)
+		}
+	}
+	if m.RESTURL != "" {
+		if u, err := url.Parse(m.RESTURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			return 0, nil, Errorf(http.StatusBadRequest, "rest_url %q is not an http:// or https:// URL", m.RESTURL)
+		}
+	}
 	if err := a.cluster.AddMember(r.Context(), m); err != nil {
 		return 0, nil, asError(err)
 	}
@@ -293,7 +305,32 @@ func bodyError(err error) *Error {
 	if mb := (*http.MaxBytesError)(nil); errors.As(err, &mb) {
 		return bodyTooLarge()
 	}
+	var te *json.UnmarshalTypeError
+	if errors.As(err, &te) && te.Field != "" {
+		return Errorf(http.StatusBadRequest, "request body: %s must be %s, got a JSON %s", te.Field, jsonKind(te.Type.Kind()), te.Value)
+	}
 	return Errorf(http.StatusBadRequest, "request body is not valid JSON for this request: %v", err)
+}
+
+// jsonKind names what a JSON value of Go kind k must be, for people.
+func jsonKind(k reflect.Kind) string {
+	switch k {
+	case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+		return "a whole number from 0 up"
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
+		return "a whole number"
+	case reflect.Float32, reflect.Float64:
+		return "a number"
+	case reflect.String:
+		return "a string"
+	case reflect.Bool:
+		return "true or false"
+	case reflect.Slice, reflect.Array:
+		return "a list"
+	case reflect.Map, reflect.Struct:
+		return "an object"
+	}
+	return "another type"
 }
 
 func decodeBody(r *http.Request, v any) *Error {

@@ -97,8 +97,9 @@ func (leadingCluster) RemoveMember(_ context.Context, id uint64) error {
 	return nil
 }
 
-// Naming a member the cluster lacks, or a learner to lead, is the caller's
-// mistake: a 4xx that says so, never a 500.
+// Naming a member the cluster lacks, or a learner to lead, a role or URL
+// kcd cannot use, a body of the wrong types: the caller's mistake, a 4xx
+// that says so in words, never a 500 or an accepted change.
 func TestClusterChangesRefuseUnknownMembers(t *testing.T) {
 	c := leadingCluster{staticCluster{ClusterInfo{Self: 1, Leader: 1, Members: []MemberInfo{
 		member(1, "", Reachable), member(2, "", Reachable), member(3, "", Reachable),
@@ -114,6 +115,10 @@ func TestClusterChangesRefuseUnknownMembers(t *testing.T) {
 		{"POST", "/kcd/v1/cluster/leader", `{"to":2}`, http.StatusOK, ""},
 		{"DELETE", "/kcd/v1/cluster/members/9", "", http.StatusNotFound, "the cluster has no member 9"},
 		{"DELETE", "/kcd/v1/cluster/members/4", "", http.StatusNoContent, ""},
+		{"POST", "/kcd/v1/cluster/leader", `{"to":-1}`, http.StatusBadRequest, "request body: to must be a whole number from 0 up, got a JSON number -1"},
+		{"POST", "/kcd/v1/cluster/members", `{"id":5,"peer_url":"http://h:1","roles":["bogus"]}`, http.StatusBadRequest, `role "bogus" is not raft or worker`},
+		{"POST", "/kcd/v1/cluster/members", `{"id":5,"peer_url":"http://h:1","rest_url":"ht tp://x"}`, http.StatusBadRequest, `rest_url "ht tp://x" is not an http:// or https:// URL`},
+		{"POST", "/kcd/v1/cluster/members", `{"id":5,"peer_url":"http://h:1","rest_url":"http://h:2","roles":["raft","worker"]}`, http.StatusCreated, ""},
 	} {
 		rec := httptest.NewRecorder()
 		req := httptest.NewRequest(tc.method, tc.path, strings.NewReader(tc.body))
