@@ -37,7 +37,7 @@ func (g *globals) client() *client.Client {
 		if conn, err := resolveConnection(g.flags, g); err == nil {
 			g.conn = conn
 		} else {
-			g.conn.server = g.server
+			g.conn.server, _ = normalizeServer(g.server, false)
 		}
 		g.conn.opts.Timeout = g.requestTimeout
 	}
