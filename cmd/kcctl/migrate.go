@@ -13,7 +13,6 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/twmb/franz-go/pkg/kgo"
 
-	"github.com/kcd-project/kcd/daemon/client"
 	"github.com/kcd-project/kcd/migrate"
 	"github.com/kcd-project/kcd/tui/migrateview"
 	"github.com/kcd-project/kcd/tui/printer"
@@ -85,7 +84,7 @@ func reporter(cmd *cobra.Command) migrateview.Reporter {
 
 func newFromKafkaCmd(g *globals) *cobra.Command {
 	f := &migrateFlags{}
-	var connectURL string
+	var connect connectPeer
 	var stopSource bool
 	cmd := &cobra.Command{
 		Use:   "from-kafka",
@@ -105,19 +104,19 @@ and waits for their offsets to be committed before reading.`,
       --connect-url http://connect:8083 --stop-source`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if stopSource && connectURL == "" {
+			if stopSource && connect.url == "" {
 				return &usageError{errors.New("--stop-source needs --connect-url")}
 			}
-			return runFromKafka(cmd, g, f, connectURL, stopSource)
+			return runFromKafka(cmd, g, f, &connect, stopSource)
 		},
 	}
 	f.add(cmd)
-	cmd.Flags().StringVar(&connectURL, "connect-url", "", "REST URL of the Kafka Connect cluster, to check that its connectors are stopped")
+	connect.add(cmd)
 	cmd.Flags().BoolVar(&stopSource, "stop-source", false, "Stop the connectors still running on the Kafka Connect cluster before reading (needs --connect-url)")
 	return cmd
 }
 
-func runFromKafka(cmd *cobra.Command, g *globals, f *migrateFlags, connectURL string, stopSource bool) error {
+func runFromKafka(cmd *cobra.Command, g *globals, f *migrateFlags, connect *connectPeer, stopSource bool) error {
 	ctx := cmd.Context()
 	include, err := f.filter()
 	if err != nil {
@@ -125,8 +124,12 @@ func runFromKafka(cmd *cobra.Command, g *globals, f *migrateFlags, connectURL st
 	}
 	kcd := g.client()
 	var stopped []string
-	if connectURL != "" {
-		if stopped, err = stopOrWarn(cmd, client.New(connectURL), include, stopSource && !f.dryRun, "Kafka Connect", "kcd"); err != nil {
+	if connect.url != "" {
+		kc, err := connect.client()
+		if err != nil {
+			return err
+		}
+		if stopped, err = stopOrWarn(cmd, kc, include, stopSource && !f.dryRun, "Kafka Connect", "kcd"); err != nil {
 			return err
 		}
 	}
