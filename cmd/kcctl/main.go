@@ -21,11 +21,12 @@ func main() {
 }
 
 // Exit codes, as in ../shared/reference/style.md: 1 runtime error, 2 usage
-// error, 4 authentication, 130 interrupted.
+// error, 3 not found, 4 authentication, 130 interrupted.
 const (
 	exitOK          = 0
 	exitError       = 1
 	exitUsage       = 2
+	exitNotFound    = 3
 	exitAuth        = 4
 	exitInterrupted = 130
 )
@@ -35,6 +36,12 @@ type usageError struct{ err error }
 
 func (e *usageError) Error() string { return e.err.Error() }
 func (e *usageError) Unwrap() error { return e.err }
+
+// notFoundError says that what the user named does not exist; its message
+// says where to find what does.
+type notFoundError struct{ msg string }
+
+func (e *notFoundError) Error() string { return e.msg }
 
 // run executes kcctl and maps its error to a message and an exit code, in
 // this one place.
@@ -47,6 +54,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	fmt.Fprintln(stderr, "Error:", err)
 	var usage *usageError
+	var notFound *notFoundError
 	var apiErr *client.APIError
 	switch {
 	case ctx.Err() != nil:
@@ -54,6 +62,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	case errors.As(err, &usage):
 		fmt.Fprintf(stderr, "Run '%s --help' for usage.\n", root.Name())
 		return exitUsage
+	case errors.As(err, &notFound):
+		return exitNotFound
 	case errors.As(err, &apiErr) && (apiErr.Status == 401 || apiErr.Status == 403):
 		if apiErr.Status == 401 {
 			fmt.Fprintf(stderr, "The server did not accept kcctl's credentials: %s. Give --token, or --user with --password-file, the KCCTL_* variables or a context (kcctl --help).\n", g.conn.creds)
