@@ -368,5 +368,5 @@ func compactJSON(v any) string {
 
 // connectorVerbs are the verbs over connectors that the root adds.
 func connectorVerbs(g *globals) []*cobra.Command {
-	return []*cobra.Command{newGetCmd(g), newDescribeCmd(g), newDeleteCmd(g), newPauseCmd(g), newResumeCmd(g), newStopCmd(g), newRestartCmd(g)}
+	return []*cobra.Command{newGetCmd(g), newDescribeCmd(g), newDeleteCmd(g), newPauseCmd(g), newResumeCmd(g), newStopCmd(g), newRestartCmd(g), newApplyCmd(g), newPatchCmd(g)}
 }
