@@ -157,4 +157,39 @@ func TestGetConnectorsTasksPluginsDescribe(t *testing.T) {
 	if code, _, _ := kcctl(t, append(s, "describe", "connector")...); code != exitUsage {
 		t.Errorf("describe without a name: exit %d", code)
 	}
+
+	// A failed task: its trace in describe and in get tasks -o wide.
+	bad := map[string]string{"connector.class": "FileStreamSink", "topics": "bad", "file": "/nonexistent/dir/out.txt"}
+	if _, err := client.New(url).PutConnectorConfig(t.Context(), "bad", bad); err != nil {
+		t.Fatal(err)
+	}
+	waitTaskFailed(t, url, "bad")
+	out = mustKcctl(t, append(s, "describe", "connector", "bad")...)
+	if !strings.Contains(out, "FAILED") || !strings.Contains(out, "Task 0 trace:\n    start task: couldn't find or create file") {
+		t.Errorf("describe of a failed task:\n%s", out)
+	}
+	out = mustKcctl(t, append(s, "get", "tasks", "bad", "-o", "wide")...)
+	if lines := strings.Split(strings.TrimSpace(out), "\n"); len(lines) != 2 || !strings.Contains(lines[1], "FAILED") || !strings.Contains(lines[1], "/nonexistent/dir/out.txt") {
+		t.Errorf("get tasks -o wide of a failed task:\n%s", out)
+	}
+	if out := mustKcctl(t, append(s, "get", "connectors", "bad")...); !strings.Contains(out, "0/1") {
+		t.Errorf("running/total of a failed task:\n%s", out)
+	}
+}
+
+// waitTaskFailed waits until task 0 of connector name is FAILED.
+func waitTaskFailed(t *testing.T, url, name string) {
+	t.Helper()
+	c := client.New(url)
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		st, err := c.ConnectorStatus(t.Context(), name)
+		if err == nil && len(st.Tasks) > 0 && st.Tasks[0].State == "FAILED" {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("task 0 of %s not FAILED: %+v %v", name, st, err)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
 }
