@@ -155,7 +155,9 @@ func clusterError(err error) error {
 		return restapi.Errorf(http.StatusServiceUnavailable, "%v; retry", err)
 	case strings.Contains(err.Error(), "no member"):
 		return restapi.Errorf(http.StatusNotFound, "%v", err)
-	case strings.Contains(err.Error(), "already exists"), strings.Contains(err.Error(), "never reused"), strings.Contains(err.Error(), "last voter"):
+	case strings.Contains(err.Error(), "already exists"), strings.Contains(err.Error(), "never reused"), strings.Contains(err.Error(), "last voter"),
+		strings.Contains(err.Error(), "is not a voter"), strings.Contains(err.Error(), "is not a learner"),
+		strings.Contains(err.Error(), "corruption alarm"), strings.Contains(err.Error(), "no other voter"):
 		return restapi.Errorf(http.StatusConflict, "%v", err)
 	}
 	return err

@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"strconv"
 
 	"github.com/spf13/cobra"
 
@@ -29,6 +30,16 @@ func newAssignmentsCmd(g *globals) *cobra.Command {
 					as = append(as, a)
 				}
 			}
+			if len(as) == 0 && connector != "" {
+				// A name with no units: is there such a connector at all?
+				sts, err := g.client().Statuses(cmd.Context())
+				if err != nil {
+					return err
+				}
+				if _, ok := sts[connector]; !ok {
+					return &notFoundError{fmt.Errorf("no connector %q (it has no assignments and the cluster does not know it)", connector)}
+				}
+			}
 			if len(as) == 0 && isTable(output) {
 				msg := "no assignments"
 				if connector != "" {
@@ -37,7 +48,13 @@ func newAssignmentsCmd(g *globals) *cobra.Command {
 				_, err := fmt.Fprintln(cmd.OutOrStdout(), msg)
 				return err
 			}
-			return printer.Print(cmd.OutOrStdout(), output, assignmentsPrintable(as))
+			var ws []restapi.WorkerView
+			if output == "wide" {
+				if ws, err = g.client().Workers(cmd.Context()); err != nil {
+					return err
+				}
+			}
+			return printer.Print(cmd.OutOrStdout(), output, assignmentsPrintable(as, ws))
 		},
 	}
 	cmd.Flags().StringVar(&connector, "connector", "", "Only the units of this connector")
@@ -45,8 +62,14 @@ func newAssignmentsCmd(g *globals) *cobra.Command {
 	return cmd
 }
 
-func assignmentsPrintable(as []restapi.AssignmentView) printer.Printable {
-	t := printer.Table{Header: []string{"UNIT", "WORKER", "EPOCH", "REVOKING-TO"}}
+// assignmentsPrintable lists as; ws, the workers, give -o wide each
+// worker's state and node.
+func assignmentsPrintable(as []restapi.AssignmentView, ws []restapi.WorkerView) printer.Printable {
+	t := printer.Table{Header: []string{"UNIT", "WORKER", "EPOCH", "REVOKING-TO"}, WideHeader: []string{"WORKER-STATE", "NODE"}}
+	byID := map[string]restapi.WorkerView{}
+	for _, w := range ws {
+		byID[w.ID] = w
+	}
 	var names []string
 	for _, a := range as {
 		u := coordinator.Unit{Connector: a.Connector, Task: -1}
@@ -54,6 +77,11 @@ func assignmentsPrintable(as []restapi.AssignmentView) printer.Printable {
 			u.Task = *a.Task
 		}
 		t.Rows = append(t.Rows, []string{u.String(), a.Worker, a.Epoch.String(), orNone(a.RevokingTo)})
+		state, node := "<unknown>", "<unknown>"
+		if w, ok := byID[a.Worker]; ok {
+			state, node = orNone(w.State), strconv.FormatUint(w.NodeID, 10)
+		}
+		t.WideRows = append(t.WideRows, []string{state, node})
 		names = append(names, "unit/"+u.String())
 	}
 	return printer.Printable{Data: as, Table: t, Names: names}

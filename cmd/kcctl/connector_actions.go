@@ -113,7 +113,7 @@ func runBulk(cmd *cobra.Command, g *globals, f *bulkFlags, args []string, verb s
 	case failed > 0:
 		return fmt.Errorf("%d of %d connectors not %s", failed+notFound, len(names), verb)
 	case notFound > 0:
-		return &notFoundError{fmt.Sprintf("%d of %d connectors not found: 'kcctl get connectors' lists them", notFound, len(names))}
+		return &notFoundError{fmt.Errorf("%d of %d connectors not found: 'kcctl get connectors' lists them", notFound, len(names))}
 	}
 	return nil
 }
@@ -215,7 +215,7 @@ func newRestartTaskCmd(g *globals) *cobra.Command {
 					if _, cerr := c.Connector(cmd.Context(), name); cerr != nil {
 						return connectorNotFound(name, cerr)
 					}
-					return &notFoundError{fmt.Sprintf("task %d of connector %q not found: 'kcctl get tasks %s' lists them", n, name, name)}
+					return &notFoundError{fmt.Errorf("task %d of connector %q not found: 'kcctl get tasks %s' lists them", n, name, name)}
 				}
 				return err
 			}

@@ -34,7 +34,7 @@ func newGetCmd(g *globals) *cobra.Command {
 func connectorNotFound(name string, err error) error {
 	var apiErr *client.APIError
 	if errors.As(err, &apiErr) && apiErr.Status == http.StatusNotFound {
-		return &notFoundError{fmt.Sprintf("connector %q not found: 'kcctl get connectors' lists them", name)}
+		return &notFoundError{fmt.Errorf("connector %q not found: 'kcctl get connectors' lists them", name)}
 	}
 	return err
 }

@@ -129,12 +129,8 @@ func TestCoordinatorCommands(t *testing.T) {
 		if len(as) != 4 || as[0].Task != nil || as[0].Worker != id || as[0].Epoch.Term == 0 {
 			t.Errorf("json: %+v", as)
 		}
-		if out := ok(t, url, "assignments", "--connector", "other"); out != "no assignments of connector other\n" {
-			t.Errorf("other connector: %q", out)
-		}
-		decode(t, ok(t, url, "assignments", "--connector", "other", "-o", "json"), &as)
-		if len(as) != 0 {
-			t.Errorf("json of another connector: %+v", as)
+		if code, out, errOut := kcctl(t, "--server", url, "assignments", "--connector", "other"); code != exitNotFound || out != "" || !strings.Contains(errOut, `no connector "other"`) {
+			t.Errorf("unknown connector: exit %d, %q %q", code, out, errOut)
 		}
 	})
 
@@ -154,8 +150,33 @@ func TestCoordinatorCommands(t *testing.T) {
 		}
 
 		code, out, errOut := kcctl(t, "--server", url, "rebalance", "plan", "--drain", "nobody:1")
-		if code != exitError || out != "" || !strings.Contains(errOut, `Error: coordinator: unknown worker: no worker "nobody:1" has a session (HTTP 404)`) {
+		if code != exitNotFound || out != "" || !strings.Contains(errOut, `Error: coordinator: unknown worker: no worker "nobody:1" has a session (HTTP 404)`) {
 			t.Errorf("unknown worker: exit %d, out %q, stderr %q", code, out, errOut)
+		}
+	})
+
+	t.Run("name and wide", func(t *testing.T) {
+		// -o name names the plan and each unit it would move.
+		out := ok(t, url, "rebalance", "plan", "--drain", id, "-o", "name")
+		lines := strings.Split(strings.TrimSpace(out), "\n")
+		if len(lines) != 5 || !strings.HasPrefix(lines[0], "plan/") || !slices.Contains(lines, "unit/gen/connector") || !slices.Contains(lines, "unit/gen/2") {
+			t.Errorf("plan -o name:\n%s", out)
+		}
+		if out := ok(t, url, "rebalance", "plan", "-o", "name"); !strings.HasPrefix(out, "plan/") {
+			t.Errorf("balanced plan -o name: %q", out)
+		}
+		// -o wide has columns the table lacks.
+		wide := ok(t, url, "rebalance", "plan", "--drain", id, "-o", "wide")
+		if !strings.Contains(wide, "STOPS-FIRST") || !strings.Contains(wide, "OF-QUOTA") {
+			t.Errorf("plan -o wide:\n%s", wide)
+		}
+		if r := row(t, wide, id); len(r) != 7 || r[5] != "-4" {
+			t.Errorf("share in plan -o wide: %q", r)
+		}
+		wide = ok(t, url, "assignments", "-o", "wide")
+		// UNIT WORKER EPOCH REVOKING-TO WORKER-STATE NODE
+		if r := row(t, wide, "gen/0"); len(r) != 6 || r[4] != "alive" || r[5] != "1" {
+			t.Errorf("assignments -o wide: %q in\n%s", r, wide)
 		}
 	})
 
@@ -273,10 +294,18 @@ func TestCoordinatorCommands(t *testing.T) {
 	})
 
 	t.Run("unknown worker", func(t *testing.T) {
-		// A worker that is down can be drained before it comes back: nothing
-		// of it runs now, and it takes no work when it joins.
-		code, out, errOut := kcctl(t, "--server", url, "worker", "drain", "nobody:1")
-		if code != 0 || !strings.Contains(out, "draining nobody:1 moves nothing") || !strings.Contains(errOut, `Warning: worker "nobody:1" has no session now`) {
+		// An id the cluster does not know is refused: a typo must not store
+		// a setting nobody uses.
+		for _, args := range [][]string{{"worker", "drain", "nobody:1"}, {"worker", "weight", "nobody:1", "2"}} {
+			code, out, errOut := kcctl(t, append([]string{"--server", url}, args...)...)
+			if code != exitNotFound || out != "" || !strings.Contains(errOut, `Error: no worker "nobody:1" is known`) || !strings.Contains(errOut, "--force") {
+				t.Errorf("%v: exit %d, out %q, stderr %q", args, code, out, errOut)
+			}
+		}
+		// With --force, a worker not joined yet can be drained before it
+		// comes: it takes no work when it joins.
+		code, out, errOut := kcctl(t, "--server", url, "worker", "drain", "nobody:1", "--force")
+		if code != 0 || !strings.Contains(out, "draining nobody:1 moves nothing") || !strings.Contains(errOut, `Warning: no worker "nobody:1" is known`) {
 			t.Errorf("drain: exit %d, out %q, stderr %q", code, out, errOut)
 		}
 		var ws []restapi.WorkerView
@@ -315,12 +344,12 @@ func TestCoordinatorCommandsUsageErrors(t *testing.T) {
 		if code != exitUsage || out != "" || !strings.HasPrefix(errOut, "Error: ") || strings.Contains(errOut, "connect") {
 			t.Errorf("%v: exit %d, out %q, stderr %q", args, code, out, errOut)
 		}
-		if args[1] == "weight" && len(args) == 4 && !strings.Contains(errOut, "is not a non-negative number") {
+		if args[1] == "weight" && len(args) == 4 && !strings.Contains(errOut, "worker weight must be a number from 0 up, got") {
 			t.Errorf("%v: stderr %q", args, errOut)
 		}
 	}
 	code, _, errOut := kcctl(t, "--server", "http://127.0.0.1:1", "worker", "list")
-	if code != exitError || !strings.Contains(errOut, "couldn't connect") {
+	if code != exitError || !strings.Contains(errOut, "cannot reach the server at http://127.0.0.1:1: connection refused") {
 		t.Errorf("unreachable: exit %d, stderr %q", code, errOut)
 	}
 }

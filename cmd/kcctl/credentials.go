@@ -209,7 +209,12 @@ func resolveConnection(flags *pflag.FlagSet, g *globals) (connection, error) {
 			conn.creds = "the client certificate " + cert
 		}
 	}
-	return conn, nil
+	if g.requestTimeout < 0 || (g.requestTimeout == 0 && flags.Changed("request-timeout")) {
+		return connection{}, &usageError{fmt.Errorf("--request-timeout must be above 0, got %s", g.requestTimeout)}
+	}
+	conn.opts.Timeout = g.requestTimeout
+	conn.server, err = normalizeServer(conn.server, conn.opts.Transport != nil)
+	return conn, err
 }
 
 func tlsConfig(caFile, cert, key string) (*tls.Config, error) {

@@ -206,7 +206,7 @@ contexts:
 	if code != exitAuth || !strings.Contains(errOut, "did not accept kcctl's credentials: none") {
 		t.Fatalf("without credentials: exit %d, %q", code, errOut)
 	}
-	code, _, errOut = kcctl(t, "--context", "viewer", "worker", "weight", "w1", "2")
+	code, _, errOut = kcctl(t, "--context", "viewer", "worker", "weight", "w1", "2", "--force")
 	if code != exitAuth || !strings.Contains(errOut, "role does not allow") || !strings.Contains(errOut, "context viewer") {
 		t.Fatalf("a read user's write: exit %d, %q", code, errOut)
 	}
@@ -270,7 +270,7 @@ func TestKcctlTLS(t *testing.T) {
 	ca := writeTemp(t, dir, "ca.pem", string(pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: srv.Certificate().Raw})))
 
 	code, out, errOut := kcctl(t, "--server", srv.URL, "version", "-o", "json")
-	if code != 0 || !strings.Contains(errOut, "certificate") || strings.Contains(out, "9.9.9") {
+	if code != exitError || !strings.Contains(errOut, "certificate") || strings.Contains(out, "9.9.9") {
 		t.Fatalf("without --ca-file: exit %d, %q %q (want the server's certificate refused)", code, out, errOut)
 	}
 	code, out, errOut = kcctl(t, "--server", srv.URL, "--ca-file", ca, "version", "-o", "json")

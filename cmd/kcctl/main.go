@@ -3,14 +3,11 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"os"
 	"os/signal"
 	"syscall"
-
-	"github.com/kcd-project/kcd/daemon/client"
 )
 
 func main() {
@@ -20,8 +17,8 @@ func main() {
 	os.Exit(code)
 }
 
-// Exit codes, as in ../shared/reference/style.md: 1 runtime error, 2 usage
-// error, 3 not found, 4 authentication, 130 interrupted.
+// Exit codes, as in ../shared/reference/style.md and the README: 1 runtime
+// error, 2 usage error, 3 not found, 4 not authorised, 130 interrupted.
 const (
 	exitOK          = 0
 	exitError       = 1
@@ -37,14 +34,8 @@ type usageError struct{ err error }
 func (e *usageError) Error() string { return e.err.Error() }
 func (e *usageError) Unwrap() error { return e.err }
 
-// notFoundError says that what the user named does not exist; its message
-// says where to find what does.
-type notFoundError struct{ msg string }
-
-func (e *notFoundError) Error() string { return e.msg }
-
 // run executes kcctl and maps its error to a message and an exit code, in
-// this one place.
+// this one place (exitCode).
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	root, g := newRoot(stdout, stderr)
 	root.SetArgs(args)
@@ -52,25 +43,13 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if err == nil {
 		return exitOK
 	}
-	fmt.Fprintln(stderr, "Error:", err)
-	var usage *usageError
-	var notFound *notFoundError
-	var apiErr *client.APIError
-	switch {
-	case ctx.Err() != nil:
-		return exitInterrupted
-	case errors.As(err, &usage):
-		fmt.Fprintf(stderr, "Run '%s --help' for usage.\n", root.Name())
-		return exitUsage
-	case errors.As(err, &notFound):
-		return exitNotFound
-	case errors.As(err, &apiErr) && (apiErr.Status == 401 || apiErr.Status == 403):
-		if apiErr.Status == 401 {
-			fmt.Fprintf(stderr, "The server did not accept kcctl's credentials: %s. Give --token, or --user with --password-file, the KCCTL_* variables or a context (kcctl --help).\n", g.conn.creds)
-		} else {
-			fmt.Fprintf(stderr, "The server knows kcctl's credentials (%s) but their role does not allow this.\n", g.conn.creds)
-		}
-		return exitAuth
+	code, lines := exitCode(ctx, err, g)
+	fmt.Fprintln(stderr, "Error:", lines[0])
+	for _, l := range lines[1:] {
+		fmt.Fprintln(stderr, l)
 	}
-	return exitError
+	if code == exitUsage {
+		fmt.Fprintf(stderr, "Run '%s --help' for usage.\n", root.Name())
+	}
+	return code
 }

@@ -38,7 +38,7 @@ func newRebalancePlanCmd(g *globals) *cobra.Command {
 				return err
 			}
 			if !isTable(output) {
-				return printer.Print(cmd.OutOrStdout(), output, printer.Printable{Data: plan, Names: unitNames(plan.Moves)})
+				return printer.Print(cmd.OutOrStdout(), output, printer.Printable{Data: plan, Names: planNames(plan)})
 			}
 			out := cmd.OutOrStdout()
 			fmt.Fprintf(out, "plan at generation %s", plan.Epoch)
@@ -64,18 +64,31 @@ func newRebalancePlanCmd(g *globals) *cobra.Command {
 	return cmd
 }
 
+// planNames is a plan for -o name: the plan itself, then each unit it
+// moves.
+func planNames(plan coordinator.PlanResult) []string {
+	return append([]string{"plan/" + plan.Epoch.String()}, unitNames(plan.Moves)...)
+}
+
 func movesPrintable(moves []coordinator.Move) printer.Printable {
-	t := printer.Table{Header: []string{"UNIT", "FROM", "TO"}}
+	t := printer.Table{Header: []string{"UNIT", "FROM", "TO"}, WideHeader: []string{"STOPS-FIRST"}}
 	for _, m := range moves {
 		t.Rows = append(t.Rows, []string{m.Unit, orNone(m.From), orNone(m.To)})
+		// Revoke: the unit stops on FROM before it starts on TO.
+		t.WideRows = append(t.WideRows, []string{strconv.FormatBool(m.Revoke)})
 	}
 	return printer.Printable{Data: moves, Table: t, Names: unitNames(moves)}
 }
 
 func sharesPrintable(shares []coordinator.PlanShare) printer.Printable {
-	t := printer.Table{Header: []string{"WORKER", "WEIGHT", "QUOTA", "BEFORE", "AFTER"}}
+	t := printer.Table{Header: []string{"WORKER", "WEIGHT", "QUOTA", "BEFORE", "AFTER"}, WideHeader: []string{"CHANGE", "OF-QUOTA"}}
 	for _, s := range shares {
 		t.Rows = append(t.Rows, []string{s.Worker, formatWeight(s.Weight), strconv.Itoa(s.Quota), strconv.Itoa(s.Before), strconv.Itoa(s.After)})
+		ofQuota := "<none>"
+		if s.Quota > 0 {
+			ofQuota = strconv.Itoa(s.After*100/s.Quota) + "%"
+		}
+		t.WideRows = append(t.WideRows, []string{fmt.Sprintf("%+d", s.After-s.Before), ofQuota})
 	}
 	return printer.Printable{Data: shares, Table: t}
 }

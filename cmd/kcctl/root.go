@@ -3,6 +3,7 @@ package main
 import (
 	"io"
 	"os"
+	"time"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
@@ -20,6 +21,7 @@ type globals struct {
 	token, user, passwordFile     string
 	caFile, clientCert, clientKey string
 	context                       string
+	requestTimeout                time.Duration
 	// conn is what the flags, environment and context resolve to, set
 	// before a command runs (resolved says so).
 	conn     connection
@@ -35,8 +37,9 @@ func (g *globals) client() *client.Client {
 		if conn, err := resolveConnection(g.flags, g); err == nil {
 			g.conn = conn
 		} else {
-			g.conn.server = g.server
+			g.conn.server, _ = normalizeServer(g.server, false)
 		}
+		g.conn.opts.Timeout = g.requestTimeout
 	}
 	return client.NewWithOptions(g.conn.server, g.conn.opts)
 }
@@ -88,6 +91,7 @@ context's. Contexts live in $KCCTL_CONFIG or ~/.config/kcctl/config.yaml:
 	pf.StringVar(&g.clientCert, "client-cert", "", "PEM client certificate for mutual TLS")
 	pf.StringVar(&g.clientKey, "client-key", "", "PEM private key of --client-cert")
 	pf.StringVar(&g.context, "context", "", "Context of the config file to use ($KCCTL_CONFIG or ~/.config/kcctl/config.yaml; default: its current-context)")
+	pf.DurationVar(&g.requestTimeout, "request-timeout", 30*time.Second, "How long to wait for each request's answer")
 	g.flags = pf
 	cmd.PersistentPreRunE = func(c *cobra.Command, _ []string) error {
 		if c.Name() == cobra.ShellCompRequestCmd || c.Name() == cobra.ShellCompNoDescRequestCmd {

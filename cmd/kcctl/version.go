@@ -1,9 +1,7 @@
 package main
 
 import (
-	"context"
 	"runtime"
-	"time"
 
 	"github.com/spf13/cobra"
 
@@ -31,6 +29,9 @@ func newVersionCmd(g *globals) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "version",
 		Short: "Print the version of kcctl and of the kcd server",
+		Long: `Print the version of kcctl and of the kcd server. When the server cannot be
+asked, kcctl's own version is printed and kcctl exits 1 (--client asks no
+server).`,
 		Example: `  # Versions of kcctl and of the server it talks to
   kcctl version
 
@@ -38,19 +39,21 @@ func newVersionCmd(g *globals) *cobra.Command {
   kcctl version --client -o json`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			var serverErr error
 			info := versionInfo{Client: versionOf{Version: version.Version, Commit: version.Commit, GoVersion: runtime.Version()}}
 			if !clientOnly {
-				ctx, cancel := context.WithTimeout(cmd.Context(), 5*time.Second)
-				v, err := g.client().Version(ctx)
-				cancel()
+				v, err := g.client().Version(cmd.Context())
 				if err != nil {
-					info.ServerError = err.Error()
-					cmd.PrintErrln("Warning: no server version:", err)
+					// Print kcctl's version, then fail: no server answered.
+					info.ServerError, serverErr = err.Error(), err
 				} else {
 					info.Server = &versionOf{v.Version, v.Commit, v.GoVersion, v.ConnectAPIVersion}
 				}
 			}
-			return printer.Print(cmd.OutOrStdout(), output, versionPrintable(info, clientOnly))
+			if err := printer.Print(cmd.OutOrStdout(), output, versionPrintable(info, clientOnly)); err != nil {
+				return err
+			}
+			return serverErr
 		},
 	}
 	cmd.Flags().BoolVar(&clientOnly, "client", false, "Print kcctl's version only, without asking the server")

@@ -88,14 +88,20 @@ type workerSettings struct {
 
 func newWorkerWeightCmd(g *globals) *cobra.Command {
 	var output string
+	var force bool
 	cmd := &cobra.Command{
 		Use:   "weight ID WEIGHT",
 		Short: "Set a worker's weight: its share of the work relative to the others (0 takes none)",
 		Long: `Set a worker's weight. Workers get connectors and tasks in proportion to
 their weights; a weight of 0 takes no work. The setting outlives the worker's
-session and overrides the weight the worker started with.`,
+session and overrides the weight the worker started with. A worker id the cluster does not know
+is refused (exit 3) unless --force is given, to set the weight of a worker
+before it first joins.`,
 		Example: `  # Give a bigger machine twice the share of the others
-  kcctl worker weight 10.0.0.4:8083 2`,
+  kcctl worker weight 10.0.0.4:8083 2
+
+  # Before the worker first joins
+  kcctl worker weight 10.0.0.9:8083 0.5 --force`,
 		Args: cobra.ExactArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			id := args[0]
@@ -104,7 +110,9 @@ session and overrides the weight the worker started with.`,
 				return err
 			}
 			c := g.client()
-			warnIfNoSession(cmd, c, id)
+			if err := checkWorker(cmd, c, id, force); err != nil {
+				return err
+			}
 			s, err := c.SetWeight(cmd.Context(), id, w)
 			if err != nil {
 				return err
@@ -113,6 +121,7 @@ session and overrides the weight the worker started with.`,
 				workerSettings{Worker: id, Weight: s.Weight, Draining: s.Draining})
 		},
 	}
+	cmd.Flags().BoolVar(&force, "force", false, "Set the weight even of a worker id the cluster does not know (yet)")
 	addOutputFlag(cmd, &output)
 	// "weight ID -1" parses -1 as a flag: say what is wrong with it instead.
 	cmd.SetFlagErrorFunc(func(_ *cobra.Command, err error) error {
@@ -134,14 +143,15 @@ func isNumber(s string) bool {
 
 func newWorkerDrainCmd(g *globals) *cobra.Command {
 	var output string
-	var dryRun bool
+	var dryRun, force bool
 	cmd := &cobra.Command{
 		Use:   "drain ID",
 		Short: "Move all connectors and tasks off a worker and give it none (before maintenance)",
 		Long: `Drain a worker: the coordinator moves its connectors and tasks to the other
 workers and gives it no new ones until it is undrained. kcctl first prints
 what will move (the plan of the coordinator on the Raft leader); with
---dry-run it prints only that and changes nothing.`,
+--dry-run it prints only that and changes nothing. A worker id the cluster
+does not know is refused (exit 3) unless --force is given.`,
 		Example: `  # What would move?
   kcctl worker drain 10.0.0.4:8083 --dry-run
 
@@ -152,12 +162,15 @@ what will move (the plan of the coordinator on the Raft leader); with
 		RunE: func(cmd *cobra.Command, args []string) error {
 			id := args[0]
 			c := g.client()
+			if err := checkWorker(cmd, c, id, force); err != nil {
+				return err
+			}
 			plan, err := c.Plan(cmd.Context(), id)
 			var apiErr *client.APIError
 			if errors.As(err, &apiErr) && apiErr.Status == http.StatusNotFound {
-				// No session now (the worker is down): nothing of it runs,
-				// and drained it stays empty when it comes back.
-				cmd.PrintErrf("Warning: worker %q has no session now; it takes no work when it joins\n", id)
+				// No session now (the worker is down, checkWorker warned):
+				// nothing of it runs, and drained it stays empty when it
+				// comes back.
 				plan, err = coordinator.PlanResult{Drain: id, Moves: []coordinator.Move{}}, nil
 			}
 			if err != nil {
@@ -175,6 +188,7 @@ what will move (the plan of the coordinator on the Raft leader); with
 		},
 	}
 	cmd.Flags().BoolVar(&dryRun, "dry-run", false, "Only print what would move; change nothing")
+	cmd.Flags().BoolVar(&force, "force", false, "Drain even a worker id the cluster does not know (yet): it takes no work when it joins")
 	addOutputFlag(cmd, &output)
 	return cmd
 }
@@ -239,11 +253,36 @@ func newWorkerUndrainCmd(g *globals) *cobra.Command {
 	return cmd
 }
 
+// checkWorker refuses a worker id the cluster does not know (not listed,
+// alive or gone), unless force: the API keeps settings of any id, so a typo
+// would otherwise store a setting nobody uses. A known worker without a
+// session gets a warning.
+func checkWorker(cmd *cobra.Command, c *client.Client, id string, force bool) error {
+	ws, err := c.Workers(cmd.Context())
+	if err != nil {
+		return err
+	}
+	for _, w := range ws {
+		if w.ID != id {
+			continue
+		}
+		if w.GoneAt != nil {
+			cmd.PrintErrf("Warning: worker %q has no session now (%s); the setting applies when it joins again\n", id, w.State)
+		}
+		return nil
+	}
+	if force {
+		cmd.PrintErrf("Warning: no worker %q is known; the setting applies when it joins\n", id)
+		return nil
+	}
+	return &notFoundError{fmt.Errorf("no worker %q is known to the cluster (kcctl worker list shows the workers); give --force to set it for a worker that has not joined yet", id)}
+}
+
 // parseWeight reads a weight: a finite, non-negative number.
 func parseWeight(s string) (float64, error) {
 	w, err := strconv.ParseFloat(s, 64)
 	if err != nil || w < 0 || math.IsNaN(w) || math.IsInf(w, 0) {
-		return 0, &usageError{fmt.Errorf("weight %q is not a non-negative number", s)}
+		return 0, &usageError{fmt.Errorf("worker weight must be a number from 0 up, got %q", s)}
 	}
 	return w, nil
 }

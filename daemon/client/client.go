@@ -42,6 +42,8 @@ type Options struct {
 	Transport http.RoundTripper
 	// Credentials are sent with every request.
 	Credentials Credentials
+	// Timeout bounds each request, its answer read included; 0: 30s.
+	Timeout time.Duration
 }
 
 // New returns a client of the API at baseURL (e.g. http://127.0.0.1:8083).
@@ -49,9 +51,12 @@ func New(baseURL string) *Client { return NewWithOptions(baseURL, Options{}) }
 
 // NewWithOptions returns a client of the API at baseURL with opts.
 func NewWithOptions(baseURL string, opts Options) *Client {
+	if opts.Timeout <= 0 {
+		opts.Timeout = 30 * time.Second
+	}
 	return &Client{
 		base:  strings.TrimRight(baseURL, "/"),
-		http:  &http.Client{Timeout: 30 * time.Second, Transport: opts.Transport},
+		http:  &http.Client{Timeout: opts.Timeout, Transport: opts.Transport},
 		creds: opts.Credentials,
 	}
 }
@@ -74,6 +79,8 @@ type APIError struct {
 	Status    int
 	ErrorCode int
 	Message   string
+	// Method and Path are the request's (Path without the base URL).
+	Method, Path string
 }
 
 func (e *APIError) Error() string {
@@ -135,7 +142,7 @@ func (c *Client) sendAs(ctx context.Context, method, path string, body []byte, c
 				em.Message = http.StatusText(res.StatusCode)
 			}
 		}
-		return &APIError{Status: res.StatusCode, ErrorCode: em.ErrorCode, Message: em.Message}
+		return &APIError{Status: res.StatusCode, ErrorCode: em.ErrorCode, Message: em.Message, Method: method, Path: path}
 	}
 	if out == nil || len(resBody) == 0 {
 		return nil

@@ -16,6 +16,7 @@ package kcdcmd
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -55,9 +56,34 @@ func Run(args []string, stdout, stderr io.Writer) int {
 	root.SetArgs(args)
 	if err := root.ExecuteContext(ctx); err != nil {
 		fmt.Fprintln(stderr, "kcd:", err)
+		if errors.As(err, new(*usageError)) {
+			fmt.Fprintln(stderr, "Run 'kcd --help' for usage.")
+			return exitUsage
+		}
 		return 1
 	}
 	return 0
+}
+
+// exitUsage is the exit status of a bad command line (unknown flag or
+// argument, a flag or setting kcd cannot use), as kcctl's.
+const exitUsage = 2
+
+// usageError marks errors that come from how kcd was called.
+type usageError struct{ err error }
+
+func (e *usageError) Error() string { return e.err.Error() }
+func (e *usageError) Unwrap() error { return e.err }
+
+// usageArgs makes cmd's argument check report a usage error.
+func usageArgs(cmd *cobra.Command) {
+	check := cmd.Args
+	cmd.Args = func(c *cobra.Command, args []string) error {
+		if err := check(c, args); err != nil {
+			return &usageError{err}
+		}
+		return nil
+	}
 }
 
 // NewCommand returns the kcd command, writing to stdout and stderr.
@@ -83,15 +109,16 @@ KCD_* environment variables, then flags.`,
 	}
 	cmd.SetOut(stdout)
 	cmd.SetErr(stderr)
+	cmd.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return &usageError{err} })
 	cmd.Flags().StringVar(&configFile, "config", os.Getenv("KCD_CONFIG"), "YAML config file; flags and KCD_* variables override it (env KCD_CONFIG)")
 	flags := config.RegisterFlags(cmd.Flags(), config.Default())
 	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
 		cfg, err := config.Load(configFile, os.LookupEnv, flags)
 		if err != nil {
-			return err
+			return &usageError{err}
 		}
 		if err := checkBackend(cfg); err != nil {
-			return err
+			return &usageError{err}
 		}
 		log := daemon.NewLogger(stderr, cfg.LogLevel, cfg.LogFormat)
 		// Store backends and drivers log through slog's default: kcd's.
@@ -111,6 +138,10 @@ KCD_* environment variables, then flags.`,
 			fmt.Fprintf(cmd.OutOrStdout(), "store backends: %s\n", strings.Join(backends(), ", "))
 		},
 	})
+	usageArgs(cmd)
+	for _, sub := range cmd.Commands() {
+		usageArgs(sub)
+	}
 	return cmd
 }
 

@@ -36,7 +36,7 @@ func TestHelpAndBadConfig(t *testing.T) {
 	out.Reset()
 	errOut.Reset()
 	code := Run([]string{"--dev-kafka", "--store", "mysql", "--store-dsn", "kcd:Sup3rS3cret@tcp(db:3306)/kcd", "--store-setting", "password"}, &out, &errOut)
-	if code != 1 || !strings.Contains(errOut.String(), "KEY=VALUE") || strings.Contains(errOut.String(), "Sup3rS3cret") {
+	if code != exitUsage || !strings.Contains(errOut.String(), "KEY=VALUE") || strings.Contains(errOut.String(), "Sup3rS3cret") {
 		t.Fatalf("kcd with a bad store setting: exit %d: %s", code, errOut.String())
 	}
 }
@@ -52,7 +52,7 @@ func TestUnknownBackendRefused(t *testing.T) {
 	}()
 	select {
 	case code := <-done:
-		if code != 1 || !strings.Contains(errOut.String(), `store "no-such-backend" is not built into this kcd (built in: raft, `) {
+		if code != exitUsage || !strings.Contains(errOut.String(), `store "no-such-backend" is not built into this kcd (built in: raft, `) {
 			t.Fatalf("kcd --store no-such-backend: exit %d: %s", code, errOut.String())
 		}
 	case <-time.After(20 * time.Second):
@@ -93,6 +93,17 @@ func TestExamplesNotLinked(t *testing.T) {
 		pkg, imports, _ := strings.Cut(line, " ")
 		if !strings.Contains(pkg, "/examples/") && strings.Contains(imports, "/examples/") {
 			t.Errorf("%s imports an example: %s", pkg, imports)
+		}
+	}
+}
+
+// A bad command line exits 2 with a hint, as kcctl's does.
+func TestUsageErrorsExitTwo(t *testing.T) {
+	for _, args := range [][]string{{"--bogus"}, {"serve"}, {"version", "extra"}, {"--rest-port-typo=1"}} {
+		var out, errOut bytes.Buffer
+		code := Run(args, &out, &errOut)
+		if code != exitUsage || !strings.Contains(errOut.String(), "kcd --help") {
+			t.Errorf("kcd %v: exit %d: %s", args, code, errOut.String())
 		}
 	}
 }

@@ -7,6 +7,8 @@ import (
 	"errors"
 	"io"
 	"net/http"
+	"net/url"
+	"reflect"
 	"strconv"
 	"strings"
 	"time"
@@ -203,6 +205,16 @@ func (a *api) addMember(r *http.Request) (int, any, *Error) {
 	if m.ID == 0 || m.PeerURL == "" {
 		return 0, nil, Errorf(http.StatusBadRequest, "a new member needs a non-zero id and a peer_url")
 	}
+	for _, role := range m.Roles {
+		if role != "raft" && role != "worker" {
+			return 0, nil, Errorf(http.StatusBadRequest, "role %q is not raft or worker", role)
+		}
+	}
+	if m.RESTURL != "" {
+		if u, err := url.Parse(m.RESTURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			return 0, nil, Errorf(http.StatusBadRequest, "rest_url %q is not an http:// or https:// URL", m.RESTURL)
+		}
+	}
 	if err := a.cluster.AddMember(r.Context(), m); err != nil {
 		return 0, nil, asError(err)
 	}
@@ -218,6 +230,9 @@ func (a *api) removeMember(r *http.Request) (int, any, *Error) {
 	if err != nil || id == 0 {
 		return 0, nil, Errorf(http.StatusBadRequest, "member id %q is not a positive integer", r.PathValue("id"))
 	}
+	if e := a.checkMember(r.Context(), id, false); e != nil {
+		return 0, nil, e
+	}
 	if err := a.cluster.RemoveMember(r.Context(), id); err != nil {
 		return 0, nil, asError(err)
 	}
@@ -231,11 +246,41 @@ func (a *api) transferLeader(r *http.Request) (int, any, *Error) {
 			return 0, nil, e
 		}
 	}
+	if req.To != 0 {
+		if e := a.checkMember(r.Context(), req.To, true); e != nil {
+			return 0, nil, e
+		}
+	}
 	lead, err := a.cluster.TransferLeader(r.Context(), req.To)
 	if err != nil {
 		return 0, nil, asError(err)
 	}
 	return http.StatusOK, LeaderTransfer{Leader: lead}, nil
+}
+
+// checkMember refuses a request naming member id that the cluster does
+// not have (404), or, with voter, that is not a voter (409): the caller's
+// mistake, answered before Raft is asked. When the cluster cannot be read,
+// the change itself says what is wrong.
+func (a *api) checkMember(ctx context.Context, id uint64, voter bool) *Error {
+	info, err := a.cluster.Info(ctx)
+	if err != nil {
+		return nil
+	}
+	for _, m := range info.Members {
+		if m.ID != id {
+			continue
+		}
+		if voter && m.Raft != "voter" {
+			return Errorf(http.StatusConflict, "member %d is a %s, not a voter: only a voter can lead", id, m.Raft)
+		}
+		return nil
+	}
+	ids := make([]string, 0, len(info.Members))
+	for _, m := range info.Members {
+		ids = append(ids, strconv.FormatUint(m.ID, 10))
+	}
+	return Errorf(http.StatusNotFound, "the cluster has no member %d (its members: %s)", id, strings.Join(ids, ", "))
 }
 
 // MaxBody bounds a request body of the API (but the store API's,
@@ -260,7 +305,32 @@ func bodyError(err error) *Error {
 	if mb := (*http.MaxBytesError)(nil); errors.As(err, &mb) {
 		return bodyTooLarge()
 	}
+	var te *json.UnmarshalTypeError
+	if errors.As(err, &te) && te.Field != "" {
+		return Errorf(http.StatusBadRequest, "request body: %s must be %s, got a JSON %s", te.Field, jsonKind(te.Type.Kind()), te.Value)
+	}
 	return Errorf(http.StatusBadRequest, "request body is not valid JSON for this request: %v", err)
+}
+
+// jsonKind names what a JSON value of Go kind k must be, for people.
+func jsonKind(k reflect.Kind) string {
+	switch k {
+	case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+		return "a whole number from 0 up"
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
+		return "a whole number"
+	case reflect.Float32, reflect.Float64:
+		return "a number"
+	case reflect.String:
+		return "a string"
+	case reflect.Bool:
+		return "true or false"
+	case reflect.Slice, reflect.Array:
+		return "a list"
+	case reflect.Map, reflect.Struct:
+		return "an object"
+	}
+	return "another type"
 }
 
 func decodeBody(r *http.Request, v any) *Error {

@@ -3,9 +3,11 @@ package restapi
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"slices"
+	"strings"
 	"testing"
 )
 
@@ -74,5 +76,60 @@ func TestClusterInfoOnAFollowerAsksTheLeader(t *testing.T) {
 	info = get("/kcd/v1/cluster")
 	if got := reach(info); info.ReachabilityFrom != 2 || got[2] != Unknown {
 		t.Errorf("leader gone: from %d, %v", info.ReachabilityFrom, got)
+	}
+}
+
+// leadingCluster is the leader of three voters and a learner; its changes
+// fail as Raft's do, with plain errors.
+type leadingCluster struct{ staticCluster }
+
+func (leadingCluster) Leader() (bool, string) { return true, "" }
+func (leadingCluster) TransferLeader(_ context.Context, to uint64) (uint64, error) {
+	if to > 3 {
+		return 0, fmt.Errorf("raft: %d is not a voter", to)
+	}
+	return to, nil
+}
+func (leadingCluster) RemoveMember(_ context.Context, id uint64) error {
+	if id > 4 {
+		return fmt.Errorf("raft: no member %d", id)
+	}
+	return nil
+}
+
+// Naming a member the cluster lacks, or a learner to lead, a role or URL
+// kcd cannot use, a body of the wrong types: the caller's mistake, a 4xx
+// that says so in words, never a 500 or an accepted change.
+func TestClusterChangesRefuseUnknownMembers(t *testing.T) {
+	c := leadingCluster{staticCluster{ClusterInfo{Self: 1, Leader: 1, Members: []MemberInfo{
+		member(1, "", Reachable), member(2, "", Reachable), member(3, "", Reachable),
+		{ID: 4, Raft: "learner", Reachability: Reachable}}}}}
+	h := NewHandler(&fakeNode{ready: true}, Options{Cluster: c})
+	for _, tc := range []struct {
+		method, path, body string
+		status             int
+		message            string
+	}{
+		{"POST", "/kcd/v1/cluster/leader", `{"to":7}`, http.StatusNotFound, "the cluster has no member 7 (its members: 1, 2, 3, 4)"},
+		{"POST", "/kcd/v1/cluster/leader", `{"to":4}`, http.StatusConflict, "member 4 is a learner, not a voter"},
+		{"POST", "/kcd/v1/cluster/leader", `{"to":2}`, http.StatusOK, ""},
+		{"DELETE", "/kcd/v1/cluster/members/9", "", http.StatusNotFound, "the cluster has no member 9"},
+		{"DELETE", "/kcd/v1/cluster/members/4", "", http.StatusNoContent, ""},
+		{"POST", "/kcd/v1/cluster/leader", `{"to":-1}`, http.StatusBadRequest, "request body: to must be a whole number from 0 up, got a JSON number -1"},
+		{"POST", "/kcd/v1/cluster/members", `{"id":5,"peer_url":"http://h:1","roles":["bogus"]}`, http.StatusBadRequest, `role "bogus" is not raft or worker`},
+		{"POST", "/kcd/v1/cluster/members", `{"id":5,"peer_url":"http://h:1","rest_url":"ht tp://x"}`, http.StatusBadRequest, `rest_url "ht tp://x" is not an http:// or https:// URL`},
+		{"POST", "/kcd/v1/cluster/members", `{"id":5,"peer_url":"http://h:1","rest_url":"http://h:2","roles":["raft","worker"]}`, http.StatusCreated, ""},
+	} {
+		rec := httptest.NewRecorder()
+		req := httptest.NewRequest(tc.method, tc.path, strings.NewReader(tc.body))
+		if tc.body != "" {
+			req.Header.Set("Content-Type", "application/json")
+		}
+		h.ServeHTTP(rec, req)
+		var em ErrorMessage
+		_ = json.Unmarshal(rec.Body.Bytes(), &em)
+		if rec.Code != tc.status || !strings.Contains(em.Message, tc.message) || (tc.message != "" && em.ErrorCode != tc.status) {
+			t.Errorf("%s %s %s: %d %s", tc.method, tc.path, tc.body, rec.Code, rec.Body)
+		}
 	}
 }
