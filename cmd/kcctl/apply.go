@@ -190,11 +190,15 @@ each config with its plugin and prints the errors, changing nothing.`,
 			c := g.client()
 			var results []actionResult
 			var names []string
-			invalid := 0
+			invalid, failed := 0, 0
 			for _, s := range specs {
 				res, err := applyOne(cmd, c, s, dryRun)
 				if err != nil {
-					return fmt.Errorf("connector %q: %w", s.Name, err)
+					// Report it and go on with the others.
+					failed++
+					fmt.Fprintf(cmd.ErrOrStderr(), "Error: connector/%s: %v\n", s.Name, err)
+					results = append(results, actionResult{Connector: s.Name, Error: err.Error()})
+					continue
 				}
 				if strings.HasPrefix(res, "invalid") {
 					invalid++
@@ -209,6 +213,9 @@ each config with its plugin and prints the errors, changing nothing.`,
 				if err := printer.Print(cmd.OutOrStdout(), output, printer.Printable{Data: results, Names: names}); err != nil {
 					return err
 				}
+			}
+			if failed > 0 {
+				return fmt.Errorf("%d of %d connectors not applied", failed, len(specs))
 			}
 			if invalid > 0 {
 				return fmt.Errorf("%d of %d connectors have an invalid config", invalid, len(specs))

@@ -114,6 +114,16 @@ func TestApplyAndPatch(t *testing.T) {
 	if cfg, _ := c.ConnectorConfig(t.Context(), "gen-1"); cfg["tasks.max"] != "2" {
 		t.Errorf("dry run changed gen-1: %v", cfg)
 	}
+	// A connector the server refuses is reported; the others are applied.
+	write("name: gen-3\nconnector.class: NoSuchPlugin\n---\nname: gen-4\nconnector.class: Datagen\ntopic: gen-4\n")
+	code, stdout, stderr = kcctl(t, append(s, "apply", "-f", file)...)
+	if code != exitError || stdout != "connector/gen-4 created\n" || !strings.Contains(stderr, "Error: connector/gen-3: ") ||
+		!strings.Contains(stderr, "1 of 2 connectors not applied") {
+		t.Errorf("apply with a refused connector: exit %d, %q, %q", code, stdout, stderr)
+	}
+	if _, err := c.ConnectorConfig(t.Context(), "gen-4"); err != nil {
+		t.Errorf("gen-4 not created after gen-3 was refused: %v", err)
+	}
 	for _, args := range [][]string{{"apply"}, {"apply", "-f", file, "extra"}} {
 		if code, _, _ := kcctl(t, append(s, args...)...); code != exitUsage {
 			t.Errorf("%v: exit %d", args, code)
