@@ -46,6 +46,12 @@ func TestConnectorActions(t *testing.T) {
 	if out := mustKcctl(t, append(s, "restart", "connector", "orders-a", "--tasks", "all", "-o", "yaml")...); !strings.Contains(out, "result: restarted") {
 		t.Errorf("restart yaml: %q", out)
 	}
+	if out := mustKcctl(t, append(s, "restart", "connector", "orders-b", "--tasks", "failed")...); out != "connector/orders-b restarted\n" {
+		t.Errorf("restart --tasks failed: %q", out)
+	}
+	if out := mustKcctl(t, append(s, "restart", "connector", "orders-b", "-o", "name")...); out != "connector/orders-b\n" {
+		t.Errorf("restart the connector alone: %q", out)
+	}
 	if out := mustKcctl(t, append(s, "restart", "task", "orders-b/1")...); out != "task/orders-b/1 restarted\n" {
 		t.Errorf("restart task: %q", out)
 	}
