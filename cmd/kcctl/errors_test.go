@@ -20,7 +20,7 @@ func TestUsageErrorsEverywhereExitTwo(t *testing.T) {
 		args []string
 		want string
 	}{
-		{[]string{"get", "connectors"}, `unknown command "get" for "kcctl"`},
+		{[]string{"get", "bogus"}, `unknown command "bogus" for "kcctl get"`},
 		{[]string{"cluster", "add", "4"}, `required flag(s) "peer-url" not set`},
 		{[]string{"cluster", "transfer-leader", "--to", "abc"}, `--to must be a whole number from 0 up, got "abc"`},
 		{[]string{"rebalance", "history", "--limit", "abc"}, `--limit must be a number, got "abc"`},
