@@ -5,8 +5,10 @@ import (
 	"context"
 	"encoding/json"
 	"log/slog"
+	"net/http"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/kcd-project/kcd/daemon"
 	"github.com/kcd-project/kcd/daemon/config"
@@ -33,6 +35,21 @@ func startNode(t *testing.T) string {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { n.Close() })
+	// Ready: it leads, and its worker holds a session with its coordinator
+	// (GET /health answers 200 only then).
+	for deadline := time.Now().Add(20 * time.Second); ; {
+		res, err := http.Get(n.RESTURL() + "/health")
+		if err == nil {
+			res.Body.Close()
+			if res.StatusCode == http.StatusOK {
+				break
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the node did not become healthy: %v", err)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
 	return n.RESTURL()
 }
 
