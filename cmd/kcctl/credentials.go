@@ -20,7 +20,7 @@ import (
 // kcctlConfig is kcctl's config file ($KCCTL_CONFIG, else
 // ~/.config/kcctl/config.yaml): named contexts, one of them current.
 type kcctlConfig struct {
-	CurrentContext string          `yaml:"current-context"`
+	CurrentContext string          `yaml:"current-context,omitempty"`
 	Contexts       []contextConfig `yaml:"contexts"`
 }
 
@@ -28,13 +28,13 @@ type kcctlConfig struct {
 // the config file's folder; ~/ is the home folder.
 type contextConfig struct {
 	Name         string `yaml:"name"`
-	Server       string `yaml:"server"`
-	Token        string `yaml:"token"`
-	User         string `yaml:"user"`
-	PasswordFile string `yaml:"password-file"`
-	CAFile       string `yaml:"ca-file"`
-	ClientCert   string `yaml:"client-cert"`
-	ClientKey    string `yaml:"client-key"`
+	Server       string `yaml:"server,omitempty"`
+	Token        string `yaml:"token,omitempty"`
+	User         string `yaml:"user,omitempty"`
+	PasswordFile string `yaml:"password-file,omitempty"`
+	CAFile       string `yaml:"ca-file,omitempty"`
+	ClientCert   string `yaml:"client-cert,omitempty"`
+	ClientKey    string `yaml:"client-key,omitempty"`
 }
 
 // configPath is where kcctl's config file is, and whether it was named

@@ -105,7 +105,7 @@ context's. Contexts live in $KCCTL_CONFIG or ~/.config/kcctl/config.yaml:
 		return nil
 	}
 
-	cmd.AddCommand(newVersionCmd(g), newClusterCmd(g), newWorkerCmd(g), newRebalanceCmd(g), newAssignmentsCmd(g), newStoreCmd(g), newMigrateCmd(g), newAuthCmd())
+	cmd.AddCommand(newVersionCmd(g), newClusterCmd(g), newWorkerCmd(g), newRebalanceCmd(g), newAssignmentsCmd(g), newStoreCmd(g), newMigrateCmd(g), newAuthCmd(), newConfigCmd(g))
 	cmd.AddCommand(connectorVerbs(g)...)
 	usageArgs(cmd)
 	return cmd, g
