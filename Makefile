@@ -5,13 +5,22 @@ COMMIT  := $(shell git rev-parse --short HEAD 2>/dev/null || echo unknown)
 LDFLAGS := -X $(MODULE)/internal/version.Commit=$(COMMIT)
 RUN_DIR ?= .data/run
 
-.PHONY: all build run test test-unit test-integration fuzz chaos lint testenv-up testenv-down cluster cluster-down bench clean
+.PHONY: all build install run test test-unit test-integration fuzz chaos lint testenv-up testenv-down cluster cluster-down bench clean
 
 all: build
 
 build:
 	$(GO) build -ldflags "$(LDFLAGS)" -o bin/kcd ./cmd/kcd
 	$(GO) build -ldflags "$(LDFLAGS)" -o bin/kcctl ./cmd/kcctl
+
+# kcd and kcctl into $(DESTDIR)$(PREFIX)/bin, and kcctl's shell completions
+# for bash and zsh beside them in share/.
+PREFIX ?= /usr/local
+install: build
+	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/share/bash-completion/completions $(DESTDIR)$(PREFIX)/share/zsh/site-functions
+	install -m 0755 bin/kcd bin/kcctl $(DESTDIR)$(PREFIX)/bin/
+	bin/kcctl completion bash > $(DESTDIR)$(PREFIX)/share/bash-completion/completions/kcctl
+	bin/kcctl completion zsh > $(DESTDIR)$(PREFIX)/share/zsh/site-functions/_kcctl
 
 # A single node with an embedded dev broker: nothing else to install.
 run: build
