@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"encoding/json"
 	"os"
 	"path/filepath"
@@ -123,6 +124,17 @@ func TestOffsetsVerbs(t *testing.T) {
 	}
 	if len(seqs) != 2 || seqs[0] != 1000 || seqs[1] == 1000 {
 		t.Errorf("after patch: %+v", js)
+	}
+	// From stdin as JSON: what get offsets -o json prints goes back as is.
+	var out2, errOut bytes.Buffer
+	root, _ := newRoot(&out2, &errOut)
+	root.SetIn(strings.NewReader(`{"offsets": [{"partition": {"task": 1}, "offset": {"seq": 7}}]}`))
+	root.SetArgs(append(s, "patch", "offsets", "gen", "-f", "-", "-o", "name"))
+	if err := root.ExecuteContext(t.Context()); err != nil || out2.String() != "offsets/gen\n" {
+		t.Errorf("patch from stdin: %v %q %q", err, out2.String(), errOut.String())
+	}
+	if out := strings.Join(strings.Fields(mustKcctl(t, append(s, "get", "offsets", "gen")...)), " "); !strings.Contains(out, `{"task":0} {"seq":1000}`) || !strings.Contains(out, `{"task":1} {"seq":7}`) {
+		t.Errorf("after patch from stdin:\n%s", out)
 	}
 	var msg api.Message
 	if err := json.Unmarshal([]byte(mustKcctl(t, append(s, "patch", "offsets", "gen", "-f", file, "-o", "json")...)), &msg); err != nil || !strings.Contains(msg.Message, "altered") {
