@@ -179,6 +179,7 @@ server's message.`,
 func newGetWorkersCmd(g *globals) *cobra.Command {
 	cmd := newWorkerListCmd(g)
 	cmd.Use, cmd.Aliases = "workers", []string{"worker"}
+	cmd.ValidArgsFunction = cobra.NoFileCompletions
 	cmd.Example = `  kcctl get workers
   kcctl get workers -o wide     # plus each worker's REST URL and when it went`
 	return cmd
@@ -195,7 +196,8 @@ func newGetMembersCmd(g *globals) *cobra.Command {
 its summary (leader, term, quorum, alarms). -o json|yaml prints the members.`,
 		Example: `  kcctl get members
   kcctl get members -o wide     # plus peer URL and last contact`,
-		Args: cobra.NoArgs,
+		Args:              cobra.NoArgs,
+		ValidArgsFunction: cobra.NoFileCompletions,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			info, err := g.client().ClusterInfo(cmd.Context())
 			if err != nil {

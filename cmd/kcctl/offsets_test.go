@@ -3,8 +3,10 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"net/http"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -64,6 +66,35 @@ func waitOffsets(t *testing.T, c *client.Client, name string, n int) api.Connect
 	}
 }
 
+// waitOffsetsChangeable waits until connector name is stopped as the
+// offsets API requires: STOPPED, no task configs, no task running.
+func waitOffsetsChangeable(t *testing.T, url, name string) {
+	t.Helper()
+	c := client.New(url)
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		st, err := c.ConnectorStatus(t.Context(), name)
+		ok := err == nil && st.Connector.State == "STOPPED"
+		for _, tk := range st.Tasks {
+			ok = ok && tk.State != "RUNNING" && tk.State != "PAUSED" && tk.State != "RESTARTING"
+		}
+		var tasks []any
+		if res, err := http.Get(url + "/connectors/" + name + "/tasks"); err == nil {
+			ok = ok && res.StatusCode == http.StatusOK && json.NewDecoder(res.Body).Decode(&tasks) == nil && len(tasks) == 0
+			res.Body.Close()
+		} else {
+			ok = false
+		}
+		if ok {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("connector %s not stopped: %+v %v, tasks %v", name, st, err, tasks)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
 func TestOffsetsVerbs(t *testing.T) {
 	url := startNode(t)
 	s := []string{"--server", url}
@@ -76,7 +107,7 @@ func TestOffsetsVerbs(t *testing.T) {
 	}
 	waitOffsets(t, c, "gen", 2)
 	mustKcctl(t, append(s, "stop", "connector", "gen")...)
-	waitStopped(t, c, "gen")
+	waitOffsetsChangeable(t, url, "gen")
 
 	out := mustKcctl(t, append(s, "get", "offsets", "gen")...)
 	lines := strings.Split(strings.TrimSpace(out), "\n")
@@ -195,12 +226,28 @@ func TestGetWorkersAndMembers(t *testing.T) {
 	url := startNode(t)
 	s := []string{"--server", url}
 
-	// get workers is worker list.
-	for _, o := range []string{"json", "yaml", "name"} {
-		got := mustKcctl(t, append(s, "get", "workers", "-o", o)...)
-		if want := mustKcctl(t, append(s, "worker", "list", "-o", o)...); got != want || got == "" {
-			t.Errorf("get workers -o %s:\n%s\nworker list:\n%s", o, got, want)
+	// get workers is worker list (the session's start may move between the
+	// two calls).
+	workers := func(args ...string) []restapi.WorkerView {
+		t.Helper()
+		var ws []restapi.WorkerView
+		if err := json.Unmarshal([]byte(mustKcctl(t, append(s, args...)...)), &ws); err != nil {
+			t.Fatal(err)
 		}
+		for i := range ws {
+			ws[i].Since = time.Time{}
+		}
+		return ws
+	}
+	if got, want := workers("get", "workers", "-o", "json"), workers("worker", "list", "-o", "json"); len(got) != 1 || !reflect.DeepEqual(got, want) {
+		t.Errorf("get workers -o json: %+v, worker list: %+v", got, want)
+	}
+	var ym []map[string]any
+	if err := yaml.Unmarshal([]byte(mustKcctl(t, append(s, "get", "workers", "-o", "yaml")...)), &ym); err != nil || len(ym) != 1 || ym[0]["state"] != "alive" {
+		t.Errorf("get workers -o yaml: %v %v", ym, err)
+	}
+	if got, want := mustKcctl(t, append(s, "get", "workers", "-o", "name")...), mustKcctl(t, append(s, "worker", "list", "-o", "name")...); got != want || !strings.HasPrefix(got, "worker/") {
+		t.Errorf("get workers -o name: %q, worker list: %q", got, want)
 	}
 	out := mustKcctl(t, append(s, "get", "workers", "-o", "wide")...)
 	if lines := strings.Split(strings.TrimSpace(out), "\n"); len(lines) != 2 ||
@@ -231,6 +278,12 @@ func TestGetWorkersAndMembers(t *testing.T) {
 	}
 	if got, want := mustKcctl(t, append(s, "get", "members", "-o", "name")...), mustKcctl(t, append(s, "cluster", "status", "-o", "name")...); got != want || !strings.HasPrefix(got, "member/") {
 		t.Errorf("get members -o name: %q, cluster status: %q", got, want)
+	}
+	// Neither takes arguments: completion offers no file names.
+	for _, what := range []string{"members", "workers"} {
+		if out := mustKcctl(t, append(s, "__complete", "get", what, "")...); !strings.HasPrefix(out, ":4\n") {
+			t.Errorf("completion of get %s: %q", what, out)
+		}
 	}
 	if code, _, _ := kcctl(t, append(s, "get", "members", "x")...); code != exitUsage {
 		t.Errorf("get members x: exit %d", code)
