@@ -55,3 +55,9 @@ type ConfigValueInfo struct {
 	Value  *string  `json:"value"`
 	Errors []string `json:"errors"`
 }
+
+// Message is the answer of PATCH and DELETE /connectors/{name}/offsets:
+// what the server did.
+type Message struct {
+	Message string `json:"message"`
+}

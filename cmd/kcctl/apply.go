@@ -320,7 +320,7 @@ repeat.`,
 	sub.Flags().StringArrayVarP(&set, "set", "s", nil, "Set a setting: KEY=VALUE (repeat for more)")
 	sub.Flags().StringArrayVarP(&remove, "remove", "r", nil, "Remove a setting: KEY (repeat for more)")
 	addOutputFlag(sub, &output)
-	cmd := &cobra.Command{Use: "patch", Short: "Change some settings of a connector"}
-	cmd.AddCommand(sub)
+	cmd := &cobra.Command{Use: "patch", Short: "Change some settings of a connector, or its offsets"}
+	cmd.AddCommand(sub, newPatchOffsetsCmd(g))
 	return cmd
 }

@@ -139,10 +139,13 @@ func newBulkVerb(g *globals, verb, short, done, long string, do func(ctx context
 }
 
 func newDeleteCmd(g *globals) *cobra.Command {
-	return newBulkVerb(g, "delete", "Delete connectors", "deleted",
+	cmd := newBulkVerb(g, "delete", "Delete connectors", "deleted",
 		`Delete the named connectors, or those -e matches. Their tasks stop; their
 offsets stay (Kafka Connect's behaviour).`,
 		func(ctx context.Context, c *client.Client, n string) error { return c.DeleteConnector(ctx, n) })
+	cmd.Short = "Delete connectors, or a connector's offsets"
+	cmd.AddCommand(newDeleteOffsetsCmd(g))
+	return cmd
 }
 
 func newPauseCmd(g *globals) *cobra.Command {

@@ -23,9 +23,10 @@ import (
 func newGetCmd(g *globals) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "get",
-		Short: "List connectors, tasks or plugins",
+		Short: "List connectors, tasks, plugins, offsets, workers or members",
 	}
 	cmd.AddCommand(newGetConnectorsCmd(g), newGetTasksCmd(g), newGetPluginsCmd(g))
+	cmd.AddCommand(newGetOffsetsCmd(g), newGetWorkersCmd(g), newGetMembersCmd(g))
 	return cmd
 }
 

@@ -49,6 +49,21 @@ func (c *Client) ConnectorOffsets(ctx context.Context, name string) (api.Connect
 	return v, c.do(ctx, http.MethodGet, connectorPath(name)+"/offsets", &v)
 }
 
+// AlterConnectorOffsets is PATCH /connectors/{name}/offsets: it sets the
+// offsets given (a nil offset removes the partition's); the connector must
+// be stopped.
+func (c *Client) AlterConnectorOffsets(ctx context.Context, name string, offs api.ConnectorOffsets) (api.Message, error) {
+	var v api.Message
+	return v, c.doJSON(ctx, http.MethodPatch, connectorPath(name)+"/offsets", offs, &v)
+}
+
+// ResetConnectorOffsets is DELETE /connectors/{name}/offsets; the
+// connector must be stopped.
+func (c *Client) ResetConnectorOffsets(ctx context.Context, name string) (api.Message, error) {
+	var v api.Message
+	return v, c.do(ctx, http.MethodDelete, connectorPath(name)+"/offsets", &v)
+}
+
 // PutConnectorConfig is PUT /connectors/{name}/config: it creates the
 // connector or replaces its config.
 func (c *Client) PutConnectorConfig(ctx context.Context, name string, cfg map[string]string) (api.ConnectorInfo, error) {
