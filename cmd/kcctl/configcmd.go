@@ -112,12 +112,9 @@ func newUseContextCmd() *cobra.Command {
 		Args:              cobra.ExactArgs(1),
 		ValidArgsFunction: contextNames,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			cfg, path, err := readConfig()
+			cfg, path, _, err := namedContext(args[0])
 			if err != nil {
 				return err
-			}
-			if contextIndex(cfg, args[0]) < 0 {
-				return &notFoundError{fmt.Errorf("%s has no context %q: kcctl config get-contexts lists them", path, args[0])}
 			}
 			cfg.CurrentContext = args[0]
 			if err := writeConfig(path, cfg); err != nil {
@@ -212,13 +209,9 @@ func newDeleteContextCmd() *cobra.Command {
 		Args:              cobra.ExactArgs(1),
 		ValidArgsFunction: contextNames,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			cfg, path, err := readConfig()
+			cfg, path, i, err := namedContext(args[0])
 			if err != nil {
 				return err
-			}
-			i := contextIndex(cfg, args[0])
-			if i < 0 {
-				return &notFoundError{fmt.Errorf("%s has no context %q: kcctl config get-contexts lists them", path, args[0])}
 			}
 			cfg.Contexts = slices.Delete(cfg.Contexts, i, i+1)
 			if cfg.CurrentContext == args[0] {
@@ -231,6 +224,20 @@ func newDeleteContextCmd() *cobra.Command {
 			return err
 		},
 	}
+}
+
+// namedContext reads the config file and finds context name in it; a
+// missing one is not found (exit 3).
+func namedContext(name string) (kcctlConfig, string, int, error) {
+	cfg, path, err := readConfig()
+	if err != nil {
+		return cfg, path, -1, err
+	}
+	i := contextIndex(cfg, name)
+	if i < 0 {
+		return cfg, path, -1, &notFoundError{fmt.Errorf("%s has no context %q: kcctl config get-contexts lists them", path, name)}
+	}
+	return cfg, path, i, nil
 }
 
 func contextIndex(cfg kcctlConfig, name string) int {

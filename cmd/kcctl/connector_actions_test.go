@@ -2,9 +2,9 @@ package main
 
 import (
 	"encoding/json"
+	"fmt"
 	"strings"
 	"testing"
-	"time"
 
 	"go.yaml.in/yaml/v3"
 
@@ -103,15 +103,8 @@ func TestConnectorActions(t *testing.T) {
 // waitStopped waits until connector name is STOPPED.
 func waitStopped(t *testing.T, c *client.Client, name string) {
 	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for {
+	waitUntil(t, func() (bool, string) {
 		st, err := c.ConnectorStatus(t.Context(), name)
-		if err == nil && st.Connector.State == "STOPPED" {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("connector %s not STOPPED: %+v %v", name, st, err)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+		return err == nil && st.Connector.State == "STOPPED", fmt.Sprintf("connector %s not STOPPED: %+v %v", name, st, err)
+	})
 }

@@ -2,9 +2,9 @@ package main
 
 import (
 	"encoding/json"
+	"fmt"
 	"strings"
 	"testing"
-	"time"
 
 	"go.yaml.in/yaml/v3"
 
@@ -28,21 +28,17 @@ func datagen(t *testing.T, url, name string) {
 func waitState(t *testing.T, url, name, state string) api.ConnectorStateInfo {
 	t.Helper()
 	c := client.New(url)
-	deadline := time.Now().Add(20 * time.Second)
-	for {
-		st, err := c.ConnectorStatus(t.Context(), name)
+	var st api.ConnectorStateInfo
+	waitUntil(t, func() (bool, string) {
+		var err error
+		st, err = c.ConnectorStatus(t.Context(), name)
 		ok := err == nil && st.Connector.State == state && len(st.Tasks) > 0
 		for _, tk := range st.Tasks {
 			ok = ok && tk.State == state
 		}
-		if ok {
-			return st
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("connector %s not %s: %+v %v", name, state, st, err)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+		return ok, fmt.Sprintf("connector %s not %s: %+v %v", name, state, st, err)
+	})
+	return st
 }
 
 func mustKcctl(t *testing.T, args ...string) string {
@@ -181,15 +177,8 @@ func TestGetConnectorsTasksPluginsDescribe(t *testing.T) {
 func waitTaskFailed(t *testing.T, url, name string) {
 	t.Helper()
 	c := client.New(url)
-	deadline := time.Now().Add(20 * time.Second)
-	for {
+	waitUntil(t, func() (bool, string) {
 		st, err := c.ConnectorStatus(t.Context(), name)
-		if err == nil && len(st.Tasks) > 0 && st.Tasks[0].State == "FAILED" {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("task 0 of %s not FAILED: %+v %v", name, st, err)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+		return err == nil && len(st.Tasks) > 0 && st.Tasks[0].State == "FAILED", fmt.Sprintf("task 0 of %s not FAILED: %+v %v", name, st, err)
+	})
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"log/slog"
 	"net/http"
 	"strings"
@@ -37,20 +38,32 @@ func startNode(t *testing.T) string {
 	t.Cleanup(func() { n.Close() })
 	// Ready: it leads, and its worker holds a session with its coordinator
 	// (GET /health answers 200 only then).
-	for deadline := time.Now().Add(20 * time.Second); ; {
+	waitUntil(t, func() (bool, string) {
 		res, err := http.Get(n.RESTURL() + "/health")
-		if err == nil {
-			res.Body.Close()
-			if res.StatusCode == http.StatusOK {
-				break
-			}
+		if err != nil {
+			return false, fmt.Sprintf("the node did not become healthy: %v", err)
+		}
+		res.Body.Close()
+		return res.StatusCode == http.StatusOK, "the node did not become healthy: " + res.Status
+	})
+	return n.RESTURL()
+}
+
+// waitUntil polls cond until it holds, failing the test after 20 s with
+// what cond last said.
+func waitUntil(t *testing.T, cond func() (ok bool, last string)) {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		ok, last := cond()
+		if ok {
+			return
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("the node did not become healthy: %v", err)
+			t.Fatal(last)
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
-	return n.RESTURL()
 }
 
 func TestVersionAgainstARunningNode(t *testing.T) {

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -53,17 +54,13 @@ func TestParseOffsets(t *testing.T) {
 // waitOffsets waits until connector name has n offsets and returns them.
 func waitOffsets(t *testing.T, c *client.Client, name string, n int) api.ConnectorOffsets {
 	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for {
-		offs, err := c.ConnectorOffsets(t.Context(), name)
-		if err == nil && len(offs.Offsets) == n {
-			return offs
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("connector %s has not %d offsets: %+v %v", name, n, offs, err)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	var offs api.ConnectorOffsets
+	waitUntil(t, func() (bool, string) {
+		var err error
+		offs, err = c.ConnectorOffsets(t.Context(), name)
+		return err == nil && len(offs.Offsets) == n, fmt.Sprintf("connector %s has not %d offsets: %+v %v", name, n, offs, err)
+	})
+	return offs
 }
 
 // waitOffsetsChangeable waits until connector name is stopped as the
