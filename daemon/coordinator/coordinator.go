@@ -246,6 +246,7 @@ func (c *Coordinator) leadLoop(ctx context.Context, term uint64) {
 	tick := time.NewTicker(100 * time.Millisecond)
 	defer tick.Stop()
 	lastRun := time.Time{}
+	lastLoop := time.Now()
 	failures := 0
 	for {
 		select {
@@ -254,6 +255,16 @@ func (c *Coordinator) leadLoop(ctx context.Context, term uint64) {
 		case <-c.kick:
 		case <-tick.C:
 		}
+		if stalled := time.Since(lastLoop) > c.cfg.SessionTimeout/2; stalled {
+			// The process was paused (SIGSTOP, a starved machine): the
+			// sessions look silent, and this node may have been deposed
+			// meanwhile. Judge them only once it is sure it still leads.
+			if !c.confirmLead(ctx, term) {
+				lastLoop = time.Now()
+				continue
+			}
+		}
+		lastLoop = time.Now()
 		c.mu.Lock()
 		c.expire(st, time.Now())
 		due := st.dirty || time.Since(lastRun) > 2*time.Second
@@ -274,6 +285,21 @@ func (c *Coordinator) leadLoop(ctx context.Context, term uint64) {
 		failures = 0
 		lastRun = time.Now()
 	}
+}
+
+// confirmLead tells whether this node still leads in term, after a read
+// barrier: a deposed leader learns of the newer term in the barrier's
+// round of messages.
+func (c *Coordinator) confirmLead(ctx context.Context, term uint64) bool {
+	rctx, cancel := context.WithTimeout(ctx, c.cfg.SessionTimeout/2)
+	defer cancel()
+	err := c.cfg.Raft.LinearizableRead(rctx)
+	if err != nil || !c.leads(term) {
+		c.log.Info("not sure it still leads after a pause; sessions wait", "err", err, "term", term)
+		c.wakeRun()
+		return false
+	}
+	return true
 }
 
 // takeOver writes a new epoch for term and starts a session for every

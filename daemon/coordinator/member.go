@@ -280,39 +280,70 @@ func (m *Member) step(loop string) {
 	}
 }
 
+// heartbeats sends a heartbeat every interval. A heartbeat still
+// unanswered does not hold back the next one: one forwarded to a leader
+// that froze hangs until it times out, and the next, sent after an
+// election, reaches the new leader while the session still holds. The
+// session runs from the send time of the newest heartbeat answered.
 func (m *Member) heartbeats(ctx context.Context) {
+	type result struct {
+		sent  time.Time
+		reply HeartbeatReply
+		err   error
+	}
+	// Each heartbeat gives up after SessionTimeout/2, so this many are in
+	// flight at most when every one hangs.
+	limit := min(max(int(m.cfg.SessionTimeout/2/m.cfg.HeartbeatInterval)+1, 1), 8)
+	results := make(chan result, limit)
+	inFlight := 0
 	t := time.NewTimer(0)
 	defer t.Stop()
+	next := time.Now()
+	soon := func(d time.Duration) {
+		if at := time.Now().Add(d); at.Before(next) {
+			next = at
+			t.Reset(d)
+		}
+	}
 	failures := 0
 	for {
 		select {
 		case <-ctx.Done():
 			return
-		case <-t.C:
-		}
-		m.step("heartbeat")
-		next := m.cfg.HeartbeatInterval
-		sent := time.Now() // with its monotonic reading: the lease runs from here
-		reply, err := m.beat(ctx)
-		if ctx.Err() != nil {
-			return
-		}
-		if err == nil {
+		case r := <-results:
+			inFlight--
+			if r.err != nil {
+				if ctx.Err() != nil {
+					return
+				}
+				failures++
+				if failures == 1 || failures%20 == 0 {
+					m.log.Warn("heartbeat failed", "err", r.err, "failures", failures)
+				}
+				continue
+			}
 			failures = 0
-			if !m.answered(sent, reply) || m.releasing() {
+			if (!m.answered(r.sent, r.reply) || m.releasing()) && inFlight == 0 {
 				// Waiting to be counted in the assignment (a rebalance
 				// follows a new session at once), or handing units over
 				// (a revoked unit moves once two heartbeats said it
 				// stopped): ask again soon.
-				next = min(next, 100*time.Millisecond)
+				soon(100 * time.Millisecond)
 			}
-		} else {
-			failures++
-			if failures == 1 || failures%20 == 0 {
-				m.log.Warn("heartbeat failed", "err", err, "failures", failures)
+		case <-t.C:
+			m.step("heartbeat")
+			next = time.Now().Add(m.cfg.HeartbeatInterval)
+			t.Reset(m.cfg.HeartbeatInterval)
+			if inFlight >= limit {
+				continue
 			}
+			inFlight++
+			go func() {
+				sent := time.Now() // with its monotonic reading: the lease runs from here
+				reply, err := m.beat(ctx)
+				results <- result{sent, reply, err}
+			}()
 		}
-		t.Reset(next)
 	}
 }
 
@@ -320,6 +351,12 @@ func (m *Member) heartbeats(ctx context.Context) {
 // the coordinator counts this worker in the assignment.
 func (m *Member) answered(sent time.Time, reply HeartbeatReply) bool {
 	m.mu.Lock()
+	if sent.Before(m.lastAck) {
+		// Overtaken by a newer heartbeat's answer: nothing new.
+		assigned := m.confirmed
+		m.mu.Unlock()
+		return assigned
+	}
 	was := m.holdsLocked()
 	// The session lapsed if, by the clock, it ran out before this reply:
 	// whatever the member knew of its units may be stale.

@@ -33,7 +33,7 @@ var (
 	chaosReport   = flag.String("chaos.report", "", "TestIntegrationChaos: file to write the report to (it also goes to stdout)")
 	chaosLogs     = flag.String("chaos.logs", "", "TestIntegrationChaos: directory to copy the nodes' logs into at the end")
 	chaosRate     = flag.Float64("chaos.rate", 100, "TestIntegrationChaos: records per second of each Datagen task")
-	chaosFaults   = flag.String("chaos.faults", "kill,kill-leader,sigstop,transfer-leader", "TestIntegrationChaos: the kinds of fault to inject, comma-separated")
+	chaosFaults   = flag.String("chaos.faults", "kill,kill-leader,sigstop,sigstop-leader,transfer-leader", "TestIntegrationChaos: the kinds of fault to inject, comma-separated")
 	chaosMemLimit = flag.String("chaos.memory-limit", "80MiB", "TestIntegrationChaos: --memory-limit of every node, and the bar for its peak RSS")
 )
 
@@ -94,8 +94,8 @@ func TestIntegrationChaos(t *testing.T) {
 	}
 	rng := rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15))
 	for _, k := range strings.Split(*chaosFaults, ",") {
-		if !slices.Contains([]string{"kill", "kill-leader", "sigstop", "transfer-leader"}, k) {
-			t.Fatalf("-chaos.faults: unknown kind %q (kill, kill-leader, sigstop, transfer-leader)", k)
+		if !slices.Contains([]string{"kill", "kill-leader", "sigstop", "sigstop-leader", "transfer-leader"}, k) {
+			t.Fatalf("-chaos.faults: unknown kind %q (kill, kill-leader, sigstop, sigstop-leader, transfer-leader)", k)
 		}
 	}
 	t.Logf("chaos: seed %d (rerun this schedule with -chaos.seed=%d), %v of faults", seed, seed, *chaosDuration)
@@ -440,8 +440,14 @@ func (r *chaosRun) fault(ctx context.Context, kind string) {
 		f.End = time.Now()
 		f.Note = fmt.Sprintf("down %.1fs", f.End.Sub(f.Start).Seconds())
 		r.logf("fault %d: node %d restarted from its data dir", f.N, n.ID)
-	case "sigstop":
-		n := r.pick(func(*chaosNode) bool { return true })
+	case "sigstop", "sigstop-leader":
+		var n *chaosNode
+		if kind == "sigstop" {
+			n = r.pick(func(*chaosNode) bool { return true })
+		} else if n = r.leader(ctx); n == nil {
+			r.logf("fault %d (%s): no leader known for 5 s; skipped", f.N, kind)
+			return
+		}
 		hold := 5*time.Second + time.Duration(r.rng.Int64N(int64(3*time.Second)))
 		n.setState(nodeDown)
 		f.Node, f.Start = n.ID, time.Now()
