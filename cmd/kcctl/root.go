@@ -107,6 +107,7 @@ context's. Contexts live in $KCCTL_CONFIG or ~/.config/kcctl/config.yaml:
 
 	cmd.AddCommand(newVersionCmd(g), newClusterCmd(g), newWorkerCmd(g), newRebalanceCmd(g), newAssignmentsCmd(g), newStoreCmd(g), newMigrateCmd(g), newAuthCmd(), newConfigCmd(g))
 	cmd.AddCommand(connectorVerbs(g)...)
+	cmd.AddCommand(newTopCmd(g))
 	usageArgs(cmd)
 	return cmd, g
 }

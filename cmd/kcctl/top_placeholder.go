@@ -1,0 +1,65 @@
+package main
+
+// A stand-in for tui/top's model (top.New) until it is merged: it shows
+// the leader, the workers and each connector's tasks, as text. The lead
+// deletes this file at merge and newTopModel calls
+// top.New(top.Options{Backend, ReadOnly, NoColor, Context, Now: time.Now}).
+
+import (
+	"fmt"
+	"strings"
+
+	tea "charm.land/bubbletea/v2"
+
+	"github.com/kcd-project/kcd/tui/top"
+)
+
+func newTopModel(b top.Backend, readOnly, noColor bool, context string) tea.Model {
+	return &placeholderTop{context: context}
+}
+
+type placeholderTop struct {
+	context string
+	seq     uint64
+	snap    top.Snapshot
+	state   top.FeedStateMsg
+}
+
+func (m *placeholderTop) Init() tea.Cmd { return nil }
+
+func (m *placeholderTop) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
+	switch msg := msg.(type) {
+	case tea.KeyPressMsg:
+		if msg.String() == "q" || msg.String() == "ctrl+c" {
+			return m, tea.Quit
+		}
+	case top.SnapshotMsg:
+		if msg.Seq > m.seq {
+			m.seq, m.snap = msg.Seq, msg.Snapshot
+		}
+	case top.LeaderMsg:
+		m.snap.Cluster.Leader, m.snap.Cluster.Term = msg.Leader, msg.Term
+	case top.FeedStateMsg:
+		m.state = msg
+	}
+	return m, nil
+}
+
+func (m *placeholderTop) View() tea.View {
+	var b strings.Builder
+	s := m.snap
+	fmt.Fprintf(&b, "cluster %s  leader %d  term %d  store %s  feed live=%v polling=%v err=%v\n",
+		s.Cluster.ID, s.Cluster.Leader, s.Cluster.Term, s.Cluster.Store, m.state.Live, m.state.Polling, m.state.Err)
+	for _, w := range s.Workers {
+		fmt.Fprintf(&b, "worker %s alive=%v tasks=%d\n", w.ID, w.Alive, w.Tasks["RUNNING"])
+	}
+	for _, c := range s.Connectors {
+		fmt.Fprintf(&b, "connector %s %s\n", c.Name, c.State)
+		for _, t := range c.Tasks {
+			fmt.Fprintf(&b, "  task %d %s %s\n", t.ID, t.State, t.WorkerID)
+		}
+	}
+	v := tea.NewView(b.String())
+	v.AltScreen = true
+	return v
+}
