@@ -37,6 +37,21 @@ func (m *placeholderTop) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		if msg.Seq > m.seq {
 			m.seq, m.snap = msg.Seq, msg.Snapshot
 		}
+	case top.StatusMsg:
+		for i := range m.snap.Connectors {
+			c := &m.snap.Connectors[i]
+			if c.Name != msg.Connector {
+				continue
+			}
+			if msg.Task < 0 {
+				c.State, c.WorkerID = msg.State, msg.WorkerID
+			}
+			for j := range c.Tasks {
+				if c.Tasks[j].ID == msg.Task {
+					c.Tasks[j].State, c.Tasks[j].WorkerID = msg.State, msg.WorkerID
+				}
+			}
+		}
 	case top.LeaderMsg:
 		m.snap.Cluster.Leader, m.snap.Cluster.Term = msg.Leader, msg.Term
 	case top.FeedStateMsg:
@@ -50,8 +65,16 @@ func (m *placeholderTop) View() tea.View {
 	s := m.snap
 	fmt.Fprintf(&b, "cluster %s  leader %d  term %d  store %s  feed live=%v polling=%v err=%v\n",
 		s.Cluster.ID, s.Cluster.Leader, s.Cluster.Term, s.Cluster.Store, m.state.Live, m.state.Polling, m.state.Err)
+	running := map[string]int{}
+	for _, c := range s.Connectors {
+		for _, t := range c.Tasks {
+			if t.State == "RUNNING" {
+				running[t.WorkerID]++
+			}
+		}
+	}
 	for _, w := range s.Workers {
-		fmt.Fprintf(&b, "worker %s alive=%v tasks=%d\n", w.ID, w.Alive, w.Tasks["RUNNING"])
+		fmt.Fprintf(&b, "worker %s alive=%v running %d\n", w.ID, w.Alive, running[w.ID])
 	}
 	for _, c := range s.Connectors {
 		fmt.Fprintf(&b, "connector %s %s\n", c.Name, c.State)

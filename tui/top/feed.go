@@ -136,8 +136,9 @@ func (f *Feed) trigger() {
 }
 
 // pollLoop polls every Interval, sooner when an event asks (but never
-// twice within minPollGap), later after errors (backing off up to
-// maxBackoff). Polls never overlap: this goroutine makes them all.
+// twice within minPollGap); after errors it waits longer, backing off up
+// to maxBackoff, unless an event asks. Polls never overlap: this
+// goroutine makes them all.
 func (f *Feed) pollLoop(ctx context.Context) {
 	backoff := time.Duration(0)
 	for {
@@ -160,13 +161,11 @@ func (f *Feed) pollLoop(ctx context.Context) {
 			return
 		case <-t.C:
 		case <-f.pollNow:
+			// An event, or the stream lost: poll soon, even while backing
+			// off (events come at most once per stream retry, which backs
+			// off too), but never twice within minPollGap.
 			t.Stop()
-			if err != nil {
-				// Failing: an event does not cut the backoff short.
-				if !sleep(ctx, time.Until(started.Add(wait))) {
-					return
-				}
-			} else if !sleep(ctx, time.Until(started.Add(minPollGap))) {
+			if !sleep(ctx, time.Until(started.Add(minPollGap))) {
 				return
 			}
 		}
@@ -471,6 +470,9 @@ func (f *Feed) follow(ctx context.Context) {
 			return
 		}
 		f.setState(func() { f.stream = false })
+		// The server may be gone: a poll finds out, and moves to another
+		// that the next attempt then uses.
+		f.trigger()
 		if err != nil && time.Since(opened) < 10*time.Second {
 			backoff = min(max(2*backoff, minBackoff), maxBackoff)
 		} else {
