@@ -414,3 +414,39 @@ func TestFeedPollsWhileTheStreamIsCut(t *testing.T) {
 	p.setCut(false)
 	waitUntil(t, 15*time.Second, func() (bool, string) { return lastState().Live, "not live again after the stream came back" })
 }
+
+// A burst of status events (a rebalance of thousands of tasks) is passed
+// on one by one only up to maxStatusPerSec; beyond that the feed asks for
+// a poll instead, so the model's queue stays bounded.
+func TestFeedBoundsTheStatusRate(t *testing.T) {
+	f := NewFeed(FeedConfig{Servers: []string{"http://127.0.0.1:1"}})
+	r := &recorder{}
+	f.send = r.send
+	for i := range 3 * maxStatusPerSec {
+		f.handle(client.Event{Type: "status", Data: []byte(fmt.Sprintf(`{"connector":"c","task":%d,"state":"RUNNING","worker_id":"w"}`, i))})
+	}
+	n := r.count(func(m any) bool { _, ok := m.(StatusMsg); return ok })
+	if n != maxStatusPerSec {
+		t.Errorf("%d status messages passed on from a burst of %d, want %d", n, 3*maxStatusPerSec, maxStatusPerSec)
+	}
+	select {
+	case <-f.pollNow:
+	default:
+		t.Error("the dropped status events asked for no poll")
+	}
+	// Task null is the connector's own status; deletions pass on.
+	r2 := &recorder{}
+	f2 := NewFeed(FeedConfig{})
+	f2.send = r2.send
+	f2.handle(client.Event{Type: "status", Data: []byte(`{"connector":"c","task":null,"state":"FAILED","worker_id":"w","trace":"boom"}`)})
+	f2.handle(client.Event{Type: "status", Data: []byte(`{"connector":"c","task":1,"deleted":true}`)})
+	f2.handle(client.Event{Type: "leader", Data: []byte(`{"leader":3,"term":9}`)})
+	want := []any{
+		StatusMsg{Connector: "c", Task: -1, State: "FAILED", WorkerID: "w", Trace: "boom"},
+		StatusMsg{Connector: "c", Task: 1, Deleted: true},
+		LeaderMsg{Leader: 3, Term: 9},
+	}
+	if got := r2.all(); fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("messages %+v, want %+v", got, want)
+	}
+}
