@@ -134,12 +134,13 @@ func newSetContextCmd(g *globals) *cobra.Command {
 		Long: `Creates context NAME, or changes it: each of --server, --token, --user,
 --password-file, --ca-file, --client-cert and --client-key given is stored in
 it (an empty value removes the setting); the others stay as they are. Paths
-are stored absolute. A token is stored in the file as it is: keep the file
+are stored absolute. --server may list several REST URLs of the cluster,
+comma-separated: kcctl tries them in turn. A token is stored in the file as it is: keep the file
 private (kcctl writes it with mode 0600), or prefer a user with a
 password-file.`,
 		Example: `  kcctl config set-context prod --server https://10.0.0.1:8083 --user alice \
       --password-file ~/.config/kcctl/prod.password --ca-file ca.pem --current
-  kcctl config set-context prod --server https://10.0.0.2:8083`,
+  kcctl config set-context prod --server https://10.0.0.2:8083,https://10.0.0.3:8083`,
 		Args:              cobra.ExactArgs(1),
 		ValidArgsFunction: contextNames,
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -180,7 +181,7 @@ password-file.`,
 				*s.dst = v
 			}
 			if c.Server != "" {
-				if _, err := normalizeServer(c.Server, c.CAFile != "" || c.ClientCert != ""); err != nil {
+				if _, err := normalizeServers(c.Server, c.CAFile != "" || c.ClientCert != ""); err != nil {
 					return &usageError{err}
 				}
 			}

@@ -27,8 +27,9 @@ type kcctlConfig struct {
 // contextConfig is one cluster and how to reach it. Paths are relative to
 // the config file's folder; ~/ is the home folder.
 type contextConfig struct {
-	Name         string `yaml:"name"`
-	Server       string `yaml:"server,omitempty"`
+	Name   string `yaml:"name"`
+	Server string `yaml:"server,omitempty"` // one URL, or several comma-separated
+
 	Token        string `yaml:"token,omitempty"`
 	User         string `yaml:"user,omitempty"`
 	PasswordFile string `yaml:"password-file,omitempty"`
@@ -213,8 +214,12 @@ func resolveConnection(flags *pflag.FlagSet, g *globals) (connection, error) {
 		return connection{}, &usageError{fmt.Errorf("--request-timeout must be above 0, got %s", g.requestTimeout)}
 	}
 	conn.opts.Timeout = g.requestTimeout
-	conn.server, err = normalizeServer(conn.server, conn.opts.Transport != nil)
-	return conn, err
+	servers, err := normalizeServers(conn.server, conn.opts.Transport != nil)
+	if err != nil {
+		return connection{}, err
+	}
+	conn.server, conn.opts.Fallbacks = servers[0], servers[1:]
+	return conn, nil
 }
 
 func tlsConfig(caFile, cert, key string) (*tls.Config, error) {

@@ -160,6 +160,26 @@ func humanUsage(err error) string {
 	return fmt.Sprintf("%s: %q: %s", flag, val, why)
 }
 
+// normalizeServers normalizes a comma-separated list of servers: several
+// REST URLs of one cluster, tried in turn.
+func normalizeServers(list string, tlsGiven bool) ([]string, error) {
+	var out []string
+	for _, s := range strings.Split(list, ",") {
+		if strings.TrimSpace(s) == "" {
+			continue
+		}
+		n, err := normalizeServer(s, tlsGiven)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, n)
+	}
+	if len(out) == 0 {
+		return nil, &usageError{fmt.Errorf("no server given (--server, KCCTL_SERVER or the context's server)")}
+	}
+	return out, nil
+}
+
 // normalizeServer turns a server given as host:port into a URL: https://
 // when TLS settings are given, else http://. It refuses what is no URL.
 func normalizeServer(s string, tlsGiven bool) (string, error) {

@@ -37,7 +37,9 @@ func (g *globals) client() *client.Client {
 		if conn, err := resolveConnection(g.flags, g); err == nil {
 			g.conn = conn
 		} else {
-			g.conn.server, _ = normalizeServer(g.server, false)
+			if servers, err := normalizeServers(g.server, false); err == nil {
+				g.conn.server, g.conn.opts.Fallbacks = servers[0], servers[1:]
+			}
 		}
 		g.conn.opts.Timeout = g.requestTimeout
 	}
@@ -83,7 +85,7 @@ context's. Contexts live in $KCCTL_CONFIG or ~/.config/kcctl/config.yaml:
 		server = defaultServer
 	}
 	pf := cmd.PersistentFlags()
-	pf.StringVar(&g.server, "server", server, "URL of a kcd node's REST API (env KCCTL_SERVER; else the context's server)")
+	pf.StringVar(&g.server, "server", server, "URL or host:port of a kcd node's REST API, or several comma-separated, tried in turn (env KCCTL_SERVER; else the context's server)")
 	pf.StringVar(&g.token, "token", "", "Bearer token to authenticate with (env KCCTL_TOKEN)")
 	pf.StringVar(&g.user, "user", "", "User to authenticate as with HTTP basic (env KCCTL_USER)")
 	pf.StringVar(&g.passwordFile, "password-file", "", "File holding the user's password (env KCCTL_PASSWORD holds the password itself)")

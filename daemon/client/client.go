@@ -9,9 +9,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/kcd-project/kcd/daemon/restapi"
@@ -20,9 +23,11 @@ import (
 // maxBody bounds what the client reads of one response.
 const maxBody = 32 << 20
 
-// Client talks to one kcd (or Kafka Connect) REST endpoint.
+// Client talks to one kcd (or Kafka Connect) REST endpoint, or to the
+// first of several that answers.
 type Client struct {
-	base  string
+	bases []string
+	cur   atomic.Int32 // index in bases of the one that answered last
 	http  *http.Client
 	creds Credentials
 }
@@ -44,6 +49,11 @@ type Options struct {
 	Credentials Credentials
 	// Timeout bounds each request, its answer read included; 0: 30s.
 	Timeout time.Duration
+	// Fallbacks are other base URLs of the same cluster, tried in turn
+	// when a request gets no answer: any request when it could not even
+	// connect, a read (GET, HEAD) whatever went wrong. A write that may
+	// have reached a server is never sent twice.
+	Fallbacks []string
 }
 
 // New returns a client of the API at baseURL (e.g. http://127.0.0.1:8083).
@@ -54,8 +64,14 @@ func NewWithOptions(baseURL string, opts Options) *Client {
 	if opts.Timeout <= 0 {
 		opts.Timeout = 30 * time.Second
 	}
+	bases := []string{strings.TrimRight(baseURL, "/")}
+	for _, f := range opts.Fallbacks {
+		if f = strings.TrimRight(f, "/"); f != "" && !slices.Contains(bases, f) {
+			bases = append(bases, f)
+		}
+	}
 	return &Client{
-		base:  strings.TrimRight(baseURL, "/"),
+		bases: bases,
 		http:  &http.Client{Timeout: opts.Timeout, Transport: opts.Transport},
 		creds: opts.Credentials,
 	}
@@ -71,8 +87,8 @@ func (c *Client) authorize(req *http.Request) {
 	}
 }
 
-// BaseURL is the URL the client talks to.
-func (c *Client) BaseURL() string { return c.base }
+// BaseURL is the URL the client talks to: the one that answered last.
+func (c *Client) BaseURL() string { return c.bases[c.cur.Load()] }
 
 // APIError is an error answer of the API, in Kafka Connect's error shape.
 type APIError struct {
@@ -112,22 +128,9 @@ func (c *Client) send(ctx context.Context, method, path string, body []byte, out
 // sendAs sends body (nil: none) of media type ct and decodes a JSON
 // answer into out.
 func (c *Client) sendAs(ctx context.Context, method, path string, body []byte, ct string, out any) error {
-	var rd io.Reader
-	if body != nil {
-		rd = bytes.NewReader(body)
-	}
-	req, err := http.NewRequestWithContext(ctx, method, c.base+path, rd)
+	res, err := c.roundTrip(ctx, method, path, body, ct)
 	if err != nil {
-		return fmt.Errorf("build request %s %s: %w", method, path, err)
-	}
-	req.Header.Set("Accept", "application/json")
-	c.authorize(req)
-	if body != nil {
-		req.Header.Set("Content-Type", ct)
-	}
-	res, err := c.http.Do(req)
-	if err != nil {
-		return &UnreachableError{URL: c.base, Err: err}
+		return err
 	}
 	defer res.Body.Close()
 	resBody, err := io.ReadAll(io.LimitReader(res.Body, maxBody))
@@ -151,6 +154,52 @@ func (c *Client) sendAs(ctx context.Context, method, path string, body []byte, c
 		return fmt.Errorf("decode response of %s %s: %w", method, path, err)
 	}
 	return nil
+}
+
+// roundTrip sends the request to the base URL that answered last, and on
+// to the next ones while retrying is safe (see Options.Fallbacks).
+func (c *Client) roundTrip(ctx context.Context, method, path string, body []byte, ct string) (*http.Response, error) {
+	first := int(c.cur.Load())
+	var errs []error
+	for i := range c.bases {
+		n := (first + i) % len(c.bases)
+		base := c.bases[n]
+		var rd io.Reader
+		if body != nil {
+			rd = bytes.NewReader(body)
+		}
+		req, err := http.NewRequestWithContext(ctx, method, base+path, rd)
+		if err != nil {
+			return nil, fmt.Errorf("build request %s %s: %w", method, path, err)
+		}
+		req.Header.Set("Accept", "application/json")
+		c.authorize(req)
+		if body != nil {
+			req.Header.Set("Content-Type", ct)
+		}
+		res, err := c.http.Do(req)
+		if err == nil {
+			if n != first {
+				c.cur.Store(int32(n))
+			}
+			return res, nil
+		}
+		errs = append(errs, &UnreachableError{URL: base, Err: err})
+		if ctx.Err() != nil || !(notSent(err) || method == http.MethodGet || method == http.MethodHead) {
+			break
+		}
+	}
+	if len(errs) == 1 {
+		return nil, errs[0]
+	}
+	return nil, errors.Join(errs...)
+}
+
+// notSent tells whether a request failed before any of it left: the
+// connection was never made.
+func notSent(err error) bool {
+	var op *net.OpError
+	return errors.As(err, &op) && op.Op == "dial"
 }
 
 // ServerInfo is GET /.

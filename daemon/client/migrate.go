@@ -40,10 +40,10 @@ const commitTimeout = 5 * time.Minute
 // Committing again is harmless: it finishes a committed import, and
 // answers a done one's state.
 func (c *Client) CommitImport(ctx context.Context, id string) (api.Import, error) {
-	long := *c
 	hc := *c.http
 	hc.Timeout = commitTimeout
-	long.http = &hc
+	long := &Client{bases: c.bases, http: &hc, creds: c.creds}
+	long.cur.Store(c.cur.Load())
 	var v api.Import
 	return v, long.send(ctx, http.MethodPost, "/kcd/v1/imports/"+url.PathEscape(id)+"/commit", []byte("{}"), &v)
 }
