@@ -38,9 +38,13 @@ Keys: ? for help, q to quit. NO_COLOR (any value) turns colour off.`,
 			if !ok || !term.IsTerminal(out.Fd()) {
 				return &usageError{errors.New("kcctl top needs a terminal, and its output is not one: for plain output use kcctl get connectors, kcctl get workers or kcctl cluster status")}
 			}
-			conn := g.conn
-			clientFor := func(url string) *client.Client { return client.NewWithOptions(url, conn.opts) }
-			feed := top.NewFeed(top.FeedConfig{Servers: []string{conn.server}, Client: clientFor, Interval: interval})
+			// The feed picks the server itself (the context's servers, then
+			// the members it learns), so its clients have no fallbacks.
+			opts := g.conn.opts
+			servers := append([]string{g.conn.server}, opts.Fallbacks...)
+			opts.Fallbacks = nil
+			clientFor := func(url string) *client.Client { return client.NewWithOptions(url, opts) }
+			feed := top.NewFeed(top.FeedConfig{Servers: servers, Client: clientFor, Interval: interval})
 			ctxName := g.context
 			if cc, err := loadContext(g.context); err == nil && cc != nil {
 				ctxName = cc.Name

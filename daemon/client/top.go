@@ -42,11 +42,13 @@ type EventStream struct {
 	sc   *bufio.Scanner
 }
 
-// Events opens GET /kcd/v1/events. The stream is not bounded by the
-// client's request timeout (it lasts until ctx ends or Close); the server
-// sends a comment at least every 15 s, which Next skips.
+// Events opens GET /kcd/v1/events on BaseURL (not on the fallbacks: the
+// caller picks the server). The stream is not bounded by the client's
+// request timeout (it lasts until ctx ends or Close); the server sends a
+// comment at least every 15 s, which Next skips.
 func (c *Client) Events(ctx context.Context) (*EventStream, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, c.base+"/kcd/v1/events", nil)
+	base := c.BaseURL()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, base+"/kcd/v1/events", nil)
 	if err != nil {
 		return nil, fmt.Errorf("build request GET /kcd/v1/events: %w", err)
 	}
@@ -55,7 +57,7 @@ func (c *Client) Events(ctx context.Context) (*EventStream, error) {
 	hc := &http.Client{Transport: c.http.Transport} // no timeout: a stream
 	res, err := hc.Do(req)
 	if err != nil {
-		return nil, &UnreachableError{URL: c.base, Err: err}
+		return nil, &UnreachableError{URL: base, Err: err}
 	}
 	if res.StatusCode >= 400 {
 		defer res.Body.Close()
