@@ -1,9 +1,11 @@
+//go:build !topmodel
+
 package main
 
 // A stand-in for tui/top's model (top.New) until it is merged: it shows
 // the leader, the workers and each connector's tasks, as text. The lead
-// deletes this file at merge and newTopModel calls
-// top.New(top.Options{Backend, ReadOnly, NoColor, Context, Now: time.Now}).
+// deletes this file at merge, and the build constraint of top_model.go,
+// whose newTopModel calls top.New.
 
 import (
 	"fmt"

@@ -121,7 +121,7 @@ func perWorker(p Placement) map[string]int {
 }
 
 // TestIntegrationTopLeaderKill: `kcctl top` runs in tmux against a real
-// three-node raft+worker cluster whose connector runs 6 tasks, talking to
+// three-node raft+worker cluster whose connector runs 12 tasks, talking to
 // the Raft leader. The leader is killed with SIGKILL; within 5 s the screen
 // shows the new leader and the tasks running where they moved, although
 // the server top talked to is gone (it moves to another member).
@@ -143,7 +143,7 @@ func TestIntegrationTopLeaderKill(t *testing.T) {
 	}); err != nil {
 		t.Fatalf("three workers did not register: %v", err)
 	}
-	const tasks = 6
+	const tasks = 12
 	topic := fmt.Sprintf("kcd-systemtest-top-%d", time.Now().UnixNano())
 	body := fmt.Sprintf(`{"name":"gen","config":{"connector.class":"Datagen","topic":%q,"tasks.max":"%d","rate.per.task":"20"}}`, topic, tasks)
 	if _, err := leader.do(ctx, "POST", "/connectors", []byte(body), nil); err != nil {
@@ -204,6 +204,9 @@ func TestIntegrationTopLeaderKill(t *testing.T) {
 	}
 	t.Logf("killed leader %d (%d of %d tasks on it): cluster settled (leader %d, every task RUNNING) after %v; the screen showed it after %v",
 		lead, before.Count(leader), tasks, newLead, settled.Round(time.Millisecond), onScreen.Round(time.Millisecond))
+	if testing.Verbose() {
+		t.Logf("the screen then:\n%s", scr)
+	}
 	if onScreen > 5*time.Second {
 		t.Errorf("the new leader and the moved tasks appeared on screen %v after the kill, more than 5 s", onScreen.Round(time.Millisecond))
 	}
