@@ -62,7 +62,10 @@ func (c *Client) Events(ctx context.Context) (*EventStream, error) {
 	if res.StatusCode >= 400 {
 		defer res.Body.Close()
 		b, _ := io.ReadAll(io.LimitReader(res.Body, 64<<10))
-		var em restapi.ErrorMessage
+		var em struct {
+			ErrorCode int    `json:"error_code"`
+			Message   string `json:"message"`
+		}
 		if json.Unmarshal(b, &em) != nil || em.Message == "" {
 			em.Message = strings.TrimSpace(string(b))
 			if em.Message == "" {
