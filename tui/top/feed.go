@@ -76,6 +76,7 @@ type Feed struct {
 	prevJournl []Rebalance
 
 	errServer    string // the last server a failed poll tried
+	statusSeen   uint64 // status events passed on so far
 	statusWindow time.Time
 	statusCount  int
 }
@@ -194,6 +195,7 @@ func (f *Feed) poll(ctx context.Context) error {
 	f.mu.Lock()
 	servers := slices.Clone(f.servers)
 	first := f.current
+	seen := f.statusSeen
 	f.mu.Unlock()
 	var errs []error
 	last := ""
@@ -216,6 +218,14 @@ func (f *Feed) poll(ctx context.Context) error {
 		f.mu.Unlock()
 		f.send(SnapshotMsg{Seq: seq, Snapshot: snap})
 		f.setState(func() { f.pollErr = nil })
+		f.mu.Lock()
+		raced := f.statusSeen != seen
+		f.mu.Unlock()
+		if raced {
+			// Status events came while the poll ran: the snapshot may be
+			// older than some of them, which it replaced; poll again soon.
+			f.trigger()
+		}
 		return nil
 	}
 	err := errors.New("no server to ask")
@@ -567,5 +577,6 @@ func (f *Feed) statusAllowed() bool {
 		f.statusWindow, f.statusCount = now, 0
 	}
 	f.statusCount++
+	f.statusSeen++
 	return f.statusCount <= maxStatusPerSec
 }

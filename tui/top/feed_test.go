@@ -109,6 +109,43 @@ func (r *recorder) last() (SnapshotMsg, bool) {
 	return SnapshotMsg{}, false
 }
 
+// view is the newest snapshot with the status messages after it applied,
+// as the model applies them: to connectors the snapshot has, adding a task
+// it lacks.
+func (r *recorder) view() Snapshot {
+	msgs := r.all()
+	var snap Snapshot
+	for _, m := range msgs {
+		switch m := m.(type) {
+		case SnapshotMsg:
+			snap = m.Snapshot
+			snap.Connectors = append([]Connector(nil), snap.Connectors...)
+		case StatusMsg:
+			for i := range snap.Connectors {
+				c := &snap.Connectors[i]
+				if c.Name != m.Connector {
+					continue
+				}
+				if m.Task < 0 {
+					c.State = m.State
+					continue
+				}
+				found := false
+				c.Tasks = append([]Task(nil), c.Tasks...)
+				for j := range c.Tasks {
+					if c.Tasks[j].ID == m.Task {
+						c.Tasks[j].State, found = m.State, true
+					}
+				}
+				if !found {
+					c.Tasks = append(c.Tasks, Task{ID: m.Task, State: m.State, WorkerID: m.WorkerID})
+				}
+			}
+		}
+	}
+	return snap
+}
+
 func (r *recorder) count(match func(any) bool) int {
 	n := 0
 	for _, m := range r.all() {
@@ -249,6 +286,32 @@ func TestFeedStatusBeforeNextPoll(t *testing.T) {
 	if m := r.count(isSnapshot); m != n {
 		t.Errorf("%d polls ran before the status arrived: it came with a poll, not from the event stream", m-n)
 	}
+
+	// Rebalance events ask for a poll (there is no other in the next
+	// hour), at most one per 500 ms however many events come.
+	n = r.count(isSnapshot)
+	start := time.Now()
+	for i := range 4 {
+		createDatagen(t, url, fmt.Sprintf("more%d", i), 2)
+	}
+	waitUntil(t, 10*time.Second, func() (bool, string) {
+		v := r.view()
+		for i := range 4 {
+			c, ok := connectorOf(v, fmt.Sprintf("more%d", i))
+			if !ok {
+				return false, fmt.Sprintf("no poll shows more%d: %+v", i, v.Connectors)
+			}
+			if c.State != "RUNNING" || len(c.Tasks) != 2 || c.Tasks[0].State != "RUNNING" || c.Tasks[1].State != "RUNNING" {
+				return false, fmt.Sprintf("more%d not RUNNING with 2 tasks RUNNING: %+v", i, c)
+			}
+		}
+		return true, ""
+	})
+	polls, took := r.count(isSnapshot)-n, time.Since(start)
+	if limit := int(took/minPollGap) + 1; polls > limit {
+		t.Errorf("%d polls in %v: more than one per %v", polls, took, minPollGap)
+	}
+	t.Logf("4 connectors created: %d polls in %v", polls, took.Round(time.Millisecond))
 }
 
 // With the first server dead, the feed takes its snapshots from the next.
@@ -449,4 +512,84 @@ func TestFeedBoundsTheStatusRate(t *testing.T) {
 	if got := r2.all(); fmt.Sprint(got) != fmt.Sprint(want) {
 		t.Errorf("messages %+v, want %+v", got, want)
 	}
+}
+
+// A snapshot taken before a status change but delivered after its event
+// would hide the change until the next poll: the feed polls again soon
+// when status events came while a poll ran.
+func TestFeedPollsAgainAfterStatusDuringAPoll(t *testing.T) {
+	node := startNode(t)
+	createDatagen(t, node, "gen", 1)
+	u, _ := url.Parse(node)
+	rp := httputil.NewSingleHostReverseProxy(u)
+	var mu sync.Mutex
+	var hold chan struct{} // set: hold the next GET /connectors answer until closed
+	fetched := make(chan struct{}, 1)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		mu.Lock()
+		h := hold
+		if req.URL.Path == "/connectors" && h != nil {
+			hold = nil
+		} else {
+			h = nil
+		}
+		mu.Unlock()
+		if h == nil {
+			rp.ServeHTTP(w, req)
+			return
+		}
+		rec := httptest.NewRecorder()
+		rp.ServeHTTP(rec, req) // the answer as it is now...
+		fetched <- struct{}{}
+		<-h // ...delivered later
+		for k, v := range rec.Header() {
+			w.Header()[k] = v
+		}
+		w.WriteHeader(rec.Code)
+		w.Write(rec.Body.Bytes())
+	}))
+	t.Cleanup(srv.Close)
+	r, f := runFeed(t, time.Hour, srv.URL)
+	waitUntil(t, 10*time.Second, func() (bool, string) {
+		c, ok := connectorOf(r.view(), "gen")
+		live := r.count(func(m any) bool { s, ok := m.(FeedStateMsg); return ok && s.Live }) > 0
+		return live && ok && c.State == "RUNNING", "the feed is not live with gen RUNNING"
+	})
+	release := make(chan struct{})
+	mu.Lock()
+	hold = release
+	mu.Unlock()
+	createDatagen(t, node, "other", 1) // a rebalance event: a poll starts
+	select {
+	case <-fetched:
+	case <-time.After(10 * time.Second):
+		t.Fatal("no poll after a rebalance")
+	}
+	// Let other's events pass and drop the polls they asked for: only
+	// the status change below happens during the held poll.
+	waitUntil(t, 10*time.Second, func() (bool, string) {
+		for _, m := range r.all() {
+			if s, ok := m.(StatusMsg); ok && s.Connector == "other" && s.Task == 0 && s.State == "RUNNING" {
+				return true, ""
+			}
+		}
+		return false, "other's task never RUNNING"
+	})
+	select {
+	case <-f.pollNow:
+	default:
+	}
+	if err := client.New(node).PauseConnector(t.Context(), "gen"); err != nil {
+		t.Fatal(err)
+	}
+	waitUntil(t, 10*time.Second, func() (bool, string) {
+		c, _ := connectorOf(r.view(), "gen")
+		return c.State == "PAUSED", "no StatusMsg says gen is PAUSED"
+	})
+	close(release) // the snapshot that still says RUNNING arrives
+	waitUntil(t, 10*time.Second, func() (bool, string) {
+		s, _ := r.last()
+		c, _ := connectorOf(s.Snapshot, "gen")
+		return c.State == "PAUSED", fmt.Sprintf("the last snapshot says gen is %s: no poll after the stale one", c.State)
+	})
 }
