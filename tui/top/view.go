@@ -109,7 +109,11 @@ func (m *Model) header(w int) []string {
 		return []string{"context " + clean(ctx), m.feedText()}
 	}
 	c := m.snap.Cluster
-	one := []string{"cluster " + orDash(clean(c.ID))}
+	var one []string
+	if m.opt.ReadOnly {
+		one = append(one, st.r(st.warn, "read-only"))
+	}
+	one = append(one, "cluster "+orDash(clean(c.ID)))
 	switch {
 	case m.now().Before(m.flashUntil):
 		one = append(one, st.r(st.flash, fmt.Sprintf("NEW LEADER %d (was %d) term %d", c.Leader, m.prevLeader, c.Term)))
@@ -119,9 +123,6 @@ func (m *Model) header(w int) []string {
 		one = append(one, fmt.Sprintf("leader %d term %d", c.Leader, c.Term))
 	}
 	one = append(one, "store "+orDash(clean(c.Store)), "context "+clean(ctx))
-	if m.opt.ReadOnly {
-		one = append(one, st.r(st.warn, "read-only"))
-	}
 
 	var two []string
 	q := fmt.Sprintf(" %d/%d voters up, quorum %d", c.VotersUp, c.Voters, c.Quorum)
@@ -366,7 +367,7 @@ var barStates = []struct {
 
 var workerCols = []column{
 	{head: "WORKER", min: 10, flex: 1}, {head: "", min: 8}, {head: "TASKS", min: 5, right: true},
-	{head: "SHARE", min: 4, right: true}, {head: "", min: 20}, {head: "", min: 10, flex: 3},
+	{head: "SHARE", min: 4, right: true}, {head: "", min: 8}, {head: "", min: 10, flex: 3},
 }
 
 func (m *Model) workersPane(lines []string, w, vis int) []string {
@@ -381,7 +382,11 @@ func (m *Model) workersPane(lines []string, w, vis int) []string {
 		n := taskTotal(&ws[i])
 		most, all = max(most, n), all+n
 	}
-	cw := widths(workerCols, w)
+	cols := append([]column(nil), workerCols...)
+	for i := range ws {
+		cols[4].min = max(cols[4].min, min(len(counts(&ws[i])), 32))
+	}
+	cw := widths(cols, w)
 	off := m.off[paneWorkers]
 	for i := off; i < len(ws) && i < off+vis; i++ {
 		wk := &ws[i]
@@ -405,7 +410,7 @@ func (m *Model) workersPane(lines []string, w, vis int) []string {
 		if !wk.Alive || wk.Draining {
 			fs = "bad"
 		}
-		r := m.row(workerCols[:5], cw[:5], []cell{
+		r := m.row(cols[:5], cw[:5], []cell{
 			{text: wk.ID}, {text: strings.Join(flags, ","), state: fs}, {text: strconv.Itoa(n)}, {text: share}, {text: counts(wk)},
 		}, sel)
 		lines = append(lines, r+" "+m.bar(wk, cw[5], most, sel))
@@ -625,13 +630,13 @@ func (m *Model) helpBody(lines []string, w int) []string {
 	lines = append(lines, strings.Split(m.help.FullHelpView(m.fullHelpKeys()), "\n")...)
 	lines = append(lines, "",
 		"  Connectors list failures first, then by name; / filters them by name.",
-		"  enter shows a connector's tasks with their traces and its offsets.",
+		"  enter shows a connector's tasks with their traces and its offsets.")
+	if m.opt.ReadOnly {
+		return append(lines, "  read-only (--readonly): no key changes the cluster.")
+	}
+	return append(lines,
 		"  r restarts a connector with its tasks (in a connector: the selected task);",
 		"  p pauses a running connector or resumes a paused one; both ask y/n first.")
-	if m.opt.ReadOnly {
-		lines = append(lines, "  read-only (--readonly): r and p are off.")
-	}
-	return lines
 }
 
 func (m *Model) statusLine(w int) string {
