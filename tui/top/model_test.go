@@ -500,3 +500,35 @@ func TestServerTextCannotDriveTheTerminal(t *testing.T) {
 		}
 	}
 }
+
+// TestFramesFitEverySize: at every size from 80x24 up each view is exactly
+// the terminal's height and no line is wider than it, with wide characters
+// and long ids in the data.
+func TestFramesFitEverySize(t *testing.T) {
+	s := cluster()
+	s.Connectors = append(s.Connectors, Connector{Name: "数据连接器-一个很长很长的名字-用来测试截断", State: "RUNNING", WorkerID: "worker-with-a-very-long-identifier:18083",
+		Tasks: []Task{{ID: 0, State: "FAILED", WorkerID: "worker-with-a-very-long-identifier:18083", Trace: strings.Repeat("超长的错误信息 ", 40)}}, RecordsPerSec: -1, SinkLag: -1})
+	s.Workers[3].Tasks["STOPPED"] = 12345
+	s.Workers[3].Tasks["UNASSIGNED"] = 678
+	s.Workers[3].Tasks["RESTARTING"] = 9
+	s.Cluster.Alarms = []string{"NOSPACE", "CORRUPT"}
+	for w := 80; w <= 200; w += 7 {
+		for _, h := range []int{24, 31, 48} {
+			m, _ := started(t, w, h, Options{NoColor: true})
+			m = send(m, SnapshotMsg{Seq: 3, Snapshot: s})
+			checkShape(t, frame(m), w, h)
+			d, _ := press(t, m, "enter")
+			checkShape(t, frame(d), w, h)
+			d, _ = press(t, m, "j", "j", "enter") // the wide-character connector, failing
+			if f := frame(d); !strings.Contains(f, "Connector 数据") {
+				t.Fatalf("not the wide connector:\n%s", f)
+			}
+			checkShape(t, frame(d), w, h)
+			d, _ = press(t, m, "?")
+			checkShape(t, frame(d), w, h)
+			if t.Failed() {
+				t.Fatalf("at %dx%d", w, h)
+			}
+		}
+	}
+}

@@ -14,10 +14,24 @@ import (
 type styles struct {
 	plain bool
 
-	title, titleFocus, colHead, sel lipgloss.Style
-	flash, bad, warn, ok, dim       lipgloss.Style
-	state                           map[string]lipgloss.Style
+	title, titleFocus, colHead, sel paint
+	flash, bad, warn, ok, dim       paint
+	state                           map[string]paint
 	help                            help.Styles
+}
+
+// paint is a lipgloss style turned into the SGR sequences around a
+// single-line text, so a frame of many cells does not run lipgloss's
+// layout code once per cell.
+type paint struct{ pre, post string }
+
+func painted(st lipgloss.Style) paint {
+	out := st.Render("X")
+	i := strings.IndexByte(out, 'X')
+	if i < 0 {
+		return paint{}
+	}
+	return paint{pre: out[:i], post: out[i+1:]}
 }
 
 func newStyles(plain bool) styles {
@@ -26,39 +40,39 @@ func newStyles(plain bool) styles {
 	}
 	s := lipgloss.NewStyle
 	return styles{
-		title:      s().Faint(true),
-		titleFocus: s().Bold(true).Foreground(lipgloss.Cyan),
-		colHead:    s().Faint(true),
-		sel:        s().Reverse(true),
-		flash:      s().Bold(true).Reverse(true).Foreground(lipgloss.Yellow),
-		bad:        s().Bold(true).Foreground(lipgloss.Red),
-		warn:       s().Foreground(lipgloss.Yellow),
-		ok:         s().Foreground(lipgloss.Green),
-		dim:        s().Faint(true),
-		state: map[string]lipgloss.Style{
-			"RUNNING":    s().Foreground(lipgloss.Green),
-			"FAILED":     s().Bold(true).Foreground(lipgloss.Red),
-			"PAUSED":     s().Foreground(lipgloss.Yellow),
-			"RESTARTING": s().Foreground(lipgloss.Cyan),
-			"UNASSIGNED": s().Foreground(lipgloss.Magenta),
-			"STOPPED":    s().Faint(true),
+		title:      painted(s().Faint(true)),
+		titleFocus: painted(s().Bold(true).Foreground(lipgloss.Cyan)),
+		colHead:    painted(s().Faint(true)),
+		sel:        painted(s().Reverse(true)),
+		flash:      painted(s().Bold(true).Reverse(true).Foreground(lipgloss.Yellow)),
+		bad:        painted(s().Bold(true).Foreground(lipgloss.Red)),
+		warn:       painted(s().Foreground(lipgloss.Yellow)),
+		ok:         painted(s().Foreground(lipgloss.Green)),
+		dim:        painted(s().Faint(true)),
+		state: map[string]paint{
+			"RUNNING":    painted(s().Foreground(lipgloss.Green)),
+			"FAILED":     painted(s().Bold(true).Foreground(lipgloss.Red)),
+			"PAUSED":     painted(s().Foreground(lipgloss.Yellow)),
+			"RESTARTING": painted(s().Foreground(lipgloss.Cyan)),
+			"UNASSIGNED": painted(s().Foreground(lipgloss.Magenta)),
+			"STOPPED":    painted(s().Faint(true)),
 		},
 		help: help.DefaultDarkStyles(),
 	}
 }
 
 // r styles text (nothing under plain).
-func (s *styles) r(st lipgloss.Style, text string) string {
+func (s *styles) r(p paint, text string) string {
 	if s.plain || text == "" {
 		return text
 	}
-	return st.Render(text)
+	return p.pre + text + p.post
 }
 
 // byState styles text in the colour of a task or connector state.
 func (s *styles) byState(state, text string) string {
-	if st, ok := s.state[state]; ok && !s.plain {
-		return st.Render(text)
+	if p, ok := s.state[state]; ok {
+		return s.r(p, text)
 	}
 	return text
 }
@@ -95,10 +109,18 @@ func fit(text string, w int, right bool) string {
 		return ""
 	}
 	text = clean(text)
-	tw := ansi.StringWidth(text)
-	if tw > w {
-		text = ansi.Truncate(text, w, "…")
+	var tw int
+	if ascii(text) {
+		tw = len(text)
+		if tw > w {
+			text, tw = text[:w-1]+"…", w
+		}
+	} else {
 		tw = ansi.StringWidth(text)
+		if tw > w {
+			text = ansi.Truncate(text, w, "…")
+			tw = ansi.StringWidth(text)
+		}
 	}
 	if tw >= w {
 		return text
@@ -107,6 +129,16 @@ func fit(text string, w int, right bool) string {
 		return strings.Repeat(" ", w-tw) + text
 	}
 	return text + strings.Repeat(" ", w-tw)
+}
+
+// ascii: every byte is a printable ASCII character, one cell wide.
+func ascii(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] < 0x20 || s[i] >= 0x7f {
+			return false
+		}
+	}
+	return true
 }
 
 // cut cuts a line to w cells without padding.

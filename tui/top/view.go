@@ -74,12 +74,14 @@ func (m *Model) render() string {
 	}
 	l := m.layout()
 	lines := make([]string, 0, h)
-	lines = append(lines, m.header(w)...)
+	for _, s := range m.header(w) {
+		lines = append(lines, cut(s, w))
+	}
 	switch {
 	case m.fullHelp:
 		lines = m.helpBody(lines, w)
 	case !m.have:
-		lines = append(lines, m.st.r(m.st.dim, "waiting for the first snapshot…"))
+		lines = append(lines, cut(m.st.r(m.st.dim, "waiting for the first snapshot…"), w))
 	case m.drill != "":
 		lines = m.drillBody(lines, w, l)
 	default:
@@ -89,12 +91,10 @@ func (m *Model) render() string {
 		lines = append(lines, "")
 	}
 	lines = lines[:h-2]
-	lines = append(lines, m.statusLine(w))
+	lines = append(lines, cut(m.statusLine(w), w))
 	m.help.SetWidth(w)
 	lines = append(lines, m.help.ShortHelpView(m.shortHelp()))
-	for i, s := range lines {
-		lines[i] = cut(s, w)
-	}
+	// Table rows are built to fit; free text is cut where it is written.
 	return strings.Join(lines, "\n")
 }
 
@@ -236,6 +236,13 @@ func widths(cols []column, w int) []int {
 			used += add
 		}
 		ws[last] += extra - used
+	} else if extra < 0 {
+		// Too narrow: the last columns give up cells first.
+		for i := len(ws) - 1; i >= 0 && extra < 0; i-- {
+			take := min(-extra, ws[i]-1)
+			ws[i] -= take
+			extra += take
+		}
 	}
 	return ws
 }
@@ -542,7 +549,7 @@ func (m *Model) drillBody(lines []string, w int, l layout) []string {
 	c := m.drilled()
 	if c == nil {
 		lines = append(lines, m.title("Connector "+m.drill+" · esc back", w, true))
-		return append(lines, "  connector "+clean(m.drill)+" no longer exists")
+		return append(lines, cut("  connector "+clean(m.drill)+" no longer exists", w))
 	}
 	i := m.ix.byName[c.Name]
 	lines = append(lines, m.title("Connector "+c.Name+" · esc back", w, true))
@@ -552,9 +559,9 @@ func (m *Model) drillBody(lines []string, w int, l layout) []string {
 		sum = append(sum, st.r(st.bad, fmt.Sprintf("%d failed", n)))
 	}
 	sum = append(sum, rate(c.RecordsPerSec)+" rec/s", "lag "+lag(c.SinkLag, c.Type))
-	lines = append(lines, "  "+strings.Join(sum, " · "))
+	lines = append(lines, cut("  "+strings.Join(sum, " · "), w))
 	if c.Trace != "" {
-		lines = append(lines, "  "+st.r(st.bad, "trace: "+clean(firstLine(c.Trace))))
+		lines = append(lines, cut("  "+st.r(st.bad, "trace: "+clean(firstLine(c.Trace))), w))
 	}
 
 	ws := widths(taskCols, w)
@@ -613,7 +620,7 @@ func (m *Model) drillBody(lines []string, w int, l layout) []string {
 	case m.offLoading:
 		lines = append(lines, "  loading…")
 	case m.offErr != nil:
-		lines = append(lines, st.r(st.bad, "  offsets: "+clean(m.offErr.Error())))
+		lines = append(lines, cut(st.r(st.bad, "  offsets: "+clean(m.offErr.Error())), w))
 	case len(m.offsets) == 0:
 		lines = append(lines, "  no offsets committed")
 	}
@@ -627,16 +634,21 @@ func (m *Model) drillBody(lines []string, w int, l layout) []string {
 func (m *Model) helpBody(lines []string, w int) []string {
 	lines = append(lines, m.title("Keys · ? or esc closes", w, true))
 	m.help.SetWidth(w)
-	lines = append(lines, strings.Split(m.help.FullHelpView(m.fullHelpKeys()), "\n")...)
-	lines = append(lines, "",
+	text := strings.Split(m.help.FullHelpView(m.fullHelpKeys()), "\n")
+	text = append(text, "",
 		"  Connectors list failures first, then by name; / filters them by name.",
 		"  enter shows a connector's tasks with their traces and its offsets.")
 	if m.opt.ReadOnly {
-		return append(lines, "  read-only (--readonly): no key changes the cluster.")
+		text = append(text, "  read-only (--readonly): no key changes the cluster.")
+	} else {
+		text = append(text,
+			"  r restarts a connector with its tasks (in a connector: the selected task);",
+			"  p pauses a running connector or resumes a paused one; both ask y/n first.")
 	}
-	return append(lines,
-		"  r restarts a connector with its tasks (in a connector: the selected task);",
-		"  p pauses a running connector or resumes a paused one; both ask y/n first.")
+	for _, s := range text {
+		lines = append(lines, cut(s, w))
+	}
+	return lines
 }
 
 func (m *Model) statusLine(w int) string {
