@@ -175,8 +175,14 @@ func TestFilter(t *testing.T) {
 		t.Fatalf("after esc:\n%s", f)
 	}
 	m, _ = press(t, m, "/", "z", "z", "z")
-	if f := frame(m); !strings.Contains(f, "no connector matches the filter") {
+	f = frame(m)
+	if !strings.Contains(f, "no connector matches the filter") {
 		t.Fatalf("no match:\n%s", f)
+	}
+	// The panes below keep their place.
+	lineNo := func(f string) int { return strings.Count(f[:strings.Index(f, "── Rebalances")], "\n") }
+	if a, b := lineNo(f), lineNo(frame(send(m, keyMsg("esc")))); a != b {
+		t.Fatalf("the rebalances pane moved from line %d to %d when filtering:\n%s", b, a, f)
 	}
 	m, _ = press(t, m, "esc")
 	if f := frame(m); m.editing || m.filter != "" || !strings.Contains(f, "billing-source") {
