@@ -538,3 +538,24 @@ func TestFramesFitEverySize(t *testing.T) {
 		}
 	}
 }
+
+func TestHealth(t *testing.T) {
+	m, _ := started(t, 80, 24, Options{NoColor: true})
+	for _, c := range []struct {
+		up, quorum int
+		ok         bool
+		alarms     []string
+		want       string
+	}{
+		{3, 2, true, nil, "healthy 3/3 voters up, quorum 2 · no alarms"},
+		{2, 2, true, nil, "degraded 2/3 voters up, quorum 2 · no alarms"},
+		{1, 2, false, []string{"NOSPACE"}, "NO QUORUM 1/3 voters up, quorum 2 · alarms NOSPACE"},
+	} {
+		s := cluster()
+		s.Cluster.VotersUp, s.Cluster.Quorum, s.Cluster.QuorumOK, s.Cluster.Alarms = c.up, c.quorum, c.ok, c.alarms
+		m = send(m, SnapshotMsg{Seq: m.seq + 1, Snapshot: s})
+		if got := line(frame(m), "voters up"); !strings.HasPrefix(got, c.want) {
+			t.Errorf("header %q, want it to start with %q", got, c.want)
+		}
+	}
+}

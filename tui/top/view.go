@@ -52,7 +52,9 @@ func (m *Model) layout() layout {
 	if l.wide {
 		top = max(2+l.rows[paneMembers], 1+l.rows[paneWorkers])
 	}
-	l.rows[paneConnectors] = max(l.body-top-2-(1+l.rows[paneJournal]), 1)
+	// As many connector rows as connectors (so a filter does not move the
+	// pane below), up to what the other panes leave.
+	l.rows[paneConnectors] = min(max(len(m.snap.Connectors), 1), max(l.body-top-2-(1+l.rows[paneJournal]), 1))
 
 	if c := m.drilled(); c != nil {
 		fixed := 6 // title, summary, task heads, trace title, offsets title, offsets heads
@@ -126,9 +128,12 @@ func (m *Model) header(w int) []string {
 
 	var two []string
 	q := fmt.Sprintf(" %d/%d voters up, quorum %d", c.VotersUp, c.Voters, c.Quorum)
-	if c.QuorumOK {
+	switch {
+	case c.QuorumOK && c.VotersUp >= c.Voters:
 		two = append(two, st.r(st.ok, "healthy")+q)
-	} else {
+	case c.QuorumOK:
+		two = append(two, st.r(st.warn, "degraded")+q)
+	default:
 		two = append(two, st.r(st.bad, "NO QUORUM")+q)
 	}
 	if len(c.Alarms) > 0 {
@@ -488,14 +493,20 @@ func (m *Model) connectorsPane(lines []string, w, vis int) []string {
 	lines = append(lines, m.title(t, w, focused))
 	ws := widths(connCols, w)
 	lines = append(lines, m.heads(connCols, ws))
+	// The pane keeps its height when the filter shortens the list, so
+	// the panes below do not move.
+	rows := 0
 	if len(shown) == 0 {
+		rows++
 		if len(cs) == 0 {
-			return append(lines, "  no connectors")
+			lines = append(lines, "  no connectors")
+		} else {
+			lines = append(lines, "  no connector matches the filter")
 		}
-		return append(lines, "  no connector matches the filter")
 	}
 	off := m.off[paneConnectors]
 	for p := off; p < len(shown) && p < off+vis; p++ {
+		rows++
 		i := shown[p]
 		c := &cs[i]
 		failed, fs := "", ""
@@ -507,6 +518,9 @@ func (m *Model) connectorsPane(lines []string, w, vis int) []string {
 			{text: fmt.Sprintf("%d/%d", m.ix.running[i], len(c.Tasks))}, {text: failed, state: fs},
 			{text: rate(c.RecordsPerSec)}, {text: lag(c.SinkLag, c.Type)}, {text: orDash(c.WorkerID)},
 		}, focused && p == m.sel[paneConnectors]))
+	}
+	for ; rows < vis; rows++ {
+		lines = append(lines, "")
 	}
 	return lines
 }
