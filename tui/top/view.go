@@ -76,7 +76,7 @@ func (m *Model) render() string {
 	}
 	l := m.layout()
 	lines := make([]string, 0, h)
-	for _, s := range m.header(w) {
+	for _, s := range m.header() {
 		lines = append(lines, cut(s, w))
 	}
 	switch {
@@ -93,7 +93,7 @@ func (m *Model) render() string {
 		lines = append(lines, "")
 	}
 	lines = lines[:h-2]
-	lines = append(lines, cut(m.statusLine(w), w))
+	lines = append(lines, cut(m.statusLine(), w))
 	m.help.SetWidth(w)
 	lines = append(lines, m.help.ShortHelpView(m.shortHelp()))
 	// Table rows are built to fit; free text is cut where it is written.
@@ -101,7 +101,7 @@ func (m *Model) render() string {
 }
 
 // header is two lines: who leads and what this is; health and the feed.
-func (m *Model) header(w int) []string {
+func (m *Model) header() []string {
 	st := &m.st
 	ctx := m.opt.Context
 	if ctx == "" {
@@ -665,7 +665,7 @@ func (m *Model) helpBody(lines []string, w int) []string {
 	return lines
 }
 
-func (m *Model) statusLine(w int) string {
+func (m *Model) statusLine() string {
 	st := &m.st
 	switch {
 	case m.confirm != nil:
