@@ -3,6 +3,7 @@ package top
 import (
 	"fmt"
 	"runtime"
+	"strings"
 	"testing"
 	"time"
 
@@ -31,16 +32,17 @@ func big() Snapshot {
 	n := 0
 	for c := range 1000 {
 		con := Connector{Name: fmt.Sprintf("connector-%04d", c), Type: "sink", State: "RUNNING",
-			WorkerID: s.Workers[c%10].ID, RecordsPerSec: float64(c), SinkLag: int64(c * 7)}
+			WorkerID: strings.Clone(s.Workers[c%10].ID), RecordsPerSec: float64(c), SinkLag: int64(c * 7)}
 		for t := range 10 {
 			st := states[(c+t)%len(states)]
 			if n%97 == 0 {
 				st = "FAILED"
 			}
 			w := &s.Workers[n%10]
-			task := Task{ID: t, State: st, WorkerID: w.ID}
+			// Own copies of every string, as decoding JSON makes them.
+			task := Task{ID: t, State: strings.Clone(st), WorkerID: strings.Clone(w.ID)}
 			if st == "FAILED" {
-				task.Trace = "org.apache.kafka.connect.errors.ConnectException: boom\n\tat io.kcd.Sink.put(Sink.java:1)\n\tat io.kcd.Worker.run(Worker.java:2)"
+				task.Trace = strings.Clone("org.apache.kafka.connect.errors.ConnectException: boom\n\tat io.kcd.Sink.put(Sink.java:1)\n\tat io.kcd.Worker.run(Worker.java:2)")
 			}
 			w.Tasks[st]++
 			con.Tasks = append(con.Tasks, task)
