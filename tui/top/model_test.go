@@ -418,6 +418,13 @@ func TestLongListsScroll(t *testing.T) {
 		t.Fatalf("after pgdown down selected %q", got)
 	}
 	checkShape(t, frame(m), 80, 24)
+	// A smaller terminal keeps the selection on screen.
+	m = send(m, tea.WindowSizeMsg{Width: 160, Height: 48})
+	m, _ = press(t, m, "G")
+	m = send(m, tea.WindowSizeMsg{Width: 80, Height: 24})
+	if f := frame(m); !strings.Contains(selectedRow(f), "zz-bulk-099") {
+		t.Fatalf("after shrinking:\n%s", f)
+	}
 }
 
 func TestLeaderFlash(t *testing.T) {
