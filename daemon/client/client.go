@@ -14,6 +14,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/kcd-project/kcd/api"
 	"github.com/kcd-project/kcd/daemon/restapi"
 )
 
@@ -135,7 +136,7 @@ func (c *Client) sendAs(ctx context.Context, method, path string, body []byte, c
 		return fmt.Errorf("read response of %s %s: %w", method, path, err)
 	}
 	if res.StatusCode >= 400 {
-		var em restapi.ErrorMessage
+		var em api.ErrorMessage
 		if json.Unmarshal(resBody, &em) != nil || em.Message == "" {
 			em.Message = strings.TrimSpace(string(resBody))
 			if em.Message == "" {
@@ -154,26 +155,26 @@ func (c *Client) sendAs(ctx context.Context, method, path string, body []byte, c
 }
 
 // ServerInfo is GET /.
-func (c *Client) ServerInfo(ctx context.Context) (restapi.ServerInfo, error) {
-	var v restapi.ServerInfo
+func (c *Client) ServerInfo(ctx context.Context) (api.ServerInfo, error) {
+	var v api.ServerInfo
 	return v, c.do(ctx, http.MethodGet, "/", &v)
 }
 
 // Health is GET /health. A node that is still starting answers 503 with a
 // WorkerStatus body; that is returned without an error.
-func (c *Client) Health(ctx context.Context) (restapi.WorkerStatus, error) {
-	var v restapi.WorkerStatus
+func (c *Client) Health(ctx context.Context) (api.WorkerStatus, error) {
+	var v api.WorkerStatus
 	err := c.do(ctx, http.MethodGet, "/health", &v)
 	var apiErr *APIError
 	if errors.As(err, &apiErr) && apiErr.Status == http.StatusServiceUnavailable {
-		return restapi.WorkerStatus{Status: "starting", Message: apiErr.Message}, nil
+		return api.WorkerStatus{Status: "starting", Message: apiErr.Message}, nil
 	}
 	return v, err
 }
 
 // Version is GET /kcd/v1/version.
-func (c *Client) Version(ctx context.Context) (restapi.VersionInfo, error) {
-	var v restapi.VersionInfo
+func (c *Client) Version(ctx context.Context) (api.VersionInfo, error) {
+	var v api.VersionInfo
 	return v, c.do(ctx, http.MethodGet, "/kcd/v1/version", &v)
 }
 
