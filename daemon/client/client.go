@@ -188,15 +188,15 @@ func (c *Client) doJSON(ctx context.Context, method, path string, in, out any) e
 }
 
 // ClusterInfo is GET /kcd/v1/cluster.
-func (c *Client) ClusterInfo(ctx context.Context) (restapi.ClusterInfo, error) {
-	var v restapi.ClusterInfo
+func (c *Client) ClusterInfo(ctx context.Context) (api.ClusterInfo, error) {
+	var v api.ClusterInfo
 	return v, c.do(ctx, http.MethodGet, "/kcd/v1/cluster", &v)
 }
 
 // AddMember is POST /kcd/v1/cluster/members: the cluster adds m as a
 // learner, and answers with the cluster as it is then.
-func (c *Client) AddMember(ctx context.Context, m restapi.NewMember) (restapi.ClusterInfo, error) {
-	var v restapi.ClusterInfo
+func (c *Client) AddMember(ctx context.Context, m api.NewMember) (api.ClusterInfo, error) {
+	var v api.ClusterInfo
 	return v, c.doJSON(ctx, http.MethodPost, "/kcd/v1/cluster/members", m, &v)
 }
 
@@ -208,8 +208,8 @@ func (c *Client) RemoveMember(ctx context.Context, id uint64) error {
 // TransferLeader is POST /kcd/v1/cluster/leader; to 0 lets the leader pick.
 // It returns the new leader.
 func (c *Client) TransferLeader(ctx context.Context, to uint64) (uint64, error) {
-	var v restapi.LeaderTransfer
-	err := c.doJSON(ctx, http.MethodPost, "/kcd/v1/cluster/leader", restapi.LeaderTransfer{To: to}, &v)
+	var v api.LeaderTransfer
+	err := c.doJSON(ctx, http.MethodPost, "/kcd/v1/cluster/leader", api.LeaderTransfer{To: to}, &v)
 	return v.Leader, err
 }
 
