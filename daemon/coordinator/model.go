@@ -32,6 +32,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/kcd-project/kcd/api"
 	"github.com/kcd-project/kcd/daemon/coordinator/assignor"
 )
 
@@ -97,14 +98,8 @@ func ParseUnitKey(key string) (u Unit, revoke, ok bool) {
 	return Unit{Connector: name, Task: id}, revoke, true
 }
 
-// Epoch says which coordinator made an assignment: the Raft term it led
-// in and the generation of the assignment (one more per rebalance).
-type Epoch struct {
-	Term       uint64 `json:"term"`
-	Generation int64  `json:"generation"`
-}
-
-func (e Epoch) String() string { return fmt.Sprintf("%d.%d", e.Term, e.Generation) }
+// Epoch says which coordinator made an assignment (see package api).
+type Epoch = api.Epoch
 
 // Owner is the value of an owner key.
 type Owner struct {
@@ -134,32 +129,13 @@ type WorkerInfo struct {
 	Since time.Time `json:"since"`
 }
 
-// Settings are what an operator changed of a worker at run time.
-type Settings struct {
-	Weight   *float64 `json:"weight,omitempty"`
-	Draining bool     `json:"draining,omitempty"`
-}
-
-// Move is one unit changing owner in a rebalance.
-type Move struct {
-	Unit string `json:"unit"`
-	From string `json:"from"`
-	To   string `json:"to"`
-	// Revoke: the move waits for From to stop the unit first.
-	Revoke bool `json:"revoke,omitempty"`
-}
-
-// Rebalance is one entry of the journal.
-type Rebalance struct {
-	Epoch      Epoch     `json:"epoch"`
-	Leader     uint64    `json:"leader"`
-	At         time.Time `json:"at"`
-	Triggers   []string  `json:"triggers"`
-	Moves      []Move    `json:"moves"`
-	Units      int       `json:"units"`
-	Workers    int       `json:"workers"`
-	DurationMS float64   `json:"duration_ms"`
-}
+// Settings, Move and Rebalance are the worker settings and the rebalance
+// journal as the API shows them (see package api).
+type (
+	Settings  = api.Settings
+	Move      = api.Move
+	Rebalance = api.Rebalance
+)
 
 func rebalanceKey(gen int64) string { return fmt.Sprintf("%s%020d", RebalancePrefix, gen) }
 
