@@ -85,3 +85,26 @@ type StoreStatus struct {
 	// LastSwitch is the running or the last finished switch.
 	LastSwitch *StoreSwitch `json:"last_switch,omitempty"`
 }
+
+// The keys of the metadata store as GET, PUT and DELETE
+// /kcd/v1/store/keys/{key} and GET /kcd/v1/store/keys show them.
+
+// KeyValue is one key of the metadata store as the store API shows it.
+type KeyValue struct {
+	Key            string `json:"key"`
+	Value          string `json:"value"`
+	CreateRevision int64  `json:"create_revision"`
+	ModRevision    int64  `json:"mod_revision"`
+}
+
+// KeyList is the body of GET /kcd/v1/store/keys.
+type KeyList struct {
+	Revision int64      `json:"revision"`
+	Keys     []KeyValue `json:"keys"`
+}
+
+// StoreWrite is the body answered to a write of the store API.
+type StoreWrite struct {
+	Revision int64 `json:"revision"`
+	Deleted  *bool `json:"deleted,omitempty"`
+}

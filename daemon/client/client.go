@@ -15,7 +15,6 @@ import (
 	"time"
 
 	"github.com/kcd-project/kcd/api"
-	"github.com/kcd-project/kcd/daemon/restapi"
 )
 
 // maxBody bounds what the client reads of one response.
@@ -214,14 +213,14 @@ func (c *Client) TransferLeader(ctx context.Context, to uint64) (uint64, error) 
 }
 
 // GetKey is GET /kcd/v1/store/keys/{key}.
-func (c *Client) GetKey(ctx context.Context, key string) (restapi.KeyValue, error) {
-	var v restapi.KeyValue
+func (c *Client) GetKey(ctx context.Context, key string) (api.KeyValue, error) {
+	var v api.KeyValue
 	return v, c.do(ctx, http.MethodGet, "/kcd/v1/store/keys/"+key, &v)
 }
 
 // PutKey is PUT /kcd/v1/store/keys/{key}.
 func (c *Client) PutKey(ctx context.Context, key string, value []byte) (int64, error) {
-	var v restapi.StoreWrite
+	var v api.StoreWrite
 	err := c.sendAs(ctx, http.MethodPut, "/kcd/v1/store/keys/"+key, value, "application/octet-stream", &v)
 	return v.Revision, err
 }
