@@ -4,7 +4,8 @@ import "time"
 
 // The workers (GET /kcd/v1/workers, GET /kcd/v1/worker), their settings
 // (PUT /kcd/v1/workers/{id}/weight, /drain, /undrain) and the assignments
-// (GET /kcd/v1/assignments).
+// (GET /kcd/v1/assignments), and the heartbeats by which a worker holds
+// its session with the coordinator (POST /kcd/v1/workers/{id}/heartbeat).
 
 // WorkerView is one worker in GET /kcd/v1/workers: the workers with a
 // session, then those whose session ended (listed for up to ten minutes after
@@ -68,4 +69,45 @@ type LocalUnit struct {
 	Running   bool   `json:"running"`
 	Starts    int    `json:"starts"`
 	Records   int64  `json:"records"`
+}
+
+// WorkerInfo is what a worker tells about itself when it registers, and
+// the record of a worker with a live session.
+type WorkerInfo struct {
+	ID      string `json:"id"`
+	RESTURL string `json:"rest_url,omitempty"`
+	// NodeID is the kcd node the worker runs in; the worker of the Raft
+	// leader's node gets the leader's reduced share.
+	NodeID uint64  `json:"node_id"`
+	Weight float64 `json:"weight"`
+	// Capacity is the most units the worker takes; 0: no limit.
+	Capacity int `json:"capacity,omitempty"`
+	// Since is when the session started.
+	Since time.Time `json:"since"`
+}
+
+// Heartbeat is what a worker sends the coordinator.
+type Heartbeat struct {
+	Worker WorkerInfo `json:"worker"`
+	// SeenRevision is the store revision up to which the member has
+	// followed the assignment; Running what it runs now. Together they
+	// tell the coordinator that a revoked unit has stopped.
+	SeenRevision int64    `json:"seen_revision"`
+	Running      []string `json:"running"`
+}
+
+// HeartbeatReply is the coordinator's answer to a Heartbeat.
+type HeartbeatReply struct {
+	Epoch            Epoch  `json:"epoch"`
+	Leader           uint64 `json:"leader"`
+	SessionTimeoutMS int64  `json:"session_timeout_ms"`
+	// Assigned: the worker's session is counted in the stored
+	// assignment. A session the coordinator has just (re)started is not,
+	// until a rebalance that includes it is written; the worker runs
+	// nothing until then.
+	Assigned bool `json:"assigned"`
+	// Revision is a store revision at or after every assignment change
+	// made so far; a worker whose session lapsed runs nothing until it has
+	// followed the assignment up to it.
+	Revision int64 `json:"revision"`
 }

@@ -30,7 +30,6 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
-	"time"
 
 	"github.com/kcd-project/kcd/api"
 	"github.com/kcd-project/kcd/daemon/coordinator/assignor"
@@ -114,21 +113,6 @@ type Revoke struct {
 	Epoch Epoch  `json:"epoch"`
 }
 
-// WorkerInfo is what a worker tells about itself when it registers, and
-// the record of a worker with a live session.
-type WorkerInfo struct {
-	ID      string `json:"id"`
-	RESTURL string `json:"rest_url,omitempty"`
-	// NodeID is the kcd node the worker runs in; the worker of the Raft
-	// leader's node gets the leader's reduced share.
-	NodeID uint64  `json:"node_id"`
-	Weight float64 `json:"weight"`
-	// Capacity is the most units the worker takes; 0: no limit.
-	Capacity int `json:"capacity,omitempty"`
-	// Since is when the session started.
-	Since time.Time `json:"since"`
-}
-
 // Settings, Move and Rebalance are the worker settings and the rebalance
 // journal as the API shows them (see package api).
 type (
@@ -139,28 +123,11 @@ type (
 
 func rebalanceKey(gen int64) string { return fmt.Sprintf("%s%020d", RebalancePrefix, gen) }
 
-// Heartbeat is what a Member sends the coordinator.
-type Heartbeat struct {
-	Worker WorkerInfo `json:"worker"`
-	// SeenRevision is the store revision up to which the member has
-	// followed the assignment; Running what it runs now. Together they
-	// tell the coordinator that a revoked unit has stopped.
-	SeenRevision int64    `json:"seen_revision"`
-	Running      []string `json:"running"`
-}
-
-// HeartbeatReply is the coordinator's answer.
-type HeartbeatReply struct {
-	Epoch            Epoch  `json:"epoch"`
-	Leader           uint64 `json:"leader"`
-	SessionTimeoutMS int64  `json:"session_timeout_ms"`
-	// Assigned: the worker's session is counted in the stored
-	// assignment. A session the coordinator has just (re)started is not,
-	// until a rebalance that includes it is written; the worker runs
-	// nothing until then.
-	Assigned bool `json:"assigned"`
-	// Revision is a store revision at or after every assignment change
-	// made so far; a worker whose session lapsed runs nothing until it has
-	// followed the assignment up to it.
-	Revision int64 `json:"revision"`
-}
+// WorkerInfo, Heartbeat and HeartbeatReply are the body and the answer
+// of POST /kcd/v1/workers/{id}/heartbeat (see package api); WorkerInfo is
+// also the record of a worker with a live session.
+type (
+	WorkerInfo     = api.WorkerInfo
+	Heartbeat      = api.Heartbeat
+	HeartbeatReply = api.HeartbeatReply
+)
