@@ -1,6 +1,3 @@
-// Package api holds the wire types of kcd's REST APIs that clients (kcctl,
-// third-party tools) share with the server, so that no client links server
-// code.
 package api
 
 import "time"
