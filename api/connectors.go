@@ -1,12 +1,16 @@
 package api
 
-// More of Kafka Connect's REST entities, as kcctl's connector verbs read and
-// write them.
+import "encoding/json"
 
-// TaskID names one task of a connector.
-type TaskID struct {
-	Connector string `json:"connector"`
-	Task      int    `json:"task"`
+// Kafka Connect's connector entities: configs, tasks, offsets and
+// validation.
+
+// CreateConnectorRequest is the body of POST /connectors. Name and config
+// values may be any JSON scalar (Kafka Connect coerces them to strings).
+type CreateConnectorRequest struct {
+	Name         json.RawMessage            `json:"name"`
+	Config       map[string]json.RawMessage `json:"config"`
+	InitialState *string                    `json:"initial_state"`
 }
 
 // ConnectorInfo is GET /connectors/{name}: a connector's name, config,
@@ -15,7 +19,19 @@ type ConnectorInfo struct {
 	Name   string            `json:"name"`
 	Config map[string]string `json:"config"`
 	Tasks  []TaskID          `json:"tasks"`
-	Type   string            `json:"type"`
+	Type   ConnectorType     `json:"type"`
+}
+
+// TaskID names one task of a connector.
+type TaskID struct {
+	Connector string `json:"connector"`
+	Task      int    `json:"task"`
+}
+
+// TaskInfo is one task's id and config (GET /connectors/{name}/tasks).
+type TaskInfo struct {
+	ID     TaskID            `json:"id"`
+	Config map[string]string `json:"config"`
 }
 
 // ConnectorExpanded is one entry of GET /connectors?expand=status&expand=info.
@@ -24,40 +40,62 @@ type ConnectorExpanded struct {
 	Info   ConnectorInfo      `json:"info"`
 }
 
-// ConnectorOffsets is the body of GET /connectors/{name}/offsets.
+// ConnectorOffsets is the body of GET and PATCH /connectors/{name}/offsets.
 type ConnectorOffsets struct {
 	Offsets []ConnectorOffset `json:"offsets"`
 }
 
-// ConnectorOffset is one partition's offset.
+// ConnectorOffset is one partition's offset; a nil Offset (in a PATCH)
+// resets the partition.
 type ConnectorOffset struct {
 	Partition map[string]any `json:"partition"`
 	Offset    map[string]any `json:"offset"`
-}
-
-// ConfigInfos is the answer of PUT
-// /connector-plugins/{plugin}/config/validate, reduced to what tells a
-// user what is wrong.
-type ConfigInfos struct {
-	Name       string       `json:"name"`
-	ErrorCount int          `json:"error_count"`
-	Configs    []ConfigInfo `json:"configs"`
-}
-
-// ConfigInfo is one setting of ConfigInfos: its value and errors.
-type ConfigInfo struct {
-	Value *ConfigValueInfo `json:"value"`
-}
-
-// ConfigValueInfo is a setting's value after validation, with its errors.
-type ConfigValueInfo struct {
-	Name   string   `json:"name"`
-	Value  *string  `json:"value"`
-	Errors []string `json:"errors"`
 }
 
 // Message is the answer of PATCH and DELETE /connectors/{name}/offsets:
 // what the server did.
 type Message struct {
 	Message string `json:"message"`
+}
+
+// ConfigInfos is the answer of PUT
+// /connector-plugins/{plugin}/config/validate.
+type ConfigInfos struct {
+	Name       string       `json:"name"`
+	ErrorCount int          `json:"error_count"`
+	Groups     []string     `json:"groups"`
+	Configs    []ConfigInfo `json:"configs"`
+}
+
+// ConfigInfo is one setting in ConfigInfos: its definition (nil for a
+// setting no definition knows) and its value.
+type ConfigInfo struct {
+	Definition *ConfigKeyInfo   `json:"definition"`
+	Value      *ConfigValueInfo `json:"value"`
+}
+
+// ConfigKeyInfo describes a setting. Kafka Connect 4.x names the order
+// field order_in_group on the wire (3.x docs said "order").
+type ConfigKeyInfo struct {
+	Name          string   `json:"name"`
+	Type          string   `json:"type"`
+	Required      bool     `json:"required"`
+	DefaultValue  *string  `json:"default_value"`
+	Importance    string   `json:"importance"`
+	Documentation string   `json:"documentation"`
+	Group         *string  `json:"group"`
+	OrderInGroup  int      `json:"order_in_group"`
+	Width         string   `json:"width"`
+	DisplayName   string   `json:"display_name"`
+	Dependents    []string `json:"dependents"`
+}
+
+// ConfigValueInfo is a setting's value after validation, as a string, with
+// its errors.
+type ConfigValueInfo struct {
+	Name              string   `json:"name"`
+	Value             *string  `json:"value"`
+	RecommendedValues []string `json:"recommended_values"`
+	Errors            []string `json:"errors"`
+	Visible           bool     `json:"visible"`
 }

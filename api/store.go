@@ -1,6 +1,3 @@
-// Package api holds the wire types of kcd's REST APIs that clients (kcctl,
-// third-party tools) share with the server, so that no client links server
-// code.
 package api
 
 import "time"
@@ -84,4 +81,27 @@ type StoreStatus struct {
 	Backends []string `json:"backends"`
 	// LastSwitch is the running or the last finished switch.
 	LastSwitch *StoreSwitch `json:"last_switch,omitempty"`
+}
+
+// The keys of the metadata store as GET, PUT and DELETE
+// /kcd/v1/store/keys/{key} and GET /kcd/v1/store/keys show them.
+
+// KeyValue is one key of the metadata store as the store API shows it.
+type KeyValue struct {
+	Key            string `json:"key"`
+	Value          string `json:"value"`
+	CreateRevision int64  `json:"create_revision"`
+	ModRevision    int64  `json:"mod_revision"`
+}
+
+// KeyList is the body of GET /kcd/v1/store/keys.
+type KeyList struct {
+	Revision int64      `json:"revision"`
+	Keys     []KeyValue `json:"keys"`
+}
+
+// StoreWrite is the body answered to a write of the store API.
+type StoreWrite struct {
+	Revision int64 `json:"revision"`
+	Deleted  *bool `json:"deleted,omitempty"`
 }

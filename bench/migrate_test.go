@@ -142,7 +142,7 @@ func measureMigrateImport(b *testing.B, brokers []string, worker bool) {
 	}
 	cat := make([]migrate.Plugin, len(plugins))
 	for i, p := range plugins {
-		cat[i] = migrate.Plugin{Class: p.Class, Type: p.Type, Version: p.Version}
+		cat[i] = migrate.Plugin{Class: p.Class, Type: string(p.Type), Version: p.Version}
 	}
 	plan := migrate.BuildPlan(c, migrate.NewCatalogue(cat))
 	dry, err := imp.Import(ctx, plan.ImportRequest(c, false, true))

@@ -6,8 +6,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/kcd-project/kcd/daemon/coordinator"
-	"github.com/kcd-project/kcd/daemon/restapi"
+	"github.com/kcd-project/kcd/api"
 	"github.com/kcd-project/kcd/tui/printer"
 )
 
@@ -24,7 +23,7 @@ func newAssignmentsCmd(g *globals) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			as := []restapi.AssignmentView{}
+			as := []api.AssignmentView{}
 			for _, a := range all {
 				if connector == "" || a.Connector == connector {
 					as = append(as, a)
@@ -48,7 +47,7 @@ func newAssignmentsCmd(g *globals) *cobra.Command {
 				_, err := fmt.Fprintln(cmd.OutOrStdout(), msg)
 				return err
 			}
-			var ws []restapi.WorkerView
+			var ws []api.WorkerView
 			if output == "wide" {
 				if ws, err = g.client().Workers(cmd.Context()); err != nil {
 					return err
@@ -64,25 +63,26 @@ func newAssignmentsCmd(g *globals) *cobra.Command {
 
 // assignmentsPrintable lists as; ws, the workers, give -o wide each
 // worker's state and node.
-func assignmentsPrintable(as []restapi.AssignmentView, ws []restapi.WorkerView) printer.Printable {
+func assignmentsPrintable(as []api.AssignmentView, ws []api.WorkerView) printer.Printable {
 	t := printer.Table{Header: []string{"UNIT", "WORKER", "EPOCH", "REVOKING-TO"}, WideHeader: []string{"WORKER-STATE", "NODE"}}
-	byID := map[string]restapi.WorkerView{}
+	byID := map[string]api.WorkerView{}
 	for _, w := range ws {
 		byID[w.ID] = w
 	}
 	var names []string
 	for _, a := range as {
-		u := coordinator.Unit{Connector: a.Connector, Task: -1}
+		task := -1
 		if a.Task != nil {
-			u.Task = *a.Task
+			task = *a.Task
 		}
-		t.Rows = append(t.Rows, []string{u.String(), a.Worker, a.Epoch.String(), orNone(a.RevokingTo)})
+		unit := api.UnitName(a.Connector, task)
+		t.Rows = append(t.Rows, []string{unit, a.Worker, a.Epoch.String(), orNone(a.RevokingTo)})
 		state, node := "<unknown>", "<unknown>"
 		if w, ok := byID[a.Worker]; ok {
 			state, node = orNone(w.State), strconv.FormatUint(w.NodeID, 10)
 		}
 		t.WideRows = append(t.WideRows, []string{state, node})
-		names = append(names, "unit/"+u.String())
+		names = append(names, "unit/"+unit)
 	}
 	return printer.Printable{Data: as, Table: t, Names: names}
 }

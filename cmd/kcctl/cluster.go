@@ -12,7 +12,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/kcd-project/kcd/daemon/restapi"
+	"github.com/kcd-project/kcd/api"
 	"github.com/kcd-project/kcd/tui/printer"
 )
 
@@ -58,7 +58,7 @@ cannot know itself as unknown.`,
 
 // clusterSummary is the lines above the members table: leader, quorum,
 // alarms, and whose view the reachability is.
-func clusterSummary(info restapi.ClusterInfo) string {
+func clusterSummary(info api.ClusterInfo) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "cluster %s, leader %s, term %d, commit index %d\n", info.ClusterID, idOrNone(info.Leader), info.Term, info.CommitIndex)
 	h := info.Health
@@ -86,7 +86,7 @@ func idOrNone(id uint64) string {
 	return strconv.FormatUint(id, 10)
 }
 
-func clusterPrintable(info restapi.ClusterInfo) printer.Printable {
+func clusterPrintable(info api.ClusterInfo) printer.Printable {
 	t := printer.Table{
 		Header:     []string{"ID", "RAFT", "ROLES", "LEADER", "REACHABLE", "REST"},
 		WideHeader: []string{"PEER", "LAST-CONTACT"},
@@ -111,9 +111,9 @@ func clusterPrintable(info restapi.ClusterInfo) printer.Printable {
 		}
 		reach := m.Reachability
 		if reach == "" { // an older server
-			reach = restapi.Unreachable
+			reach = api.Unreachable
 			if m.Reachable {
-				reach = restapi.Reachable
+				reach = api.Reachable
 			}
 		}
 		t.Rows = append(t.Rows, []string{strconv.FormatUint(m.ID, 10), m.Raft, roles, leader, reach, rest})
@@ -144,7 +144,7 @@ token: --join-token, or KCCTL_JOIN_TOKEN.`,
 			if joinToken == "" {
 				joinToken = os.Getenv("KCCTL_JOIN_TOKEN")
 			}
-			m := restapi.NewMember{ID: id, PeerURL: peerURL, RESTURL: restURL, JoinToken: joinToken}
+			m := api.NewMember{ID: id, PeerURL: peerURL, RESTURL: restURL, JoinToken: joinToken}
 			if roles != "" {
 				m.Roles = strings.Split(strings.ReplaceAll(roles, "+", ","), ",")
 			}

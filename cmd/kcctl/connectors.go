@@ -113,7 +113,7 @@ func connectorsPrintable(names []string, cs map[string]api.ConnectorExpanded) pr
 		if typ == "" {
 			typ = c.Info.Type
 		}
-		t.Rows = append(t.Rows, []string{n, orNone(typ), orNone(c.Status.Connector.State),
+		t.Rows = append(t.Rows, []string{n, orNone(string(typ)), orNone(c.Status.Connector.State),
 			fmt.Sprintf("%d/%d", running, len(c.Status.Tasks)), orNone(c.Status.Connector.WorkerID)})
 		topics := c.Info.Config["topic"]
 		for _, k := range []string{"topics", "topics.regex", "kafka.topic"} {
@@ -224,7 +224,7 @@ name, which connector.class accepts as well as the class.`,
 			t := printer.Table{Header: []string{"CLASS", "TYPE", "VERSION"}, WideHeader: []string{"ALIAS"}}
 			var names []string
 			for _, p := range ps {
-				t.Rows = append(t.Rows, []string{p.Class, p.Type, orNone(p.Version)})
+				t.Rows = append(t.Rows, []string{p.Class, string(p.Type), orNone(p.Version)})
 				t.WideRows = append(t.WideRows, []string{p.Class[strings.LastIndex(p.Class, ".")+1:]})
 				names = append(names, "plugin/"+p.Class)
 			}
@@ -279,7 +279,7 @@ of each trace (-o wide: the whole trace), and its offsets.`,
 			if err != nil {
 				return connectorNotFound(name, err)
 			}
-			d := connectorDetail{Name: name, Type: info.Type, Config: info.Config, Status: st}
+			d := connectorDetail{Name: name, Type: string(info.Type), Config: info.Config, Status: st}
 			if offs, err := c.ConnectorOffsets(cmd.Context(), name); err != nil {
 				d.OffsetsError = err.Error()
 			} else {

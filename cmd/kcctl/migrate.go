@@ -151,7 +151,7 @@ func runFromKafka(cmd *cobra.Command, g *globals, f *migrateFlags, connect *conn
 	}
 	cat := make([]migrate.Plugin, len(plugins))
 	for i, p := range plugins {
-		cat[i] = migrate.Plugin{Class: p.Class, Type: p.Type, Version: p.Version}
+		cat[i] = migrate.Plugin{Class: p.Class, Type: string(p.Type), Version: p.Version}
 	}
 	plan := migrate.BuildPlan(c, migrate.NewCatalogue(cat))
 	imp := kcd

@@ -8,7 +8,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/kcd-project/kcd/daemon/coordinator"
+	"github.com/kcd-project/kcd/api"
 	"github.com/kcd-project/kcd/tui/printer"
 )
 
@@ -66,11 +66,11 @@ func newRebalancePlanCmd(g *globals) *cobra.Command {
 
 // planNames is a plan for -o name: the plan itself, then each unit it
 // moves.
-func planNames(plan coordinator.PlanResult) []string {
+func planNames(plan api.PlanResult) []string {
 	return append([]string{"plan/" + plan.Epoch.String()}, unitNames(plan.Moves)...)
 }
 
-func movesPrintable(moves []coordinator.Move) printer.Printable {
+func movesPrintable(moves []api.Move) printer.Printable {
 	t := printer.Table{Header: []string{"UNIT", "FROM", "TO"}, WideHeader: []string{"STOPS-FIRST"}}
 	for _, m := range moves {
 		t.Rows = append(t.Rows, []string{m.Unit, orNone(m.From), orNone(m.To)})
@@ -80,7 +80,7 @@ func movesPrintable(moves []coordinator.Move) printer.Printable {
 	return printer.Printable{Data: moves, Table: t, Names: unitNames(moves)}
 }
 
-func sharesPrintable(shares []coordinator.PlanShare) printer.Printable {
+func sharesPrintable(shares []api.PlanShare) printer.Printable {
 	t := printer.Table{Header: []string{"WORKER", "WEIGHT", "QUOTA", "BEFORE", "AFTER"}, WideHeader: []string{"CHANGE", "OF-QUOTA"}}
 	for _, s := range shares {
 		t.Rows = append(t.Rows, []string{s.Worker, formatWeight(s.Weight), strconv.Itoa(s.Quota), strconv.Itoa(s.Before), strconv.Itoa(s.After)})
@@ -93,7 +93,7 @@ func sharesPrintable(shares []coordinator.PlanShare) printer.Printable {
 	return printer.Printable{Data: shares, Table: t}
 }
 
-func unitNames(moves []coordinator.Move) []string {
+func unitNames(moves []api.Move) []string {
 	var names []string
 	for _, m := range moves {
 		names = append(names, "unit/"+m.Unit)
@@ -103,7 +103,7 @@ func unitNames(moves []coordinator.Move) []string {
 
 // warnUnplaced explains moves to no worker: the coordinator leaves such a
 // unit where it is until some worker can take it.
-func warnUnplaced(cmd *cobra.Command, moves []coordinator.Move) {
+func warnUnplaced(cmd *cobra.Command, moves []api.Move) {
 	n := 0
 	for _, m := range moves {
 		if m.To == "" {
@@ -150,7 +150,7 @@ func newRebalanceHistoryCmd(g *globals) *cobra.Command {
 	return cmd
 }
 
-func historyPrintable(rbs []coordinator.Rebalance, now time.Time) printer.Printable {
+func historyPrintable(rbs []api.Rebalance, now time.Time) printer.Printable {
 	t := printer.Table{
 		Header:     []string{"GENERATION", "AGE", "TRIGGERS", "MOVES", "DURATION"},
 		WideHeader: []string{"LEADER", "UNITS", "WORKERS"},

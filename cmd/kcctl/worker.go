@@ -12,9 +12,8 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/kcd-project/kcd/api"
 	"github.com/kcd-project/kcd/daemon/client"
-	"github.com/kcd-project/kcd/daemon/coordinator"
-	"github.com/kcd-project/kcd/daemon/restapi"
 	"github.com/kcd-project/kcd/tui/printer"
 )
 
@@ -57,7 +56,7 @@ minutes after it went, at most 100 of them.`,
 	return cmd
 }
 
-func workersPrintable(ws []restapi.WorkerView, now time.Time) printer.Printable {
+func workersPrintable(ws []api.WorkerView, now time.Time) printer.Printable {
 	t := printer.Table{
 		Header:     []string{"ID", "STATE", "NODE", "WEIGHT", "DRAINING", "CONNECTORS", "TASKS", "AGE"},
 		WideHeader: []string{"REST-URL", "GONE"},
@@ -171,7 +170,7 @@ does not know is refused (exit 3) unless --force is given.`,
 				// No session now (the worker is down, checkWorker warned):
 				// nothing of it runs, and drained it stays empty when it
 				// comes back.
-				plan, err = coordinator.PlanResult{Drain: id, Moves: []coordinator.Move{}}, nil
+				plan, err = api.PlanResult{Drain: id, Moves: []api.Move{}}, nil
 			}
 			if err != nil {
 				return err
@@ -199,8 +198,8 @@ type drainResult struct {
 	DryRun bool   `json:"dry_run"`
 	// Draining is the worker's drain state afterwards (false on a dry run
 	// that changed nothing).
-	Draining bool                   `json:"draining"`
-	Plan     coordinator.PlanResult `json:"plan"`
+	Draining bool           `json:"draining"`
+	Plan     api.PlanResult `json:"plan"`
 }
 
 func printDrain(cmd *cobra.Command, output string, res drainResult) error {

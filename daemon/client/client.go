@@ -17,7 +17,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/kcd-project/kcd/daemon/restapi"
+	"github.com/kcd-project/kcd/api"
 )
 
 // maxBody bounds what the client reads of one response.
@@ -138,7 +138,7 @@ func (c *Client) sendAs(ctx context.Context, method, path string, body []byte, c
 		return fmt.Errorf("read response of %s %s: %w", method, path, err)
 	}
 	if res.StatusCode >= 400 {
-		var em restapi.ErrorMessage
+		var em api.ErrorMessage
 		if json.Unmarshal(resBody, &em) != nil || em.Message == "" {
 			em.Message = strings.TrimSpace(string(resBody))
 			if em.Message == "" {
@@ -203,26 +203,26 @@ func notSent(err error) bool {
 }
 
 // ServerInfo is GET /.
-func (c *Client) ServerInfo(ctx context.Context) (restapi.ServerInfo, error) {
-	var v restapi.ServerInfo
+func (c *Client) ServerInfo(ctx context.Context) (api.ServerInfo, error) {
+	var v api.ServerInfo
 	return v, c.do(ctx, http.MethodGet, "/", &v)
 }
 
 // Health is GET /health. A node that is still starting answers 503 with a
 // WorkerStatus body; that is returned without an error.
-func (c *Client) Health(ctx context.Context) (restapi.WorkerStatus, error) {
-	var v restapi.WorkerStatus
+func (c *Client) Health(ctx context.Context) (api.WorkerStatus, error) {
+	var v api.WorkerStatus
 	err := c.do(ctx, http.MethodGet, "/health", &v)
 	var apiErr *APIError
 	if errors.As(err, &apiErr) && apiErr.Status == http.StatusServiceUnavailable {
-		return restapi.WorkerStatus{Status: "starting", Message: apiErr.Message}, nil
+		return api.WorkerStatus{Status: "starting", Message: apiErr.Message}, nil
 	}
 	return v, err
 }
 
 // Version is GET /kcd/v1/version.
-func (c *Client) Version(ctx context.Context) (restapi.VersionInfo, error) {
-	var v restapi.VersionInfo
+func (c *Client) Version(ctx context.Context) (api.VersionInfo, error) {
+	var v api.VersionInfo
 	return v, c.do(ctx, http.MethodGet, "/kcd/v1/version", &v)
 }
 
@@ -236,15 +236,15 @@ func (c *Client) doJSON(ctx context.Context, method, path string, in, out any) e
 }
 
 // ClusterInfo is GET /kcd/v1/cluster.
-func (c *Client) ClusterInfo(ctx context.Context) (restapi.ClusterInfo, error) {
-	var v restapi.ClusterInfo
+func (c *Client) ClusterInfo(ctx context.Context) (api.ClusterInfo, error) {
+	var v api.ClusterInfo
 	return v, c.do(ctx, http.MethodGet, "/kcd/v1/cluster", &v)
 }
 
 // AddMember is POST /kcd/v1/cluster/members: the cluster adds m as a
 // learner, and answers with the cluster as it is then.
-func (c *Client) AddMember(ctx context.Context, m restapi.NewMember) (restapi.ClusterInfo, error) {
-	var v restapi.ClusterInfo
+func (c *Client) AddMember(ctx context.Context, m api.NewMember) (api.ClusterInfo, error) {
+	var v api.ClusterInfo
 	return v, c.doJSON(ctx, http.MethodPost, "/kcd/v1/cluster/members", m, &v)
 }
 
@@ -256,20 +256,20 @@ func (c *Client) RemoveMember(ctx context.Context, id uint64) error {
 // TransferLeader is POST /kcd/v1/cluster/leader; to 0 lets the leader pick.
 // It returns the new leader.
 func (c *Client) TransferLeader(ctx context.Context, to uint64) (uint64, error) {
-	var v restapi.LeaderTransfer
-	err := c.doJSON(ctx, http.MethodPost, "/kcd/v1/cluster/leader", restapi.LeaderTransfer{To: to}, &v)
+	var v api.LeaderTransfer
+	err := c.doJSON(ctx, http.MethodPost, "/kcd/v1/cluster/leader", api.LeaderTransfer{To: to}, &v)
 	return v.Leader, err
 }
 
 // GetKey is GET /kcd/v1/store/keys/{key}.
-func (c *Client) GetKey(ctx context.Context, key string) (restapi.KeyValue, error) {
-	var v restapi.KeyValue
+func (c *Client) GetKey(ctx context.Context, key string) (api.KeyValue, error) {
+	var v api.KeyValue
 	return v, c.do(ctx, http.MethodGet, "/kcd/v1/store/keys/"+key, &v)
 }
 
 // PutKey is PUT /kcd/v1/store/keys/{key}.
 func (c *Client) PutKey(ctx context.Context, key string, value []byte) (int64, error) {
-	var v restapi.StoreWrite
+	var v api.StoreWrite
 	err := c.sendAs(ctx, http.MethodPut, "/kcd/v1/store/keys/"+key, value, "application/octet-stream", &v)
 	return v.Revision, err
 }

@@ -13,6 +13,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/kcd-project/kcd/api"
 	"github.com/kcd-project/kcd/daemon/connectstore"
 	"github.com/kcd-project/kcd/daemon/coordinator/assignor"
 	"github.com/kcd-project/kcd/store"
@@ -936,19 +937,9 @@ func (c *Coordinator) Plan(ctx context.Context, drain string) (PlanResult, error
 // ErrUnknownWorker: no worker of that id has a session.
 var ErrUnknownWorker = errors.New("coordinator: unknown worker")
 
-// PlanResult is what Plan returns.
-type PlanResult struct {
-	Epoch  Epoch       `json:"epoch"`
-	Drain  string      `json:"drain,omitempty"`
-	Moves  []Move      `json:"moves"`
-	Shares []PlanShare `json:"shares"`
-}
-
-// PlanShare is one worker's share in a plan.
-type PlanShare struct {
-	Worker string  `json:"worker"`
-	Weight float64 `json:"weight"`
-	Quota  int     `json:"quota"`
-	Before int     `json:"before"`
-	After  int     `json:"after"`
-}
+// PlanResult is what Plan returns, and PlanShare one worker's share in
+// it (see package api).
+type (
+	PlanResult = api.PlanResult
+	PlanShare  = api.PlanShare
+)

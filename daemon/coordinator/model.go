@@ -30,8 +30,8 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
-	"time"
 
+	"github.com/kcd-project/kcd/api"
 	"github.com/kcd-project/kcd/daemon/coordinator/assignor"
 )
 
@@ -97,14 +97,8 @@ func ParseUnitKey(key string) (u Unit, revoke, ok bool) {
 	return Unit{Connector: name, Task: id}, revoke, true
 }
 
-// Epoch says which coordinator made an assignment: the Raft term it led
-// in and the generation of the assignment (one more per rebalance).
-type Epoch struct {
-	Term       uint64 `json:"term"`
-	Generation int64  `json:"generation"`
-}
-
-func (e Epoch) String() string { return fmt.Sprintf("%d.%d", e.Term, e.Generation) }
+// Epoch says which coordinator made an assignment (see package api).
+type Epoch = api.Epoch
 
 // Owner is the value of an owner key.
 type Owner struct {
@@ -119,72 +113,21 @@ type Revoke struct {
 	Epoch Epoch  `json:"epoch"`
 }
 
-// WorkerInfo is what a worker tells about itself when it registers, and
-// the record of a worker with a live session.
-type WorkerInfo struct {
-	ID      string `json:"id"`
-	RESTURL string `json:"rest_url,omitempty"`
-	// NodeID is the kcd node the worker runs in; the worker of the Raft
-	// leader's node gets the leader's reduced share.
-	NodeID uint64  `json:"node_id"`
-	Weight float64 `json:"weight"`
-	// Capacity is the most units the worker takes; 0: no limit.
-	Capacity int `json:"capacity,omitempty"`
-	// Since is when the session started.
-	Since time.Time `json:"since"`
-}
-
-// Settings are what an operator changed of a worker at run time.
-type Settings struct {
-	Weight   *float64 `json:"weight,omitempty"`
-	Draining bool     `json:"draining,omitempty"`
-}
-
-// Move is one unit changing owner in a rebalance.
-type Move struct {
-	Unit string `json:"unit"`
-	From string `json:"from"`
-	To   string `json:"to"`
-	// Revoke: the move waits for From to stop the unit first.
-	Revoke bool `json:"revoke,omitempty"`
-}
-
-// Rebalance is one entry of the journal.
-type Rebalance struct {
-	Epoch      Epoch     `json:"epoch"`
-	Leader     uint64    `json:"leader"`
-	At         time.Time `json:"at"`
-	Triggers   []string  `json:"triggers"`
-	Moves      []Move    `json:"moves"`
-	Units      int       `json:"units"`
-	Workers    int       `json:"workers"`
-	DurationMS float64   `json:"duration_ms"`
-}
+// Settings, Move and Rebalance are the worker settings and the rebalance
+// journal as the API shows them (see package api).
+type (
+	Settings  = api.Settings
+	Move      = api.Move
+	Rebalance = api.Rebalance
+)
 
 func rebalanceKey(gen int64) string { return fmt.Sprintf("%s%020d", RebalancePrefix, gen) }
 
-// Heartbeat is what a Member sends the coordinator.
-type Heartbeat struct {
-	Worker WorkerInfo `json:"worker"`
-	// SeenRevision is the store revision up to which the member has
-	// followed the assignment; Running what it runs now. Together they
-	// tell the coordinator that a revoked unit has stopped.
-	SeenRevision int64    `json:"seen_revision"`
-	Running      []string `json:"running"`
-}
-
-// HeartbeatReply is the coordinator's answer.
-type HeartbeatReply struct {
-	Epoch            Epoch  `json:"epoch"`
-	Leader           uint64 `json:"leader"`
-	SessionTimeoutMS int64  `json:"session_timeout_ms"`
-	// Assigned: the worker's session is counted in the stored
-	// assignment. A session the coordinator has just (re)started is not,
-	// until a rebalance that includes it is written; the worker runs
-	// nothing until then.
-	Assigned bool `json:"assigned"`
-	// Revision is a store revision at or after every assignment change
-	// made so far; a worker whose session lapsed runs nothing until it has
-	// followed the assignment up to it.
-	Revision int64 `json:"revision"`
-}
+// WorkerInfo, Heartbeat and HeartbeatReply are the body and the answer
+// of POST /kcd/v1/workers/{id}/heartbeat (see package api); WorkerInfo is
+// also the record of a worker with a live session.
+type (
+	WorkerInfo     = api.WorkerInfo
+	Heartbeat      = api.Heartbeat
+	HeartbeatReply = api.HeartbeatReply
+)

@@ -1,23 +1,19 @@
 package restapi
 
 import (
-	"encoding/json"
 	"errors"
 	"net/http"
 	"slices"
 	"unicode/utf8"
 
+	kcdapi "github.com/kcd-project/kcd/api"
 	"github.com/kcd-project/kcd/daemon/connectstore"
 	"github.com/kcd-project/kcd/daemon/herder"
 )
 
-// CreateConnectorRequest is the body of POST /connectors. Name and config
-// values may be any JSON scalar (Kafka Connect coerces them to strings).
-type CreateConnectorRequest struct {
-	Name         json.RawMessage            `json:"name"`
-	Config       map[string]json.RawMessage `json:"config"`
-	InitialState *string                    `json:"initial_state"`
-}
+// CreateConnectorRequest is the body of POST /connectors (see package
+// api).
+type CreateConnectorRequest = kcdapi.CreateConnectorRequest
 
 // GET /connectors, with ?expand=status and ?expand=info (repeatable):
 // names, or a map of name to the expansions asked for. A connector that

@@ -4,14 +4,12 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+
+	kcdapi "github.com/kcd-project/kcd/api"
 )
 
-// ErrorMessage is Kafka Connect's error body, used for every error kcd's REST
-// API returns, on Kafka Connect's paths and on /kcd/v1 alike.
-type ErrorMessage struct {
-	ErrorCode int    `json:"error_code"`
-	Message   string `json:"message"`
-}
+// ErrorMessage is Kafka Connect's error body (see package api).
+type ErrorMessage = kcdapi.ErrorMessage
 
 // Error is an error that carries the HTTP status it is answered with.
 type Error struct {
@@ -31,7 +29,7 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 	body, err := json.Marshal(v)
 	if err != nil {
 		status = http.StatusInternalServerError
-		body, _ = json.Marshal(ErrorMessage{status, "encode response: " + err.Error()})
+		body, _ = json.Marshal(ErrorMessage{ErrorCode: status, Message: "encode response: " + err.Error()})
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(status)

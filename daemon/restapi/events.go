@@ -11,6 +11,7 @@ import (
 	"sync"
 	"time"
 
+	kcdapi "github.com/kcd-project/kcd/api"
 	"github.com/kcd-project/kcd/daemon/connectstore"
 	"github.com/kcd-project/kcd/daemon/coordinator"
 	"github.com/kcd-project/kcd/store"
@@ -23,27 +24,13 @@ type Event struct {
 	Data any
 }
 
-// StatusEvent is the data of a "status" event.
-type StatusEvent struct {
-	Connector string `json:"connector"`
-	Task      *int   `json:"task"` // null for the connector
-	State     string `json:"state"`
-	WorkerID  string `json:"worker_id,omitempty"`
-	Trace     string `json:"trace,omitempty"`
-	Deleted   bool   `json:"deleted,omitempty"`
-}
-
-// WorkerEvent is the data of a "worker" event.
-type WorkerEvent struct {
-	ID     string `json:"id"`
-	Joined bool   `json:"joined"`
-}
-
-// LeaderEvent is the data of a "leader" event.
-type LeaderEvent struct {
-	Leader uint64 `json:"leader"`
-	Term   uint64 `json:"term"`
-}
+// The data of the "status", "worker" and "leader" events (see package
+// api); a "rebalance" event's is a coordinator.Rebalance.
+type (
+	StatusEvent = kcdapi.StatusEvent
+	WorkerEvent = kcdapi.WorkerEvent
+	LeaderEvent = kcdapi.LeaderEvent
+)
 
 const (
 	eventBuffer    = 256

@@ -11,6 +11,7 @@ import (
 	"runtime/debug"
 	"time"
 
+	kcdapi "github.com/kcd-project/kcd/api"
 	"github.com/kcd-project/kcd/daemon/herder"
 	"github.com/kcd-project/kcd/daemon/restauth"
 	"github.com/kcd-project/kcd/internal/version"
@@ -32,26 +33,12 @@ type Node interface {
 	Ready() bool
 }
 
-// ServerInfo is the body of GET /, as in Kafka Connect.
-type ServerInfo struct {
-	Version        string `json:"version"`
-	Commit         string `json:"commit"`
-	KafkaClusterID string `json:"kafka_cluster_id"`
-}
-
-// WorkerStatus is the body of GET /health, as in Kafka Connect (KIP-1017).
-type WorkerStatus struct {
-	Status  string `json:"status"`
-	Message string `json:"message"`
-}
-
-// VersionInfo is the body of GET /kcd/v1/version.
-type VersionInfo struct {
-	Version           string `json:"version"`
-	Commit            string `json:"commit"`
-	GoVersion         string `json:"go_version"`
-	ConnectAPIVersion string `json:"connect_api_version"`
-}
+// The bodies of GET /, GET /health and GET /kcd/v1/version.
+type (
+	ServerInfo   = kcdapi.ServerInfo
+	WorkerStatus = kcdapi.WorkerStatus
+	VersionInfo  = kcdapi.VersionInfo
+)
 
 // Kafka Connect's health messages, kept identical so health checks written
 // for it keep working.

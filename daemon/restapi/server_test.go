@@ -83,19 +83,19 @@ func TestHealthCombinesChecks(t *testing.T) {
 			t.Errorf("%s: %d %v, want %d %+v", what, status, body, wantStatus, want)
 		}
 	}
-	check("all fine", 200, WorkerStatus{"healthy", healthyMessage})
+	check("all fine", 200, WorkerStatus{Status: "healthy", Message: healthyMessage})
 	worker = &HealthProblem{Starting: true, Message: "not joined yet"}
-	check("worker starting", 503, WorkerStatus{"starting", "not joined yet"})
+	check("worker starting", 503, WorkerStatus{Status: "starting", Message: "not joined yet"})
 	node.ready = false
-	check("node and worker starting", 503, WorkerStatus{"starting", startingMessage + "; not joined yet"})
+	check("node and worker starting", 503, WorkerStatus{Status: "starting", Message: startingMessage + "; not joined yet"})
 	node.ready = true
 	worker = &HealthProblem{Message: "lost its session"}
-	check("worker lost its session", 503, WorkerStatus{"unhealthy", "lost its session"})
+	check("worker lost its session", 503, WorkerStatus{Status: "unhealthy", Message: "lost its session"})
 	alarm = &HealthProblem{Message: "corrupt"}
-	check("two problems", 503, WorkerStatus{"unhealthy", "lost its session; corrupt"})
+	check("two problems", 503, WorkerStatus{Status: "unhealthy", Message: "lost its session; corrupt"})
 	worker = nil
 	alarm = nil
-	check("recovered", 200, WorkerStatus{"healthy", healthyMessage})
+	check("recovered", 200, WorkerStatus{Status: "healthy", Message: healthyMessage})
 }
 
 func TestUnknownPathsAndMethodsUseConnectErrors(t *testing.T) {

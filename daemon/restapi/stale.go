@@ -4,21 +4,14 @@ import (
 	"net/http"
 	"strconv"
 
+	kcdapi "github.com/kcd-project/kcd/api"
 	"github.com/kcd-project/kcd/store"
 )
 
-// Headers of reads that may be stale.
+// Headers of reads that may be stale (see package api).
 const (
-	// AllowStaleHeader: true on a store API read (get, scan, revision)
-	// lets the node answer from its replica when it cannot confirm it is
-	// current (store.AllowStale); worker-only nodes send it for the REST
-	// reads they serve.
-	AllowStaleHeader = "X-Kcd-Allow-Stale"
-	// StaleHeader is on an answer read from a replica that could not
-	// confirm it is current: the value, in milliseconds, bounds how stale
-	// it may be (it holds every write acknowledged more than that long
-	// ago). Absent: the read was linearizable.
-	StaleHeader = "X-Kcd-Stale-Ms"
+	AllowStaleHeader = kcdapi.AllowStaleHeader
+	StaleHeader      = kcdapi.StaleHeader
 )
 
 // staleRoutes are the REST reads of connector configs, statuses, tasks and

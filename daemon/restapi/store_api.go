@@ -46,80 +46,26 @@ import (
 	"sync"
 	"time"
 
+	kcdapi "github.com/kcd-project/kcd/api"
 	"github.com/kcd-project/kcd/store"
 )
 
-// StoreKV is a key and its value as the store API carries them.
-type StoreKV struct {
-	Key            []byte `json:"key"`
-	Value          []byte `json:"value"`
-	CreateRevision int64  `json:"create_revision"`
-	ModRevision    int64  `json:"mod_revision"`
-}
+// The store API's bodies and constants (see package api).
+type (
+	StoreKV       = kcdapi.StoreKV
+	StoreRequest  = kcdapi.StoreRequest
+	StoreCond     = kcdapi.StoreCond
+	StoreOp       = kcdapi.StoreOp
+	StoreResponse = kcdapi.StoreResponse
+	StoreEvent    = kcdapi.StoreEvent
+	WatchMessage  = kcdapi.WatchMessage
+)
 
-// StoreRequest is the body of every store API request; each operation
-// reads the fields it needs (see the package comment of store_api.go).
-type StoreRequest struct {
-	Key               []byte      `json:"key,omitempty"`
-	Value             []byte      `json:"value,omitempty"`
-	Prefix            []byte      `json:"prefix,omitempty"`
-	Limit             int         `json:"limit,omitempty"`
-	ExpectModRevision int64       `json:"expect_mod_revision,omitempty"`
-	AfterRevision     int64       `json:"after_revision,omitempty"`
-	HeartbeatMS       int64       `json:"heartbeat_ms,omitempty"`
-	Revision          int64       `json:"revision,omitempty"`
-	Conds             []StoreCond `json:"conds,omitempty"`
-	Ops               []StoreOp   `json:"ops,omitempty"`
-}
-
-// StoreCond is a condition of a batch.
-type StoreCond struct {
-	Key         []byte `json:"key"`
-	ModRevision int64  `json:"mod_revision"`
-}
-
-// StoreOp is an op of a batch: Type "put" or "delete".
-type StoreOp struct {
-	Type  string `json:"type"`
-	Key   []byte `json:"key"`
-	Value []byte `json:"value,omitempty"`
-}
-
-// StoreResponse is the body of every successful store API answer.
-type StoreResponse struct {
-	Revision int64     `json:"revision"`
-	Found    *bool     `json:"found,omitempty"`
-	KV       *StoreKV  `json:"kv,omitempty"`
-	KVs      []StoreKV `json:"kvs,omitempty"`
-	OK       *bool     `json:"ok,omitempty"`
-	Deleted  *bool     `json:"deleted,omitempty"`
-}
-
-// StoreEvent is one change in a watch stream: Type "put" or "delete".
-type StoreEvent struct {
-	Type string  `json:"type"`
-	KV   StoreKV `json:"kv"`
-}
-
-// WatchMessage is one line of a watch stream.
-type WatchMessage struct {
-	StartRevision *int64        `json:"start_revision,omitempty"`
-	HeartbeatMS   int64         `json:"heartbeat_ms,omitempty"`
-	Events        []StoreEvent  `json:"events,omitempty"`
-	Error         *ErrorMessage `json:"error,omitempty"`
-}
-
-// Store API constants shared with its client.
 const (
-	// MaxStoreRequest bounds a store API request body: a larger batch
-	// fails with 413 (store.ErrInvalid).
-	MaxStoreRequest = 64 << 20
-	// UnappliedHeader marks an error answer given before the request did
-	// anything.
-	UnappliedHeader = "X-Kcd-Store-Unapplied"
-	// Status codes of store errors.
-	StatusCompacted = http.StatusGone
-	StatusLagging   = http.StatusTooManyRequests
+	MaxStoreRequest = kcdapi.MaxStoreRequest
+	UnappliedHeader = kcdapi.UnappliedHeader
+	StatusCompacted = kcdapi.StatusCompacted
+	StatusLagging   = kcdapi.StatusLagging
 )
 
 // watchHeartbeat is how often an idle watch stream carries a heartbeat

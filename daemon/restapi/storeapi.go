@@ -6,28 +6,16 @@ import (
 	"net/http"
 	"strconv"
 
+	kcdapi "github.com/kcd-project/kcd/api"
 	"github.com/kcd-project/kcd/store"
 )
 
-// KeyValue is one key of the metadata store as the store API shows it.
-type KeyValue struct {
-	Key            string `json:"key"`
-	Value          string `json:"value"`
-	CreateRevision int64  `json:"create_revision"`
-	ModRevision    int64  `json:"mod_revision"`
-}
-
-// KeyList is the body of GET /kcd/v1/store/keys.
-type KeyList struct {
-	Revision int64      `json:"revision"`
-	Keys     []KeyValue `json:"keys"`
-}
-
-// StoreWrite is the body answered to a write of the store API.
-type StoreWrite struct {
-	Revision int64 `json:"revision"`
-	Deleted  *bool `json:"deleted,omitempty"`
-}
+// The bodies of /kcd/v1/store/keys (see package api).
+type (
+	KeyValue   = kcdapi.KeyValue
+	KeyList    = kcdapi.KeyList
+	StoreWrite = kcdapi.StoreWrite
+)
 
 func (a *api) needStore() *Error {
 	if a.store == nil {

@@ -14,6 +14,7 @@ import (
 	"strings"
 	"time"
 
+	kcdapi "github.com/kcd-project/kcd/api"
 	"github.com/kcd-project/kcd/daemon/coordinator"
 	"github.com/kcd-project/kcd/store"
 )
@@ -26,42 +27,12 @@ type Coordinator interface {
 	Plan(ctx context.Context, drain string) (coordinator.PlanResult, error)
 }
 
-// WorkerView is one worker in GET /kcd/v1/workers: the workers with a
-// session, then those whose session ended (see coordinator.GonePrefix for
-// how long they stay listed).
-type WorkerView struct {
-	ID string `json:"id"`
-	// State is alive, draining (alive and drained), expired (its session
-	// expired: it went silent) or left (it ended its session).
-	State    string    `json:"state"`
-	RESTURL  string    `json:"rest_url,omitempty"`
-	NodeID   uint64    `json:"node_id"`
-	Weight   float64   `json:"weight"`
-	Capacity int       `json:"capacity"` // 0: no limit
-	Draining bool      `json:"draining"`
-	Since    time.Time `json:"since"`
-	// GoneAt is when the session ended; absent while it holds.
-	GoneAt *time.Time `json:"gone_at,omitempty"`
-	// Connectors and Tasks count the units the worker owns now; a worker
-	// that is gone runs none of them.
-	Connectors int `json:"connectors"`
-	Tasks      int `json:"tasks"`
-}
-
-// AssignmentView is one unit in GET /kcd/v1/assignments.
-type AssignmentView struct {
-	Connector string            `json:"connector"`
-	Task      *int              `json:"task"` // null for the connector instance
-	Worker    string            `json:"worker"`
-	Epoch     coordinator.Epoch `json:"epoch"`
-	// RevokingTo names the worker the unit waits to move to.
-	RevokingTo string `json:"revoking_to,omitempty"`
-}
-
-// WorkerWeight is the body of PUT /kcd/v1/workers/{id}/weight.
-type WorkerWeight struct {
-	Weight *float64 `json:"weight"`
-}
+// The bodies of /kcd/v1/workers and /kcd/v1/assignments (see package api).
+type (
+	WorkerView     = kcdapi.WorkerView
+	AssignmentView = kcdapi.AssignmentView
+	WorkerWeight   = kcdapi.WorkerWeight
+)
 
 func (a *api) workerRoutes() []route {
 	return []route{
@@ -374,25 +345,12 @@ type LocalWorker interface {
 	LocalWorker() LocalWorkerView
 }
 
-// LocalWorkerView is the body of GET /kcd/v1/worker: what this node's
-// worker runs now and how often it started each unit.
-type LocalWorkerView struct {
-	ID string `json:"id"`
-	// SessionHeld: the coordinator answered a heartbeat within the
-	// session timeout; when false the worker runs nothing.
-	SessionHeld bool        `json:"session_held"`
-	Units       []LocalUnit `json:"units"`
-}
-
-// LocalUnit is a connector instance (task null) or a task this worker has
-// run since its process started.
-type LocalUnit struct {
-	Connector string `json:"connector"`
-	Task      *int   `json:"task"`
-	Running   bool   `json:"running"`
-	Starts    int    `json:"starts"`
-	Records   int64  `json:"records"`
-}
+// LocalWorkerView and LocalUnit are the body of GET /kcd/v1/worker (see
+// package api).
+type (
+	LocalWorkerView = kcdapi.LocalWorkerView
+	LocalUnit       = kcdapi.LocalUnit
+)
 
 func (a *api) localWorker(*http.Request) (int, any, *Error) {
 	if a.worker == nil {

@@ -43,7 +43,8 @@ import (
 	"cmp"
 	"math"
 	"slices"
-	"strconv"
+
+	"github.com/kcd-project/kcd/api"
 )
 
 // DefaultLeaderWeightFactor is the leader's weight factor when
@@ -58,13 +59,8 @@ type Unit struct {
 }
 
 // String returns "name/connector" for a connector instance and "name/3" for
-// task 3.
-func (u Unit) String() string {
-	if u.Task < 0 {
-		return u.Connector + "/connector"
-	}
-	return u.Connector + "/" + strconv.Itoa(u.Task)
-}
+// task 3: the unit's name in the API (api.UnitName).
+func (u Unit) String() string { return api.UnitName(u.Connector, u.Task) }
 
 func (u Unit) compare(v Unit) int {
 	if c := cmp.Compare(u.Connector, v.Connector); c != 0 {

@@ -81,7 +81,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/kcd-project/kcd/daemon/restapi"
+	"github.com/kcd-project/kcd/api"
 	"github.com/kcd-project/kcd/raft/fsm"
 	"github.com/kcd-project/kcd/store"
 )
@@ -275,7 +275,7 @@ func (s *Store) probeLoop() {
 		}
 		ep := s.Endpoints()[0]
 		ctx, cancel := context.WithTimeout(s.life, s.opts.HedgeDelay)
-		var v restapi.VersionInfo
+		var v api.VersionInfo
 		_, err := s.attempt(ctx, ep, http.MethodGet, "/kcd/v1/version", nil, false, &v)
 		cancel()
 		if err != nil && s.life.Err() == nil {
@@ -336,15 +336,15 @@ func (s *Store) refreshLoop() {
 }
 
 // ClusterInfo is GET /kcd/v1/cluster of a Raft node, hedged as a read is.
-func (s *Store) ClusterInfo(ctx context.Context) (restapi.ClusterInfo, error) {
+func (s *Store) ClusterInfo(ctx context.Context) (api.ClusterInfo, error) {
 	if err := s.check(ctx); err != nil {
-		return restapi.ClusterInfo{}, err
+		return api.ClusterInfo{}, err
 	}
 	rctx, cancel := context.WithTimeout(ctx, s.opts.RetryTimeout)
 	defer cancel()
 	stop := context.AfterFunc(s.life, cancel)
 	defer stop()
-	info, _, err := hedged[restapi.ClusterInfo](s, ctx, rctx, http.MethodGet, "/kcd/v1/cluster", nil, false)
+	info, _, err := hedged[api.ClusterInfo](s, ctx, rctx, http.MethodGet, "/kcd/v1/cluster", nil, false)
 	return info, err
 }
 
@@ -353,7 +353,7 @@ func (s *Store) ClusterInfo(ctx context.Context) (restapi.ClusterInfo, error) {
 func (s *Store) learnMembers() {
 	ctx, cancel := context.WithTimeout(s.life, s.opts.DialTimeout+2*time.Second)
 	defer cancel()
-	info, _, err := hedged[restapi.ClusterInfo](s, ctx, ctx, http.MethodGet, "/kcd/v1/cluster", nil, false)
+	info, _, err := hedged[api.ClusterInfo](s, ctx, ctx, http.MethodGet, "/kcd/v1/cluster", nil, false)
 	if err != nil {
 		return
 	}
@@ -416,9 +416,9 @@ func (e *remoteError) storeErr() error {
 	switch e.status {
 	case http.StatusBadRequest, http.StatusRequestEntityTooLarge:
 		sentinel = store.ErrInvalid
-	case restapi.StatusCompacted:
+	case api.StatusCompacted:
 		sentinel = store.ErrCompacted
-	case restapi.StatusLagging:
+	case api.StatusLagging:
 		sentinel = store.ErrWatcherLagging
 	default:
 		return nil
@@ -438,11 +438,11 @@ func (e *remoteError) failover() bool {
 
 func readRemoteError(url string, res *http.Response) *remoteError {
 	body, _ := io.ReadAll(io.LimitReader(res.Body, 64<<10))
-	var em restapi.ErrorMessage
+	var em api.ErrorMessage
 	if json.Unmarshal(body, &em) != nil || em.Message == "" {
 		em.Message = strings.TrimSpace(string(body))
 	}
-	return &remoteError{url: url, status: res.StatusCode, message: em.Message, unapplied: res.Header.Get(restapi.UnappliedHeader) == "true"}
+	return &remoteError{url: url, status: res.StatusCode, message: em.Message, unapplied: res.Header.Get(api.UnappliedHeader) == "true"}
 }
 
 // notSent tells whether a transport error surely happened before the
@@ -456,8 +456,8 @@ func notSent(err error) bool {
 // package comment allow; write says whether it changes the store. A read
 // under store.AllowStale asks the node for a read that may be stale and
 // records on the context's Staleness how stale the answer was.
-func (s *Store) call(ctx context.Context, method, path string, in *restapi.StoreRequest, write bool) (restapi.StoreResponse, error) {
-	var out restapi.StoreResponse
+func (s *Store) call(ctx context.Context, method, path string, in *api.StoreRequest, write bool) (api.StoreResponse, error) {
+	var out api.StoreResponse
 	if err := s.check(ctx); err != nil {
 		return out, err
 	}
@@ -467,8 +467,8 @@ func (s *Store) call(ctx context.Context, method, path string, in *restapi.Store
 		if body, err = json.Marshal(in); err != nil {
 			return out, fmt.Errorf("remotestore: encode %s: %w", path, err)
 		}
-		if len(body) > restapi.MaxStoreRequest {
-			return out, fmt.Errorf("remotestore: %w: request of %d bytes exceeds %d", store.ErrInvalid, len(body), restapi.MaxStoreRequest)
+		if len(body) > api.MaxStoreRequest {
+			return out, fmt.Errorf("remotestore: %w: request of %d bytes exceeds %d", store.ErrInvalid, len(body), api.MaxStoreRequest)
 		}
 	}
 	rctx, cancel := context.WithTimeout(ctx, s.opts.RetryTimeout)
@@ -477,7 +477,7 @@ func (s *Store) call(ctx context.Context, method, path string, in *restapi.Store
 	defer stop()
 	if !write {
 		st := store.StaleOK(ctx)
-		out, stale, err := hedged[restapi.StoreResponse](s, ctx, rctx, method, path, body, st != nil)
+		out, stale, err := hedged[api.StoreResponse](s, ctx, rctx, method, path, body, st != nil)
 		if err == nil && st != nil && stale != "" {
 			if ms, perr := strconv.ParseInt(stale, 10, 64); perr == nil && ms > 0 {
 				st.Record(time.Duration(ms) * time.Millisecond)
@@ -488,7 +488,7 @@ func (s *Store) call(ctx context.Context, method, path string, in *restapi.Store
 	var lastErr error
 	for round, backoff := 0, 50*time.Millisecond; ; round++ {
 		for _, ep := range s.Endpoints() {
-			out = restapi.StoreResponse{}
+			out = api.StoreResponse{}
 			_, err := s.attempt(rctx, ep, method, path, body, false, &out)
 			if err == nil {
 				s.succeeded(ep)
@@ -663,7 +663,7 @@ func (s *Store) attempt(ctx context.Context, ep, method, path string, body []byt
 		req.Header.Set("Content-Type", "application/json")
 	}
 	if staleOK {
-		req.Header.Set(restapi.AllowStaleHeader, "true")
+		req.Header.Set(api.AllowStaleHeader, "true")
 	}
 	res, err := s.hc.Do(req)
 	if err != nil {
@@ -676,7 +676,7 @@ func (s *Store) attempt(ctx context.Context, ep, method, path string, body []byt
 	if err := json.NewDecoder(io.LimitReader(res.Body, maxResponse)).Decode(out); err != nil {
 		return "", fmt.Errorf("decode the answer of %s%s: %w", ep, path, err)
 	}
-	return res.Header.Get(restapi.StaleHeader), nil
+	return res.Header.Get(api.StaleHeader), nil
 }
 
 func validate(c fsm.Command) error {
@@ -686,7 +686,7 @@ func validate(c fsm.Command) error {
 	return nil
 }
 
-func kvOf(kv restapi.StoreKV) store.KV {
+func kvOf(kv api.StoreKV) store.KV {
 	return store.KV{Key: string(kv.Key), Value: kv.Value, CreateRevision: kv.CreateRevision, ModRevision: kv.ModRevision}
 }
 
@@ -700,7 +700,7 @@ func (s *Store) Get(ctx context.Context, key string) (store.KV, bool, error) {
 	if err := validate(fsm.Command{Kind: fsm.KindDelete, Key: key}); err != nil {
 		return store.KV{}, false, err
 	}
-	out, err := s.call(ctx, http.MethodPost, "/kcd/v1/store/get", &restapi.StoreRequest{Key: []byte(key)}, false)
+	out, err := s.call(ctx, http.MethodPost, "/kcd/v1/store/get", &api.StoreRequest{Key: []byte(key)}, false)
 	if err != nil || !deref(out.Found) || out.KV == nil {
 		return store.KV{}, false, err
 	}
@@ -715,7 +715,7 @@ func (s *Store) Put(ctx context.Context, key string, value []byte) (int64, error
 	if err := validate(fsm.Command{Kind: fsm.KindPut, Key: key, Value: value}); err != nil {
 		return 0, err
 	}
-	out, err := s.call(ctx, http.MethodPost, "/kcd/v1/store/put", &restapi.StoreRequest{Key: []byte(key), Value: value}, true)
+	out, err := s.call(ctx, http.MethodPost, "/kcd/v1/store/put", &api.StoreRequest{Key: []byte(key), Value: value}, true)
 	return out.Revision, err
 }
 
@@ -727,7 +727,7 @@ func (s *Store) Delete(ctx context.Context, key string) (int64, bool, error) {
 	if err := validate(fsm.Command{Kind: fsm.KindDelete, Key: key}); err != nil {
 		return 0, false, err
 	}
-	out, err := s.call(ctx, http.MethodPost, "/kcd/v1/store/delete", &restapi.StoreRequest{Key: []byte(key)}, true)
+	out, err := s.call(ctx, http.MethodPost, "/kcd/v1/store/delete", &api.StoreRequest{Key: []byte(key)}, true)
 	return out.Revision, deref(out.Deleted), err
 }
 
@@ -740,7 +740,7 @@ func (s *Store) CompareAndSet(ctx context.Context, key string, expectModRev int6
 		return 0, false, err
 	}
 	out, err := s.call(ctx, http.MethodPost, "/kcd/v1/store/cas",
-		&restapi.StoreRequest{Key: []byte(key), ExpectModRevision: expectModRev, Value: value}, true)
+		&api.StoreRequest{Key: []byte(key), ExpectModRevision: expectModRev, Value: value}, true)
 	return out.Revision, deref(out.OK), err
 }
 
@@ -752,7 +752,7 @@ func (s *Store) Scan(ctx context.Context, prefix string, limit int) ([]store.KV,
 	if limit < 0 {
 		return nil, 0, fmt.Errorf("remotestore: %w: negative limit %d", store.ErrInvalid, limit)
 	}
-	out, err := s.call(ctx, http.MethodPost, "/kcd/v1/store/scan", &restapi.StoreRequest{Prefix: []byte(prefix), Limit: limit}, false)
+	out, err := s.call(ctx, http.MethodPost, "/kcd/v1/store/scan", &api.StoreRequest{Prefix: []byte(prefix), Limit: limit}, false)
 	if err != nil {
 		return nil, 0, err
 	}
@@ -771,16 +771,16 @@ func (s *Store) Batch(ctx context.Context, conds []store.Cond, ops []store.Op) (
 	if err := validate(fsm.Command{Kind: fsm.KindBatch, Conds: conds, Ops: ops}); err != nil {
 		return 0, false, err
 	}
-	req := &restapi.StoreRequest{Conds: make([]restapi.StoreCond, len(conds)), Ops: make([]restapi.StoreOp, len(ops))}
+	req := &api.StoreRequest{Conds: make([]api.StoreCond, len(conds)), Ops: make([]api.StoreOp, len(ops))}
 	for i, c := range conds {
-		req.Conds[i] = restapi.StoreCond{Key: []byte(c.Key), ModRevision: c.ModRevision}
+		req.Conds[i] = api.StoreCond{Key: []byte(c.Key), ModRevision: c.ModRevision}
 	}
 	for i, op := range ops {
 		typ := "put"
 		if op.Type == store.OpDelete {
 			typ = "delete"
 		}
-		req.Ops[i] = restapi.StoreOp{Type: typ, Key: []byte(op.Key), Value: op.Value}
+		req.Ops[i] = api.StoreOp{Type: typ, Key: []byte(op.Key), Value: op.Value}
 	}
 	out, err := s.call(ctx, http.MethodPost, "/kcd/v1/store/batch", req, true)
 	return out.Revision, deref(out.OK), err
@@ -801,7 +801,7 @@ func (s *Store) Compact(ctx context.Context, rev int64) error {
 	if err := validate(fsm.Command{Kind: fsm.KindCompact, Rev: rev}); err != nil {
 		return err
 	}
-	_, err := s.call(ctx, http.MethodPost, "/kcd/v1/store/compact", &restapi.StoreRequest{Revision: rev}, true)
+	_, err := s.call(ctx, http.MethodPost, "/kcd/v1/store/compact", &api.StoreRequest{Revision: rev}, true)
 	return err
 }
 

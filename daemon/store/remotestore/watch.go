@@ -13,7 +13,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/kcd-project/kcd/daemon/restapi"
+	"github.com/kcd-project/kcd/api"
 	"github.com/kcd-project/kcd/store"
 )
 
@@ -223,7 +223,7 @@ func (w *watcher) follow(st *stream) {
 		var re *remoteError
 		if errors.As(err, &re) {
 			switch re.status {
-			case restapi.StatusLagging, http.StatusBadRequest:
+			case api.StatusLagging, http.StatusBadRequest:
 				w.end(re.storeErr())
 				return
 			}
@@ -273,7 +273,7 @@ func (w *watcher) read(st *stream) error {
 			return err
 		}
 		idle.Reset(quiet)
-		var m restapi.WatchMessage
+		var m api.WatchMessage
 		if err := json.Unmarshal(line, &m); err != nil {
 			return fmt.Errorf("watch stream of %s: %w", st.node, err)
 		}
@@ -343,7 +343,7 @@ func readLine(rd *bufio.Reader) ([]byte, error) {
 // on a store error; a resume keeps trying nodes until the watch ends, and
 // fails only with a store error (ErrCompacted from a node that answered).
 func (w *watcher) open(after int64, first bool) (*stream, error) {
-	body, err := json.Marshal(restapi.StoreRequest{Prefix: []byte(w.prefix), AfterRevision: after, HeartbeatMS: w.s.opts.WatchHeartbeat.Milliseconds()})
+	body, err := json.Marshal(api.StoreRequest{Prefix: []byte(w.prefix), AfterRevision: after, HeartbeatMS: w.s.opts.WatchHeartbeat.Milliseconds()})
 	if err != nil {
 		return nil, fmt.Errorf("remotestore: watch: %w", err)
 	}
@@ -426,7 +426,7 @@ func (w *watcher) openOn(ep string, body []byte, barrier bool) (_ *stream, err e
 	if err == nil && !t.Stop() {
 		err = fmt.Errorf("no first line within %v", wait)
 	}
-	var m restapi.WatchMessage
+	var m api.WatchMessage
 	if err == nil {
 		err = json.Unmarshal(line, &m)
 	}
