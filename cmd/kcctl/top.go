@@ -71,3 +71,8 @@ Keys: ? for help, q to quit. NO_COLOR (any value) turns colour off.`,
 	cmd.Flags().DurationVar(&interval, "interval", top.DefaultInterval, "Time between polls (events arrive as they happen)")
 	return cmd
 }
+
+// newTopModel is the dashboard's model (tui/top) with kcctl's settings.
+func newTopModel(b top.Backend, readOnly, noColor bool, context string) tea.Model {
+	return top.New(top.Options{Backend: b, ReadOnly: readOnly, NoColor: noColor, Context: context, Now: time.Now})
+}

@@ -11,7 +11,7 @@ import (
 	"net/http"
 	"strings"
 
-	"github.com/kcd-project/kcd/daemon/restapi"
+	"github.com/kcd-project/kcd/api"
 )
 
 // The calls `kcctl top` needs besides the others: the event stream and a
@@ -19,8 +19,8 @@ import (
 
 // LocalWorker is GET /kcd/v1/worker: what the worker of the node at the
 // client's URL runs, and each unit's start and record counts.
-func (c *Client) LocalWorker(ctx context.Context) (restapi.LocalWorkerView, error) {
-	var v restapi.LocalWorkerView
+func (c *Client) LocalWorker(ctx context.Context) (api.LocalWorkerView, error) {
+	var v api.LocalWorkerView
 	return v, c.do(ctx, http.MethodGet, "/kcd/v1/worker", &v)
 }
 

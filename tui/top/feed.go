@@ -360,9 +360,9 @@ func (f *Feed) pollServer(ctx context.Context, server string) (Snapshot, []strin
 
 	for name, e := range cs {
 		st := e.Status
-		typ := st.Type
+		typ := string(st.Type)
 		if typ == "" || typ == "unknown" {
-			typ = e.Info.Type
+			typ = string(e.Info.Type)
 		}
 		if typ == "unknown" {
 			typ = ""
