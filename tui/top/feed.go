@@ -58,6 +58,7 @@ type Feed struct {
 	cfg FeedConfig
 
 	pollNow chan struct{} // an event asks for a poll (capacity 1)
+	moved   chan struct{} // a poll moved to another server (capacity 1)
 
 	mu      sync.Mutex
 	servers []string
@@ -94,7 +95,7 @@ func NewFeed(cfg FeedConfig) *Feed {
 	if cfg.Timeout <= 0 {
 		cfg.Timeout = 5 * time.Second
 	}
-	f := &Feed{cfg: cfg, pollNow: make(chan struct{}, 1)}
+	f := &Feed{cfg: cfg, pollNow: make(chan struct{}, 1), moved: make(chan struct{}, 1)}
 	for _, s := range cfg.Servers {
 		f.addServer(s)
 	}
@@ -211,7 +212,13 @@ func (f *Feed) poll(ctx context.Context) error {
 			continue
 		}
 		f.mu.Lock()
-		f.current = idx
+		if f.current != idx {
+			f.current = idx
+			select {
+			case f.moved <- struct{}{}:
+			default:
+			}
+		}
 		for _, m := range members {
 			f.addServer(m)
 		}
@@ -488,8 +495,16 @@ func (f *Feed) follow(ctx context.Context) {
 		} else {
 			backoff = minBackoff
 		}
-		if !sleep(ctx, backoff) {
+		// Retry after the backoff, or at once on the server a poll moved to.
+		t := time.NewTimer(backoff)
+		select {
+		case <-ctx.Done():
+			t.Stop()
 			return
+		case <-t.C:
+		case <-f.moved:
+			t.Stop()
+			backoff = 0
 		}
 	}
 }
