@@ -50,10 +50,16 @@ func startTmux(t *testing.T, env []string, width, height int, command string) *t
 		t.Skip("tmux is not installed")
 	}
 	s := &tmuxSession{t: t, socket: fmt.Sprintf("kcd-top-%x", rand.Uint64()), env: env}
-	t.Cleanup(func() { _ = s.tmux("kill-server") })
 	if err := s.tmux("new-session", "-d", "-s", "top", "-x", fmt.Sprint(width), "-y", fmt.Sprint(height), command); err != nil {
 		t.Fatal(err)
 	}
+	sock, _ := s.run("display-message", "-p", "#{socket_path}")
+	t.Cleanup(func() {
+		_ = s.tmux("kill-server")
+		if sock = strings.TrimSpace(sock); strings.HasSuffix(sock, s.socket) {
+			os.Remove(sock) // tmux leaves its socket file behind
+		}
+	})
 	return s
 }
 
