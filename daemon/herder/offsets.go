@@ -176,21 +176,46 @@ func (h *Herder) stoppedConnector(ctx context.Context, name string) (*connect.Pl
 	if err != nil {
 		return nil, nil, fmt.Errorf("read the tasks of connector %s: %w", name, err)
 	}
-	st, err := h.store.Statuses(ctx, name)
+	running, err := h.tasksMayCommit(ctx, name)
 	if err != nil {
-		return nil, nil, fmt.Errorf("read the status of connector %s: %w", name, err)
-	}
-	running := false
-	for _, t := range st.Tasks {
-		switch t.State {
-		case connectstore.StateRunning, connectstore.StatePaused, connectstore.StateRestarting:
-			running = true
-		}
+		return nil, nil, err
 	}
 	if target != connectstore.TargetStopped || len(tasks.Tasks) > 0 || running {
 		return nil, nil, errorf(ErrBadRequest, "Connectors must be in the STOPPED state before their offsets can be modified. This can be done for the specified connector by issuing a 'PUT' request to the '/connectors/%s/stop' endpoint", name)
 	}
 	return p, cfg, nil
+}
+
+// tasksMayCommit tells whether a task of the connector may still commit
+// offsets. With the coordinator's owners: while a task owns its unit.
+// Once the coordinator has dropped the unit, the store refuses the task's
+// commits (they are fenced on the owner key), whatever status it reported
+// last: a stopped connector's last task statuses may stay behind. Without
+// owners (a herder on its own): while a task's status says it runs.
+func (h *Herder) tasksMayCommit(ctx context.Context, name string) (bool, error) {
+	if h.opts.Owners != nil {
+		owners, _, err := h.opts.Owners(ctx, name)
+		if err != nil {
+			return false, fmt.Errorf("read the owners of connector %s: %w", name, err)
+		}
+		for id := range owners {
+			if id >= 0 {
+				return true, nil
+			}
+		}
+		return false, nil
+	}
+	st, err := h.store.Statuses(ctx, name)
+	if err != nil {
+		return false, fmt.Errorf("read the status of connector %s: %w", name, err)
+	}
+	for _, t := range st.Tasks {
+		switch t.State {
+		case connectstore.StateRunning, connectstore.StatePaused, connectstore.StateRestarting:
+			return true, nil
+		}
+	}
+	return false, nil
 }
 
 func validateOffsets(v OffsetValidator, cfg map[string]string, offsets []ConnectorOffset) error {

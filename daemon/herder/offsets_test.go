@@ -4,10 +4,12 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"log/slog"
 	"strings"
 	"testing"
 
 	"github.com/kcd-project/kcd/daemon/connectstore"
+	"github.com/kcd-project/kcd/daemon/coordinator"
 	"github.com/kcd-project/kcd/daemon/herder"
 	"github.com/kcd-project/kcd/daemon/herder/herdertest"
 )
@@ -145,5 +147,38 @@ func TestSinkOffsets(t *testing.T) {
 	}
 	if stored, _ := s.SinkOffsets(ctx, "sink"); len(stored) != 0 {
 		t.Errorf("after reset %+v", stored)
+	}
+}
+
+// With the coordinator's owners, a stopped connector's offsets change once
+// no task owns its unit (a task's commits are fenced on its owner key),
+// even when a task's last status, left behind, still says RUNNING; while a
+// task owns its unit, they do not.
+func TestOffsetsChangeOnceNoTaskOwnsItsUnit(t *testing.T) {
+	ctx := context.Background()
+	herdertest.Register()
+	s := herdertest.Store(t)
+	raw := s.Raw()
+	h := herder.New(s, herder.Options{Logger: slog.New(slog.DiscardHandler),
+		Owners: func(ctx context.Context, name string) (map[int]coordinator.UnitOwner, int64, error) {
+			return coordinator.Owners(ctx, raw, name)
+		}})
+	if _, err := h.CreateConnector(ctx, "src", cfg("name", "src", "connector.class", herdertest.CheckedClass, "topic", "t"), connectstore.TargetStarted); err != nil {
+		t.Fatal(err)
+	}
+	must(t, h.Stop(ctx, "src"))
+	must(t, s.PutTaskStatus(ctx, "src", 0, connectstore.Status{State: "RUNNING", WorkerID: "w"}, nil))
+	owner := coordinator.OwnerKey(coordinator.Unit{Connector: "src", Task: 0})
+	b, _ := json.Marshal(coordinator.Owner{Worker: "w"})
+	_, err := raw.Put(ctx, owner, b)
+	must(t, err)
+	offs := []herder.ConnectorOffset{{Partition: map[string]any{"filename": "/a"}, Offset: map[string]any{"position": json.Number("7")}}}
+	if _, err := h.AlterOffsets(ctx, "src", offs); !errors.Is(err, herder.ErrBadRequest) {
+		t.Errorf("alter while task 0 owns its unit: %v", err)
+	}
+	_, _, err = raw.Delete(ctx, owner)
+	must(t, err)
+	if _, err := h.AlterOffsets(ctx, "src", offs); err != nil {
+		t.Errorf("alter once no task owns its unit, with a RUNNING status left behind: %v", err)
 	}
 }
