@@ -46,9 +46,7 @@ type tmuxSession struct {
 
 func startTmux(t *testing.T, env []string, width, height int, command string) *tmuxSession {
 	t.Helper()
-	if _, err := exec.LookPath("tmux"); err != nil {
-		t.Skip("tmux is not installed")
-	}
+	testenv.RequireTool(t, "tmux")
 	s := &tmuxSession{t: t, socket: fmt.Sprintf("kcd-top-%x", rand.Uint64()), env: env}
 	if err := s.tmux("new-session", "-d", "-s", "top", "-x", fmt.Sprint(width), "-y", fmt.Sprint(height), command); err != nil {
 		t.Fatal(err)

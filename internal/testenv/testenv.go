@@ -10,6 +10,7 @@ package testenv
 import (
 	"bufio"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -51,6 +52,23 @@ func Require(t testing.TB, name string) string {
 	msg := name + " is not set: the service is not running. Start the test environment with `make testenv-up` (or run `make test`)"
 	if os.Getenv("CI") == "true" {
 		t.Fatal(msg + "; under CI=true a missing service is a failure")
+	}
+	t.Skip(msg)
+	return ""
+}
+
+// RequireTool returns the path of the program name (e.g. tmux), which the
+// test environment installs. When it is missing the test is skipped, or
+// failed under CI=true.
+func RequireTool(t testing.TB, name string) string {
+	t.Helper()
+	p, err := exec.LookPath(name)
+	if err == nil {
+		return p
+	}
+	msg := name + " is not installed: `make testenv-up` (or `make test`) installs it"
+	if os.Getenv("CI") == "true" {
+		t.Fatal(msg + "; under CI=true a missing tool is a failure")
 	}
 	t.Skip(msg)
 	return ""
