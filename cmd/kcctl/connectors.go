@@ -23,10 +23,11 @@ import (
 func newGetCmd(g *globals) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "get",
-		Short: "List connectors, tasks, plugins, offsets, workers or members",
+		Short: "List connectors, tasks, plugins, offsets, workers, members or loggers",
 	}
 	cmd.AddCommand(newGetConnectorsCmd(g), newGetTasksCmd(g), newGetPluginsCmd(g))
 	cmd.AddCommand(newGetOffsetsCmd(g), newGetWorkersCmd(g), newGetMembersCmd(g))
+	cmd.AddCommand(newGetLoggersCmd(g)) // loggers.go
 	return cmd
 }
 
@@ -369,5 +370,5 @@ func compactJSON(v any) string {
 
 // connectorVerbs are the verbs over connectors that the root adds.
 func connectorVerbs(g *globals) []*cobra.Command {
-	return []*cobra.Command{newGetCmd(g), newDescribeCmd(g), newDeleteCmd(g), newPauseCmd(g), newResumeCmd(g), newStopCmd(g), newRestartCmd(g), newApplyCmd(g), newPatchCmd(g)}
+	return []*cobra.Command{newGetCmd(g), newDescribeCmd(g), newDeleteCmd(g), newPauseCmd(g), newResumeCmd(g), newStopCmd(g), newRestartCmd(g), newApplyCmd(g), newPatchCmd(g), newSetCmd(g)}
 }
