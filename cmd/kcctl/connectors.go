@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -255,6 +256,12 @@ type connectorDetail struct {
 	Offsets *api.ConnectorOffsets  `json:"offsets,omitempty"`
 	// OffsetsError says why the offsets could not be read.
 	OffsetsError string `json:"offsets_error,omitempty"`
+	// Rebalances are the latest rebalances that moved the connector or
+	// one of its tasks, newest first (describe_rebalances.go).
+	Rebalances []connectorRebalance `json:"rebalances"`
+	// RebalancesError says why they could not be read (a Kafka Connect
+	// server has no journal).
+	RebalancesError string `json:"rebalances_error,omitempty"`
 }
 
 func newDescribeConnectorCmd(g *globals) *cobra.Command {
@@ -262,10 +269,13 @@ func newDescribeConnectorCmd(g *globals) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:     "connector NAME",
 		Aliases: []string{"connectors", "conn"},
-		Short:   "Show a connector: config, status, tasks with their traces, offsets",
+		Short:   "Show a connector: config, status, tasks with their traces, offsets, rebalances",
 		Long: `Show a connector: its config (secrets as stored: a ${provider:path:key}
 reference stays a reference), its status and its tasks' with the first line
-of each trace (-o wide: the whole trace), and its offsets.`,
+of each trace (-o wide: the whole trace), its offsets, and the latest
+rebalances that moved it or its tasks (kcd's journal, GET
+/kcd/v1/rebalances): when, why, which unit from which worker to which
+(-o wide: the time and generation too).`,
 		Example: `  kcctl describe connector orders-sink
   kcctl describe connector orders-sink -o wide   # whole traces`,
 		Args:              cobra.ExactArgs(1),
@@ -286,6 +296,7 @@ of each trace (-o wide: the whole trace), and its offsets.`,
 			} else {
 				d.Offsets = &offs
 			}
+			d.Rebalances, d.RebalancesError = rebalancesOf(cmd.Context(), c, name)
 			switch output {
 			case "table", "wide":
 				return describeConnector(cmd.OutOrStdout(), d, output == "wide")
@@ -356,7 +367,7 @@ func describeConnector(w io.Writer, d connectorDetail, wide bool) error {
 			fmt.Fprintf(w, "  %s => %s\n", compactJSON(o.Partition), compactJSON(o.Offset))
 		}
 	}
-	return nil
+	return describeRebalances(w, d, wide, time.Now())
 }
 
 // compactJSON is v as one line of JSON.
