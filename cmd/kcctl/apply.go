@@ -210,7 +210,17 @@ each config with its plugin and prints the errors, changing nothing.`,
 					fmt.Fprintf(cmd.OutOrStdout(), "connector/%s %s\n", s.Name, res)
 				}
 			}
-			if !isTable(output) {
+			switch output {
+			case "wide": // the connectors as they are now (wide.go)
+				var applied []string
+				for _, r := range results {
+					applied = append(applied, r.Connector)
+				}
+				if err := printAfter(cmd, connectorsAfter(c, applied)); err != nil {
+					return err
+				}
+			case "table":
+			default:
 				if err := printer.Print(cmd.OutOrStdout(), output, printer.Printable{Data: results, Names: names}); err != nil {
 					return err
 				}

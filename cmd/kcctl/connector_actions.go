@@ -99,9 +99,6 @@ func runBulkEach(cmd *cobra.Command, g *globals, f *bulkFlags, args []string, ki
 	}
 	var results []actionResult
 	var done []string
-	// -o wide: a row per connector, with the status reported right after
-	// the change (a pause or stop takes a moment to show).
-	wide := printer.Table{Header: []string{"NAME", "RESULT", "STATE", "TASKS", "WORKER"}}
 	failed, notFound := 0, 0
 	for _, n := range names {
 		res, data, err := do(cmd.Context(), c, n)
@@ -114,20 +111,18 @@ func runBulkEach(cmd *cobra.Command, g *globals, f *bulkFlags, args []string, ki
 			}
 			fmt.Fprintf(cmd.ErrOrStderr(), "Error: %s/%s: %v\n", kind, n, err)
 			results = append(results, actionResult{Connector: n, Error: err.Error()})
-			wide.Rows = append(wide.Rows, []string{kind + "/" + n, "failed", "<unknown>", "<unknown>", "<unknown>"})
 			continue
 		}
 		results = append(results, actionResult{Connector: n, Result: res, Data: data})
 		done = append(done, kind+"/"+n)
-		switch f.output {
-		case "table":
+		if isTable(f.output) {
 			fmt.Fprintf(cmd.OutOrStdout(), "%s/%s %s\n", kind, n, res)
-		case "wide":
-			wide.Rows = append(wide.Rows, append([]string{kind + "/" + n, res}, stateNow(cmd.Context(), c, n)...))
 		}
 	}
 	if f.output == "wide" {
-		if err := printer.Print(cmd.OutOrStdout(), "table", printer.Printable{Table: wide}); err != nil {
+		// What the change left: the connectors as get connectors -o wide
+		// shows them (a pause or stop takes a moment to show).
+		if err := printAfter(cmd, connectorsAfter(c, names)); err != nil {
 			return err
 		}
 	} else if f.output != "table" {
@@ -146,22 +141,6 @@ func runBulkEach(cmd *cobra.Command, g *globals, f *bulkFlags, args []string, ki
 		return &notFoundError{fmt.Errorf("%d of %d connectors not found: 'kcctl get connectors' lists them", notFound, len(names))}
 	}
 	return nil
-}
-
-// stateNow is connector n's state, tasks running of all and worker as its
-// status says now; <none> for a connector that has none (deleted).
-func stateNow(ctx context.Context, c *client.Client, n string) []string {
-	st, err := c.ConnectorStatus(ctx, n)
-	if err != nil {
-		return []string{"<none>", "<none>", "<none>"}
-	}
-	running := 0
-	for _, tk := range st.Tasks {
-		if tk.State == "RUNNING" {
-			running++
-		}
-	}
-	return []string{orNone(st.Connector.State), fmt.Sprintf("%d/%d", running, len(st.Tasks)), orNone(st.Connector.WorkerID)}
 }
 
 // newBulkVerb is `kcctl VERB connector NAME...|-e REGEX`.
@@ -268,8 +247,8 @@ func newRestartTaskCmd(g *globals) *cobra.Command {
 				}
 				return err
 			}
-			return printResult(cmd, output, "task/"+name+"/"+strconv.Itoa(n), "restarted",
-				actionResult{Connector: name, Result: "task " + strconv.Itoa(n) + " restarted"})
+			return printChange(cmd, output, "task/"+name+"/"+strconv.Itoa(n), "restarted",
+				actionResult{Connector: name, Result: "task " + strconv.Itoa(n) + " restarted"}, taskAfter(c, name, n))
 		},
 	}
 	addOutputFlag(cmd, &output)

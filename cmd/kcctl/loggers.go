@@ -126,6 +126,14 @@ type loggerSet struct {
 	Changed []string `json:"changed,omitempty"`
 }
 
+// where says where a level set with scope applies.
+func where(scope string) string {
+	if scope == api.ScopeCluster {
+		return " on every node"
+	}
+	return " on this node"
+}
+
 func newSetCmd(g *globals) *cobra.Command {
 	var output, scope string
 	sub := &cobra.Command{
@@ -165,19 +173,16 @@ silences everything but what kcd never writes.`,
 			}
 			switch output {
 			case "table":
-				where := "on this node"
-				if scope == api.ScopeCluster {
-					where = "on every node"
-				}
-				_, err := fmt.Fprintf(cmd.OutOrStdout(), "logger/%s set to %s %s\n", name, level, where)
+				_, err := fmt.Fprintf(cmd.OutOrStdout(), "logger/%s set to %s%s\n", name, level, where(scope))
 				return err
 			case "wide":
-				// Each logger the level reached, as a table.
-				t := printer.Table{Header: []string{"LOGGER", "LEVEL", "SCOPE"}}
+				// The loggers the level reached, as get loggers -o wide
+				// shows them on the node called (wide.go).
+				var changedNames []string
 				for _, n := range names {
-					t.Rows = append(t.Rows, []string{strings.TrimPrefix(n, "logger/"), level, scope})
+					changedNames = append(changedNames, strings.TrimPrefix(n, "logger/"))
 				}
-				return printer.Print(cmd.OutOrStdout(), "table", printer.Printable{Table: t})
+				return printChange(cmd, output, "logger/"+name, "set to "+level+where(scope), res, loggersAfter(g.client(), changedNames))
 			}
 			return printer.Print(cmd.OutOrStdout(), output, printer.Printable{Data: res, Names: names})
 		},

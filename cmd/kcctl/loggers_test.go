@@ -68,7 +68,7 @@ func TestGetAndSetLoggers(t *testing.T) {
 		t.Fatalf("set --scope cluster: exit %d, %v %s %s", code, err, out, errOut)
 	}
 	code, out, _ = k("set", "logger", "rest", "ERROR", "--scope", "cluster", "-o", "wide")
-	if code != 0 || !regexp.MustCompile(`(?m)^LOGGER\s+LEVEL\s+SCOPE\nrest\s+ERROR\s+cluster$`).MatchString(out) {
+	if code != 0 || !regexp.MustCompile(`^logger/rest set to ERROR on every node\nNAME\s+LEVEL\s+MODIFIED\s+MODIFIED-AT\nrest\s+ERROR\s+\d+s\s+\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ\n$`).MatchString(out) {
 		t.Errorf("set -o wide: exit %d\n%s", code, out)
 	}
 	if code, out, _ = k("get", "logger", "rest", "-o", "json"); !strings.Contains(out, `"level": "ERROR"`) {

@@ -46,8 +46,12 @@ at, or why it failed).`,
 			if err != nil {
 				return err
 			}
-			if isTable(output) {
+			switch output {
+			case "table":
 				_, err := fmt.Fprint(cmd.OutOrStdout(), storeview.Status(st, time.Now()))
+				return err
+			case "wide":
+				_, err := fmt.Fprint(cmd.OutOrStdout(), storeview.StatusWide(st, time.Now()))
 				return err
 			}
 			return printer.Print(cmd.OutOrStdout(), output, storeview.StatusPrintable(st))
@@ -225,6 +229,13 @@ func runStoreSwitch(cmd *cobra.Command, g *globals, o *storeSwitchOptions, req a
 	} else if sw.State == api.SwitchDone {
 		if _, err := fmt.Fprintln(out, storeview.Summary(sw)); err != nil {
 			return err
+		}
+		if o.output == "wide" { // the store as it is now
+			if st, err := c.StoreStatus(cmd.Context()); err != nil {
+				cmd.PrintErrf("Warning: switched, but the store's status could not be read: %v\n", err)
+			} else if _, err := fmt.Fprint(out, storeview.StatusWide(st, time.Now())); err != nil {
+				return err
+			}
 		}
 	}
 	if sw.State != api.SwitchDone {

@@ -117,8 +117,8 @@ before it first joins.`,
 			if err != nil {
 				return err
 			}
-			return printResult(cmd, output, "worker/"+id, "weight set to "+formatWeight(w),
-				workerSettings{Worker: id, Weight: s.Weight, Draining: s.Draining})
+			return printChange(cmd, output, "worker/"+id, "weight set to "+formatWeight(w),
+				workerSettings{Worker: id, Weight: s.Weight, Draining: s.Draining}, workerAfter(c, id))
 		},
 	}
 	cmd.Flags().BoolVar(&force, "force", false, "Set the weight even of a worker id the cluster does not know (yet)")
@@ -245,8 +245,8 @@ func newWorkerUndrainCmd(g *globals) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			return printResult(cmd, output, "worker/"+id, "undrained",
-				workerSettings{Worker: id, Weight: s.Weight, Draining: s.Draining})
+			return printChange(cmd, output, "worker/"+id, "undrained",
+				workerSettings{Worker: id, Weight: s.Weight, Draining: s.Draining}, workerAfter(c, id))
 		},
 	}
 	addOutputFlag(cmd, &output)
