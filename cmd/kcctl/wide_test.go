@@ -105,3 +105,31 @@ func TestStoreStatusWide(t *testing.T) {
 		t.Errorf("end time:\n%s", wide)
 	}
 }
+
+// store switch -o wide adds the store as store status -o wide shows it
+// after the switch (a dry run, one started with --no-wait, one followed to
+// its end).
+func TestStoreSwitchWide(t *testing.T) {
+	done := runningSwitch(api.PhaseDone, 1000)
+	done.State, done.StartedAt = api.SwitchDone, time.Date(2026, 12, 4, 3, 0, 0, 0, time.UTC)
+	done.EndedAt = done.StartedAt.Add(2 * time.Second)
+	f := &fakeStore{
+		switchAnswer: api.StoreSwitch{ID: "dry", From: "raft", To: "mysql", State: api.SwitchDryRun, Total: 42},
+		statuses:     []api.StoreStatus{switchStatus("mysql", done)},
+	}
+	url := f.start(t)
+	for _, args := range [][]string{{"--dry-run"}, {"--no-wait"}, nil} {
+		if args != nil && args[0] == "--no-wait" {
+			f.switchAnswer = runningSwitch(api.PhaseCheck, 0)
+		}
+		if args == nil {
+			f.switchAnswer = done
+		}
+		base := append([]string{"--server", url, "store", "switch", "--to", "mysql"}, args...)
+		table := ok(t, url, base[2:]...)
+		wide := ok(t, url, append(base[2:], "-o", "wide")...)
+		if !strings.HasPrefix(wide, table) || !regexp.MustCompile(`(?m)^Backend:\s+mysql\n(.|\n)*^  Ended:\s+2026-12-04T03:00:02\.000Z$`).MatchString(wide[len(table):]) {
+			t.Errorf("%v -o wide: want %q, then the store's wide status:\n%s", args, table, wide)
+		}
+	}
+}
