@@ -1,6 +1,8 @@
 package main
 
 import (
+	"fmt"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -9,6 +11,8 @@ import (
 	"time"
 
 	"github.com/kcd-project/kcd/api"
+	"github.com/kcd-project/kcd/daemon"
+	"github.com/kcd-project/kcd/daemon/config"
 )
 
 // connectorsWide is the header of get connectors -o wide.
@@ -30,7 +34,7 @@ func TestWideAndNameOfChangeCommands(t *testing.T) {
 
 	for _, tc := range []struct {
 		args  []string
-		table string         // the table form's output (first line of the wide one)
+		table string         // the table form's output (first line of the wide one); "": as printed
 		after *regexp.Regexp // what wide adds
 		name  string         // -o name
 	}{
@@ -40,12 +44,16 @@ func TestWideAndNameOfChangeCommands(t *testing.T) {
 		{[]string{"patch", "connector", "orders-b", "-s", "rate=3"}, "connector/orders-b patched\n", connectorsWide, "connector/orders-b\n"},
 		{[]string{"restart", "task", "orders-a/0"}, "task/orders-a/0 restarted\n", regexp.MustCompile(`(?m)^CONNECTOR\s+TASK\s+STATE\s+WORKER\s+TRACE\norders-a\s+0\s+`), "task/orders-a/0\n"},
 		{[]string{"worker", "weight", worker, "2"}, "worker/" + worker + " weight set to 2\n", regexp.MustCompile(`(?m)^ID\s+STATE.*REST-URL\s+GONE\n` + regexp.QuoteMeta(worker) + `\s+alive\s+\d+\s+2\s`), "worker/" + worker + "\n"},
+		{[]string{"worker", "drain", worker, "--dry-run"}, "", regexp.MustCompile(`(?m)^worker/` + regexp.QuoteMeta(worker) + ` not changed \(dry run\)\nID\s+STATE.*REST-URL\s+GONE\n` + regexp.QuoteMeta(worker) + `\s+alive\s`), "worker/" + worker + "\n"},
 		{[]string{"worker", "undrain", worker}, "worker/" + worker + " undrained\n", regexp.MustCompile(`(?m)^ID\s+STATE.*REST-URL\s+GONE\n` + regexp.QuoteMeta(worker) + `\s+alive\s`), "worker/" + worker + "\n"},
 		{[]string{"set", "logger", "rest", "DEBUG"}, "logger/rest set to DEBUG on this node\n", regexp.MustCompile(`(?m)^NAME\s+LEVEL\s+MODIFIED\s+MODIFIED-AT\nrest\s+DEBUG\s+\d+s\s+\d{4}-`), "logger/rest\n"},
 		{[]string{"apply", "-f", file}, "connector/orders-c created\n", connectorsWide, "connector/orders-c\n"},
 		{[]string{"delete", "connector", "orders-c"}, "connector/orders-c deleted\n", regexp.MustCompile(`(?m)^\(no connector left\)$`), "connector/orders-c\n"},
 	} {
 		code, out, errOut := kcctl(t, append(s, tc.args...)...)
+		if tc.table == "" && !tc.after.MatchString(out) { // drain: its table varies
+			tc.table = out
+		}
 		if code != 0 || out != tc.table {
 			t.Errorf("%v: exit %d, %q, want %q (%s)", tc.args, code, out, tc.table, errOut)
 		}
@@ -58,7 +66,11 @@ func TestWideAndNameOfChangeCommands(t *testing.T) {
 			}
 		}
 		code, out, errOut = kcctl(t, append(append(s, tc.args...), "-o", "wide")...)
-		if code != 0 || !strings.HasPrefix(out, tc.table) || !tc.after.MatchString(out[len(tc.table):]) {
+		rest, prefixed := strings.CutPrefix(out, tc.table)
+		if tc.args[1] == "drain" { // its moves table gets a column too
+			rest, prefixed = out, out != tc.table
+		}
+		if code != 0 || !prefixed || !tc.after.MatchString(rest) {
 			t.Errorf("%v -o wide: exit %d, want %q then %s:\n%s%s", tc.args, code, tc.table, tc.after, out, errOut)
 		}
 		if tc.args[0] == "delete" {
@@ -131,5 +143,46 @@ func TestStoreSwitchWide(t *testing.T) {
 		if !strings.HasPrefix(wide, table) || !regexp.MustCompile(`(?m)^Backend:\s+mysql\n(.|\n)*^  Ended:\s+2026-12-04T03:00:02\.000Z$`).MatchString(wide[len(table):]) {
 			t.Errorf("%v -o wide: want %q, then the store's wide status:\n%s", args, table, wide)
 		}
+	}
+}
+
+// cluster transfer-leader and cluster remove -o wide print the members
+// after the change, in cluster status -o wide's table.
+func TestClusterChangesWide(t *testing.T) {
+	var urls []string
+	var nodes []*daemon.Node
+	for id := uint64(1); id <= 2; id++ {
+		cfg := config.Default()
+		cfg.NodeID = id
+		cfg.DataDir = t.TempDir()
+		cfg.RESTAddr = "127.0.0.1:0"
+		cfg.DevKafka = true
+		cfg.DevKafkaPort = 0
+		cfg.PeerAddr = "127.0.0.1:0"
+		cfg.JoinToken = "kcctl-test-join-token"
+		if id == 2 {
+			cfg.Join = urls[0]
+		}
+		n := daemon.New(cfg, slog.New(slog.DiscardHandler))
+		if err := n.Start(t.Context()); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { n.Close() })
+		nodes = append(nodes, n)
+		urls = append(urls, n.RESTURL())
+	}
+	waitUntil(t, func() (bool, string) {
+		st := nodes[0].Raft().Status()
+		return len(st.Members) == 2 && st.Members[1].Raft == "voter", fmt.Sprintf("node 2 is no voter: %+v", st.Members)
+	})
+	members := regexp.MustCompile(`(?m)^ID\s+RAFT\s.*PEER\s+LAST-CONTACT$`)
+
+	out := ok(t, urls[0], "cluster", "transfer-leader", "--to", "2", "-o", "wide")
+	if !strings.HasPrefix(out, "member/2 is now the leader\n") || !members.MatchString(out) || !regexp.MustCompile(`(?m)^1\s`).MatchString(out) {
+		t.Errorf("transfer-leader -o wide:\n%s", out)
+	}
+	out = ok(t, urls[1], "cluster", "remove", "1", "-o", "wide")
+	if !strings.HasPrefix(out, "member/1 removed\n") || !members.MatchString(out) || regexp.MustCompile(`(?m)^1\s`).MatchString(out) || !regexp.MustCompile(`(?m)^2\s`).MatchString(out) {
+		t.Errorf("remove -o wide:\n%s", out)
 	}
 }

@@ -184,7 +184,10 @@ does not know is refused (exit 3) unless --force is given.`,
 				}
 				res.Draining = s.Draining
 			}
-			return printDrain(cmd, output, res)
+			if err := printDrain(cmd, output, res); err != nil || output != "wide" {
+				return err
+			}
+			return printAfter(cmd, workerAfter(c, id)) // the worker now (wide.go)
 		},
 	}
 	cmd.Flags().BoolVar(&dryRun, "dry-run", false, "Only print what would move; change nothing")
