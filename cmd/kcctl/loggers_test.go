@@ -75,6 +75,17 @@ func TestGetAndSetLoggers(t *testing.T) {
 		t.Errorf("rest after the cluster's level: exit %d %s", code, out)
 	}
 
+	// Completion: the server's logger names, then the levels.
+	if _, out, _ := k("__complete", "set", "logger", ""); !strings.HasPrefix(out, "root\n") || !strings.Contains(out, "\ncoordinator\n") {
+		t.Errorf("complete set logger NAME:\n%s", out)
+	}
+	if _, out, _ := k("__complete", "set", "logger", "rest", ""); !strings.HasPrefix(out, "TRACE\nDEBUG\nINFO\n") {
+		t.Errorf("complete set logger rest LEVEL:\n%s", out)
+	}
+	if _, out, _ := k("__complete", "get", "loggers", "coo"); !strings.Contains(out, "coordinator\n") {
+		t.Errorf("complete get loggers:\n%s", out)
+	}
+
 	// Mistakes: usage (2), not found (3).
 	for _, tc := range []struct {
 		args []string
