@@ -126,10 +126,20 @@ func TestLoggersWorkerScope(t *testing.T) {
 	if code, body := putLevel(t, base+"/rest", "INFO"); code != http.StatusOK {
 		t.Fatalf("PUT rest INFO: %d %s", code, body)
 	}
-	before := restDebugLines(out)
-	loggerLevel(t, base+"/rest")
-	if after := restDebugLines(out); after != before {
-		t.Errorf("rest still logs DEBUG at INFO: %d lines, then %d", before, after)
+	// A request to a path asked for only now (earlier requests may still
+	// be writing their lines) is not logged. The server logs a request
+	// after answering it, before it reads the next on that connection: a
+	// second request on the same connection waits for the line.
+	for _, p := range []string{"/root", "/worker"} {
+		res, err := http.Get(base + p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		io.Copy(io.Discard, res.Body) // read to the end: the connection is reused
+		res.Body.Close()
+	}
+	if strings.Contains(out.String(), "path=/admin/loggers/root ") {
+		t.Errorf("rest still logs DEBUG at INFO:\n%s", out)
 	}
 
 	// Client mistakes: an invalid level, no level, an unknown logger.
