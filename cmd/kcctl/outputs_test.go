@@ -66,7 +66,7 @@ func TestEveryOutputFormatIsDistinct(t *testing.T) {
 		"kcctl delete offsets":          "TestBulkRegexOnPatchAndOffsets, TestOffsetsVerbs",
 		"kcctl cluster remove":          "TestClusterChangesWide",
 		"kcctl cluster transfer-leader": "TestClusterChangesWide",
-		"kcctl cluster add":             "not checked: wide prints the members table after the line (cluster.go)",
+		"kcctl cluster add":             "TestClusterChangesWide",
 		"kcctl store switch":            "TestStoreSwitchWide",
 		"kcctl migrate from-kafka":      "the migrate integration tests (wide adds CLASS, MISSING)",
 		"kcctl migrate to-kafka":        "TestWriteTable (tui/migrateview: wide adds GROUP)",

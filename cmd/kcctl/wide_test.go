@@ -146,8 +146,8 @@ func TestStoreSwitchWide(t *testing.T) {
 	}
 }
 
-// cluster transfer-leader and cluster remove -o wide print the members
-// after the change, in cluster status -o wide's table.
+// cluster transfer-leader, remove and add -o wide print the members after
+// the change, in cluster status -o wide's table.
 func TestClusterChangesWide(t *testing.T) {
 	var urls []string
 	var nodes []*daemon.Node
@@ -177,12 +177,24 @@ func TestClusterChangesWide(t *testing.T) {
 	})
 	members := regexp.MustCompile(`(?m)^ID\s+RAFT\s.*PEER\s+LAST-CONTACT$`)
 
-	out := ok(t, urls[0], "cluster", "transfer-leader", "--to", "2", "-o", "wide")
+	// A transfer can time out while node 2 catches up: try again until
+	// one takes.
+	var out string
+	waitUntil(t, func() (bool, string) {
+		code, o, errOut := kcctl(t, "--server", urls[0], "cluster", "transfer-leader", "--to", "2", "-o", "wide")
+		out = o
+		return code == 0, fmt.Sprintf("transfer-leader: exit %d: %s", code, errOut)
+	})
 	if !strings.HasPrefix(out, "member/2 is now the leader\n") || !members.MatchString(out) || !regexp.MustCompile(`(?m)^1\s`).MatchString(out) {
 		t.Errorf("transfer-leader -o wide:\n%s", out)
 	}
 	out = ok(t, urls[1], "cluster", "remove", "1", "-o", "wide")
 	if !strings.HasPrefix(out, "member/1 removed\n") || !members.MatchString(out) || regexp.MustCompile(`(?m)^1\s`).MatchString(out) || !regexp.MustCompile(`(?m)^2\s`).MatchString(out) {
 		t.Errorf("remove -o wide:\n%s", out)
+	}
+	// A learner that never starts: added, and listed.
+	out = ok(t, urls[1], "cluster", "add", "3", "--peer-url", "http://127.0.0.1:1", "--join-token", "kcctl-test-join-token", "-o", "wide")
+	if !strings.HasPrefix(out, "member/3 added as a learner\n") || !members.MatchString(out) || !regexp.MustCompile(`(?m)^3\s+learner\s`).MatchString(out) {
+		t.Errorf("add -o wide:\n%s", out)
 	}
 }
