@@ -13,8 +13,8 @@ import (
 	"github.com/kcd-project/kcd/daemon/client"
 )
 
-// -e REGEX on the verbs that took one connector: patch connector and the
-// offsets verbs; a bad regex is a usage error (2), one matching nothing is
+// -e REGEX on the verbs that took one connector: describe and patch
+// connector, and the offsets verbs; a bad regex is a usage error (2), one matching nothing is
 // not found (3), on every bulk verb.
 func TestBulkRegexOnPatchAndOffsets(t *testing.T) {
 	url := startNode(t)
@@ -39,6 +39,17 @@ func TestBulkRegexOnPatchAndOffsets(t *testing.T) {
 	out = mustKcctl(t, append(s, "patch", "connector", "orders-a", "other", "-r", "rate", "-o", "json")...)
 	if err := json.Unmarshal([]byte(out), &res); err != nil || len(res) != 2 || res[1].Connector != "other" || res[1].Result != "patched" || res[1].Data == nil {
 		t.Errorf("patch two -o json: %v\n%s", err, out)
+	}
+
+	// describe -e: each connector in turn; JSON, a list.
+	out = mustKcctl(t, append(s, "describe", "connector", "-e", "^orders-")...)
+	if strings.Count(out, "\nName:") != 1 || !strings.HasPrefix(out, "Name:    orders-a\n") || !strings.Contains(out, "\n\nName:    orders-b\n") || strings.Contains(out, "other") {
+		t.Errorf("describe -e:\n%s", out)
+	}
+	var ds []connectorDetail
+	out = mustKcctl(t, append(s, "describe", "connector", "orders-b", "other", "-o", "json")...)
+	if err := json.Unmarshal([]byte(out), &ds); err != nil || len(ds) != 2 || ds[0].Name != "orders-b" || ds[1].Config["rate"] != "" {
+		t.Errorf("describe two -o json: %v\n%s", err, out)
 	}
 
 	mustKcctl(t, append(s, "stop", "connector", "-e", "^orders-")...)
@@ -80,6 +91,7 @@ func TestBulkRegexOnPatchAndOffsets(t *testing.T) {
 	})
 
 	for _, verb := range [][]string{
+		{"describe", "connector"},
 		{"patch", "connector", "-s", "a=b"},
 		{"get", "offsets"},
 		{"patch", "offsets", "-f", file},
