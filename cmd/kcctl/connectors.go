@@ -330,7 +330,7 @@ func describeOne(ctx context.Context, c *client.Client, name string) (connectorD
 	if err != nil {
 		return connectorDetail{}, connectorNotFound(name, err)
 	}
-	d := connectorDetail{Name: name, Type: info.Type, Config: info.Config, Status: st}
+	d := connectorDetail{Name: name, Type: string(info.Type), Config: info.Config, Status: st}
 	if offs, err := c.ConnectorOffsets(ctx, name); err != nil {
 		d.OffsetsError = err.Error()
 	} else {
