@@ -26,6 +26,7 @@ import (
 	"github.com/kcd-project/kcd/daemon/devkafka"
 	"github.com/kcd-project/kcd/daemon/herder"
 	"github.com/kcd-project/kcd/daemon/importer"
+	"github.com/kcd-project/kcd/daemon/loglevels"
 	"github.com/kcd-project/kcd/daemon/restapi"
 	"github.com/kcd-project/kcd/daemon/secrets"
 	"github.com/kcd-project/kcd/daemon/store/activestore"
@@ -40,6 +41,8 @@ import (
 type Node struct {
 	cfg config.Config
 	log *slog.Logger
+	// levels are the log levels of the node's loggers (loggers.go).
+	levels *loglevels.Levels
 
 	dir    *dataDir
 	broker *devkafka.Broker
@@ -84,7 +87,8 @@ func New(cfg config.Config, log *slog.Logger) *Node {
 	if log == nil {
 		log = slog.Default()
 	}
-	return &Node{cfg: cfg, log: log}
+	log, levels := levelsOf(log, cfg.LogLevel)
+	return &Node{cfg: cfg, log: log, levels: levels}
 }
 
 // Start opens the data dir, starts the dev broker when asked, connects to
@@ -204,6 +208,13 @@ func (n *Node) Start(ctx context.Context) (err error) {
 	} else if err := n.startRemote(ctx, &opts, seeds); err != nil { // remote.go
 		return err
 	}
+	loggers := &nodeLoggers{levels: n.levels, store: n.store, log: n.log, changed: make(chan struct{})}
+	opts.Loggers = loggers
+	n.wg.Add(1)
+	go func() {
+		defer n.wg.Done()
+		loggers.follow(ctx) // loggers.go
+	}()
 	// Requests run under a context that Close cancels once in-flight ones
 	// had a moment to finish: a request waiting for a leader (a removed or
 	// cut-off node has none) must not hold the stop for its whole wait.

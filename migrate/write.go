@@ -50,6 +50,9 @@ type WriteItem struct {
 	Action string `json:"action"`
 	// Reason says what differs (exists, overwrite) or what was adapted.
 	Reason string `json:"reason,omitempty"`
+	// Group is the consumer group that holds a sink's offsets in Kafka
+	// Connect ("" for a source).
+	Group string `json:"group,omitempty"`
 }
 
 // WriteResult is what Write wrote.
@@ -530,6 +533,7 @@ func (w *writer) plan(ctx context.Context, conn *Connector) (*plan, error) {
 		return nil, err
 	}
 	sinkSame, err := w.planSink(ctx, p, conn)
+	p.item.Group = p.group
 	if err != nil {
 		return nil, err
 	}

@@ -148,6 +148,11 @@ func TestWriteRecordsInKafkaConnectsFormatAndOrder(t *testing.T) {
 	if fmt.Sprint(res.Groups) != "[connect-sink]" {
 		t.Errorf("groups %v", res.Groups)
 	}
+	for _, it := range res.Items {
+		if want := map[bool]string{true: "connect-sink"}[it.Name == "sink"]; it.Group != want {
+			t.Errorf("%s: group %q, want %q", it.Name, it.Group, want)
+		}
+	}
 
 	// Again: nothing to do.
 	last := map[string]Progress{}

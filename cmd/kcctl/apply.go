@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -209,7 +210,17 @@ each config with its plugin and prints the errors, changing nothing.`,
 					fmt.Fprintf(cmd.OutOrStdout(), "connector/%s %s\n", s.Name, res)
 				}
 			}
-			if !isTable(output) {
+			switch output {
+			case "wide": // the connectors as they are now (wide.go)
+				var applied []string
+				for _, r := range results {
+					applied = append(applied, r.Connector)
+				}
+				if err := printAfter(cmd, connectorsAfter(c, applied)); err != nil {
+					return err
+				}
+			case "table":
+			default:
 				if err := printer.Print(cmd.OutOrStdout(), output, printer.Printable{Data: results, Names: names}); err != nil {
 					return err
 				}
@@ -279,20 +290,22 @@ func applyOne(cmd *cobra.Command, c *client.Client, s connectorSpec, dryRun bool
 }
 
 func newPatchCmd(g *globals) *cobra.Command {
-	var output string
+	var f bulkFlags
 	var set, remove []string
 	sub := &cobra.Command{
-		Use:     "connector NAME -s KEY=VALUE... -r KEY...",
+		Use:     "connector NAME...|-e REGEX -s KEY=VALUE... -r KEY...",
 		Aliases: []string{"connectors", "conn"},
-		Short:   "Set and remove settings of a connector's config",
+		Short:   "Set and remove settings of connectors' configs",
 		Long: `Change some settings of a connector's config and keep the others
 (PATCH /connectors/NAME/config): -s sets a setting, -r removes one; both
-repeat.`,
-		Example:           `  kcctl patch connector orders-sink -s tasks.max=4 -r errors.tolerance`,
-		Args:              cobra.ExactArgs(1),
+repeat. Several names, or -e REGEX, patch each connector named or matched.
+-o json|yaml prints the new config of one named connector, else each
+connector's result with its config.`,
+		Example: `  kcctl patch connector orders-sink -s tasks.max=4 -r errors.tolerance
+  # Every connector whose name starts with orders-
+  kcctl patch connector -e '^orders-' -s errors.tolerance=all`,
 		ValidArgsFunction: connectorCompletions(g),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			name := args[0]
 			if len(set) == 0 && len(remove) == 0 {
 				return &usageError{errors.New("give settings to change: -s KEY=VALUE or -r KEY")}
 			}
@@ -310,17 +323,16 @@ repeat.`,
 				}
 				patch[k] = nil
 			}
-			info, err := g.client().PatchConnectorConfig(cmd.Context(), name, patch)
-			if err != nil {
-				return connectorNotFound(name, err)
-			}
-			return printResult(cmd, output, "connector/"+name, "patched", info)
+			return runBulkEach(cmd, g, &f, args, "connector", "patched", func(ctx context.Context, c *client.Client, name string) (string, any, error) {
+				info, err := c.PatchConnectorConfig(ctx, name, patch)
+				return "patched", info, err
+			})
 		},
 	}
 	sub.Flags().StringArrayVarP(&set, "set", "s", nil, "Set a setting: KEY=VALUE (repeat for more)")
 	sub.Flags().StringArrayVarP(&remove, "remove", "r", nil, "Remove a setting: KEY (repeat for more)")
-	addOutputFlag(sub, &output)
-	cmd := &cobra.Command{Use: "patch", Short: "Change some settings of a connector, or its offsets"}
+	f.add(sub)
+	cmd := &cobra.Command{Use: "patch", Short: "Change some settings of connectors, or their offsets"}
 	cmd.AddCommand(sub, newPatchOffsetsCmd(g))
 	return cmd
 }

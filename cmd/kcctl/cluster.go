@@ -154,6 +154,9 @@ token: --join-token, or KCCTL_JOIN_TOKEN.`,
 			}
 			if output == "table" || output == "wide" {
 				fmt.Fprintf(cmd.OutOrStdout(), "member/%d added as a learner\n", id)
+				if output == "wide" { // the members now (wide.go)
+					return printer.Print(cmd.OutOrStdout(), "wide", clusterPrintable(info))
+				}
 				return nil
 			}
 			if output == "name" {
@@ -187,7 +190,7 @@ func newClusterRemoveCmd(g *globals) *cobra.Command {
 			if err := g.client().RemoveMember(cmd.Context(), id); err != nil {
 				return err
 			}
-			return printResult(cmd, output, fmt.Sprintf("member/%d", id), "removed", map[string]any{"removed": id})
+			return printChange(cmd, output, fmt.Sprintf("member/%d", id), "removed", map[string]any{"removed": id}, membersAfter(g.client()))
 		},
 	}
 	addOutputFlag(cmd, &output)
@@ -213,7 +216,7 @@ func newClusterTransferCmd(g *globals) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			return printResult(cmd, output, fmt.Sprintf("member/%d", lead), "is now the leader", map[string]any{"leader": lead})
+			return printChange(cmd, output, fmt.Sprintf("member/%d", lead), "is now the leader", map[string]any{"leader": lead}, membersAfter(g.client()))
 		},
 	}
 	cmd.Flags().Uint64Var(&to, "to", 0, "Id of the voter to hand leadership to (default: the most up-to-date one)")

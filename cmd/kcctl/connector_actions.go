@@ -23,6 +23,9 @@ type actionResult struct {
 	Connector string `json:"connector"`
 	Result    string `json:"result,omitempty"`
 	Error     string `json:"error,omitempty"`
+	// Data is what the server answered, for verbs that answer something
+	// (patch: the config; offsets: the server's message).
+	Data any `json:"data,omitempty"`
 }
 
 // bulkFlags select the connectors a bulk verb acts on: names, or -e.
@@ -36,7 +39,12 @@ func (f *bulkFlags) add(cmd *cobra.Command) {
 	addOutputFlag(cmd, &f.output)
 }
 
-// targets are the connectors named in args or matched by -e.
+// single tells whether the user named one connector (no -e): verbs that
+// answer something then print that alone, as before -e existed.
+func (f *bulkFlags) single(args []string) bool { return f.regex == "" && len(args) == 1 }
+
+// targets are the connectors named in args or matched by -e; -e matching
+// none is a not found error (exit 3).
 func (f *bulkFlags) targets(ctx context.Context, c *client.Client, args []string) ([]string, error) {
 	switch {
 	case f.regex != "" && len(args) > 0:
@@ -60,52 +68,69 @@ func (f *bulkFlags) targets(ctx context.Context, c *client.Client, args []string
 			out = append(out, n)
 		}
 	}
+	if len(out) == 0 {
+		return nil, &notFoundError{fmt.Errorf("no connector matches -e %q: 'kcctl get connectors' lists them", f.regex)}
+	}
 	slices.Sort(out)
 	return out, nil
 }
+
+// bulkDo acts on one connector and says what it did: the result to print
+// ("paused") and what the server answered (nil: nothing to show).
+type bulkDo func(ctx context.Context, c *client.Client, name string) (result string, data any, err error)
 
 // runBulk applies do to each target and reports per connector: "connector/x
 // paused" on stdout, failures on stderr as they come. A connector that does
 // not exist makes the command exit 3 when no other error happened.
 func runBulk(cmd *cobra.Command, g *globals, f *bulkFlags, args []string, verb string, do func(ctx context.Context, c *client.Client, name string) error) error {
+	return runBulkEach(cmd, g, f, args, "connector", verb, func(ctx context.Context, c *client.Client, n string) (string, any, error) {
+		return verb, nil, do(ctx, c, n)
+	})
+}
+
+// runBulkEach is runBulk for verbs whose results differ per connector; kind
+// names what changed in the output (connector/x, offsets/x). For one named
+// connector -o json|yaml prints the server's answer alone.
+func runBulkEach(cmd *cobra.Command, g *globals, f *bulkFlags, args []string, kind, verb string, do bulkDo) error {
 	c := g.client()
 	names, err := f.targets(cmd.Context(), c, args)
 	if err != nil {
 		return err
 	}
-	if len(names) == 0 {
-		fmt.Fprintf(cmd.ErrOrStderr(), "no connector matches %q\n", f.regex)
-		if isTable(f.output) {
-			return nil
-		}
-	}
 	var results []actionResult
 	var done []string
 	failed, notFound := 0, 0
 	for _, n := range names {
-		err := connectorNotFound(n, do(cmd.Context(), c, n))
-		if err != nil {
+		res, data, err := do(cmd.Context(), c, n)
+		if err = connectorNotFound(n, err); err != nil {
 			var nf *notFoundError
 			if errors.As(err, &nf) {
 				notFound++
 			} else {
 				failed++
 			}
-			fmt.Fprintf(cmd.ErrOrStderr(), "Error: connector/%s: %v\n", n, err)
+			fmt.Fprintf(cmd.ErrOrStderr(), "Error: %s/%s: %v\n", kind, n, err)
 			results = append(results, actionResult{Connector: n, Error: err.Error()})
 			continue
 		}
-		results = append(results, actionResult{Connector: n, Result: verb})
-		done = append(done, "connector/"+n)
+		results = append(results, actionResult{Connector: n, Result: res, Data: data})
+		done = append(done, kind+"/"+n)
 		if isTable(f.output) {
-			fmt.Fprintf(cmd.OutOrStdout(), "connector/%s %s\n", n, verb)
+			fmt.Fprintf(cmd.OutOrStdout(), "%s/%s %s\n", kind, n, res)
 		}
 	}
-	if !isTable(f.output) {
-		if results == nil {
-			results = []actionResult{}
+	if f.output == "wide" {
+		// What the change left: the connectors as get connectors -o wide
+		// shows them (a pause or stop takes a moment to show).
+		if err := printAfter(cmd, connectorsAfter(c, names)); err != nil {
+			return err
 		}
-		if err := printer.Print(cmd.OutOrStdout(), f.output, printer.Printable{Data: results, Names: done}); err != nil {
+	} else if f.output != "table" {
+		p := printer.Printable{Data: results, Names: done}
+		if f.single(args) && len(results) == 1 && results[0].Data != nil {
+			p.Data = results[0].Data
+		}
+		if err := printer.Print(cmd.OutOrStdout(), f.output, p); err != nil {
 			return err
 		}
 	}
@@ -222,8 +247,8 @@ func newRestartTaskCmd(g *globals) *cobra.Command {
 				}
 				return err
 			}
-			return printResult(cmd, output, "task/"+name+"/"+strconv.Itoa(n), "restarted",
-				actionResult{Connector: name, Result: "task " + strconv.Itoa(n) + " restarted"})
+			return printChange(cmd, output, "task/"+name+"/"+strconv.Itoa(n), "restarted",
+				actionResult{Connector: name, Result: "task " + strconv.Itoa(n) + " restarted"}, taskAfter(c, name, n))
 		},
 	}
 	addOutputFlag(cmd, &output)

@@ -92,7 +92,7 @@ func TestConnectorActions(t *testing.T) {
 		t.Errorf("after delete: %v", names)
 	}
 	code, out, errOut = kcctl(t, append(s, "delete", "connector", "-e", "^orders-")...)
-	if code != 0 || out != "" || !strings.Contains(errOut, "no connector matches") {
+	if code != exitNotFound || out != "" || !strings.Contains(errOut, `no connector matches -e "^orders-": 'kcctl get connectors' lists them`) {
 		t.Errorf("delete -e matching none: exit %d, %q, %q", code, out, errOut)
 	}
 	if code, _, _ := kcctl(t, append(s, "delete", "connector", "orders-a")...); code != exitNotFound {

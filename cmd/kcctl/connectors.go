@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -9,6 +10,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -23,10 +25,11 @@ import (
 func newGetCmd(g *globals) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "get",
-		Short: "List connectors, tasks, plugins, offsets, workers or members",
+		Short: "List connectors, tasks, plugins, offsets, workers, members or loggers",
 	}
 	cmd.AddCommand(newGetConnectorsCmd(g), newGetTasksCmd(g), newGetPluginsCmd(g))
 	cmd.AddCommand(newGetOffsetsCmd(g), newGetWorkersCmd(g), newGetMembersCmd(g))
+	cmd.AddCommand(newGetLoggersCmd(g)) // loggers.go
 	return cmd
 }
 
@@ -254,46 +257,87 @@ type connectorDetail struct {
 	Offsets *api.ConnectorOffsets  `json:"offsets,omitempty"`
 	// OffsetsError says why the offsets could not be read.
 	OffsetsError string `json:"offsets_error,omitempty"`
+	// Rebalances are the latest rebalances that moved the connector or
+	// one of its tasks, newest first (describe_rebalances.go).
+	Rebalances []connectorRebalance `json:"rebalances"`
+	// RebalancesError says why they could not be read (a Kafka Connect
+	// server has no journal).
+	RebalancesError string `json:"rebalances_error,omitempty"`
 }
 
 func newDescribeConnectorCmd(g *globals) *cobra.Command {
-	var output string
+	var f bulkFlags
 	cmd := &cobra.Command{
-		Use:     "connector NAME",
+		Use:     "connector NAME...|-e REGEX",
 		Aliases: []string{"connectors", "conn"},
-		Short:   "Show a connector: config, status, tasks with their traces, offsets",
+		Short:   "Show connectors: config, status, tasks with their traces, offsets, rebalances",
 		Long: `Show a connector: its config (secrets as stored: a ${provider:path:key}
 reference stays a reference), its status and its tasks' with the first line
-of each trace (-o wide: the whole trace), and its offsets.`,
+of each trace (-o wide: the whole trace), its offsets, and the latest
+rebalances that moved it or its tasks (kcd's journal, GET
+/kcd/v1/rebalances): when, why, which unit from which worker to which
+(-o wide: the time and generation too). Several names, or -e REGEX, show
+each connector in turn; -o json|yaml then prints a list.`,
 		Example: `  kcctl describe connector orders-sink
-  kcctl describe connector orders-sink -o wide   # whole traces`,
-		Args:              cobra.ExactArgs(1),
+  kcctl describe connector orders-sink -o wide   # whole traces
+  kcctl describe connector -e '^orders-'`,
 		ValidArgsFunction: connectorCompletions(g),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			name, c := args[0], g.client()
-			info, err := c.Connector(cmd.Context(), name)
+			c := g.client()
+			names, err := f.targets(cmd.Context(), c, args)
 			if err != nil {
-				return connectorNotFound(name, err)
+				return err
 			}
-			st, err := c.ConnectorStatus(cmd.Context(), name)
-			if err != nil {
-				return connectorNotFound(name, err)
+			var ds []connectorDetail
+			var out []string
+			for _, name := range names {
+				d, err := describeOne(cmd.Context(), c, name)
+				if err != nil {
+					return err
+				}
+				ds = append(ds, d)
+				out = append(out, "connector/"+name)
 			}
-			d := connectorDetail{Name: name, Type: string(info.Type), Config: info.Config, Status: st}
-			if offs, err := c.ConnectorOffsets(cmd.Context(), name); err != nil {
-				d.OffsetsError = err.Error()
-			} else {
-				d.Offsets = &offs
+			if isTable(f.output) {
+				for i, d := range ds {
+					if i > 0 {
+						fmt.Fprintln(cmd.OutOrStdout())
+					}
+					if err := describeConnector(cmd.OutOrStdout(), d, f.output == "wide"); err != nil {
+						return err
+					}
+				}
+				return nil
 			}
-			switch output {
-			case "table", "wide":
-				return describeConnector(cmd.OutOrStdout(), d, output == "wide")
+			p := printer.Printable{Data: ds, Names: out}
+			if f.single(args) {
+				p.Data = ds[0]
 			}
-			return printer.Print(cmd.OutOrStdout(), output, printer.Printable{Data: d, Names: []string{"connector/" + name}})
+			return printer.Print(cmd.OutOrStdout(), f.output, p)
 		},
 	}
-	addOutputFlag(cmd, &output)
+	f.add(cmd)
 	return cmd
+}
+
+// describeOne reads what describe connector shows of connector name.
+func describeOne(ctx context.Context, c *client.Client, name string) (connectorDetail, error) {
+	info, err := c.Connector(ctx, name)
+	if err != nil {
+		return connectorDetail{}, connectorNotFound(name, err)
+	}
+	st, err := c.ConnectorStatus(ctx, name)
+	if err != nil {
+		return connectorDetail{}, connectorNotFound(name, err)
+	}
+	d := connectorDetail{Name: name, Type: string(info.Type), Config: info.Config, Status: st}
+	if offs, err := c.ConnectorOffsets(ctx, name); err != nil {
+		d.OffsetsError = err.Error()
+	} else {
+		d.Offsets = &offs
+	}
+	d.Rebalances, d.RebalancesError = rebalancesOf(ctx, c, name)
+	return d, nil
 }
 
 // describeConnector writes d for people, kubectl describe style.
@@ -355,7 +399,7 @@ func describeConnector(w io.Writer, d connectorDetail, wide bool) error {
 			fmt.Fprintf(w, "  %s => %s\n", compactJSON(o.Partition), compactJSON(o.Offset))
 		}
 	}
-	return nil
+	return describeRebalances(w, d, wide, time.Now())
 }
 
 // compactJSON is v as one line of JSON.
@@ -369,5 +413,5 @@ func compactJSON(v any) string {
 
 // connectorVerbs are the verbs over connectors that the root adds.
 func connectorVerbs(g *globals) []*cobra.Command {
-	return []*cobra.Command{newGetCmd(g), newDescribeCmd(g), newDeleteCmd(g), newPauseCmd(g), newResumeCmd(g), newStopCmd(g), newRestartCmd(g), newApplyCmd(g), newPatchCmd(g)}
+	return []*cobra.Command{newGetCmd(g), newDescribeCmd(g), newDeleteCmd(g), newPauseCmd(g), newResumeCmd(g), newStopCmd(g), newRestartCmd(g), newApplyCmd(g), newPatchCmd(g), newSetCmd(g)}
 }

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -19,41 +20,81 @@ import (
 // The verbs over a connector's offsets: get, patch and delete offsets.
 
 func newGetOffsetsCmd(g *globals) *cobra.Command {
-	var output string
+	var f bulkFlags
 	cmd := &cobra.Command{
-		Use:     "offsets CONNECTOR",
+		Use:     "offsets CONNECTOR...|-e REGEX",
 		Aliases: []string{"offset"},
-		Short:   "List a connector's offsets: each partition and its offset",
+		Short:   "List connectors' offsets: each partition and its offset",
 		Long: `List the offsets of a connector (GET /connectors/NAME/offsets): each
 source partition and its offset, or for a sink each topic partition and the
 next offset to read, as JSON. -o json|yaml prints Kafka Connect's body,
-which 'kcctl patch offsets' takes back.`,
+which 'kcctl patch offsets' takes back. Several names, or -e REGEX, list
+each connector's, with a CONNECTOR column; -o json|yaml then prints the
+bodies by connector name.`,
 		Example: `  kcctl get offsets orders-source
-  kcctl get offsets orders-source -o yaml > offsets.yaml`,
-		Args:              cobra.ExactArgs(1),
+  kcctl get offsets orders-source -o yaml > offsets.yaml
+  kcctl get offsets -e '^orders-'`,
 		ValidArgsFunction: connectorCompletions(g),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			name := args[0]
-			offs, err := g.client().ConnectorOffsets(cmd.Context(), name)
+			c := g.client()
+			names, err := f.targets(cmd.Context(), c, args)
 			if err != nil {
-				return connectorNotFound(name, err)
-			}
-			if offs.Offsets == nil {
-				offs.Offsets = []api.ConnectorOffset{}
-			}
-			if len(offs.Offsets) == 0 && isTable(output) {
-				_, err := fmt.Fprintln(cmd.OutOrStdout(), "no offsets")
 				return err
 			}
-			t := printer.Table{Header: []string{"PARTITION", "OFFSET"}}
-			for _, o := range offs.Offsets {
-				t.Rows = append(t.Rows, []string{compactJSON(o.Partition), compactJSON(o.Offset)})
+			all := make(map[string]api.ConnectorOffsets, len(names))
+			for _, name := range names {
+				offs, err := c.ConnectorOffsets(cmd.Context(), name)
+				if err != nil {
+					return connectorNotFound(name, err)
+				}
+				if offs.Offsets == nil {
+					offs.Offsets = []api.ConnectorOffset{}
+				}
+				all[name] = offs
 			}
-			return printer.Print(cmd.OutOrStdout(), output, printer.Printable{Data: offs, Table: t, Names: []string{"offsets/" + name}})
+			if f.single(args) {
+				name := names[0]
+				offs := all[name]
+				if len(offs.Offsets) == 0 && isTable(f.output) {
+					_, err := fmt.Fprintln(cmd.OutOrStdout(), "no offsets")
+					return err
+				}
+				t := printer.Table{Header: []string{"PARTITION", "OFFSET"}, WideHeader: []string{"KIND"}}
+				for _, o := range offs.Offsets {
+					t.Rows = append(t.Rows, []string{compactJSON(o.Partition), compactJSON(o.Offset)})
+					t.WideRows = append(t.WideRows, []string{offsetKind(o)})
+				}
+				return printer.Print(cmd.OutOrStdout(), f.output, printer.Printable{Data: offs, Table: t, Names: []string{"offsets/" + name}})
+			}
+			t := printer.Table{Header: []string{"CONNECTOR", "PARTITION", "OFFSET"}, WideHeader: []string{"KIND"}}
+			var out []string
+			for _, name := range names {
+				out = append(out, "offsets/"+name)
+				if len(all[name].Offsets) == 0 {
+					t.Rows = append(t.Rows, []string{name, "<none>", "<none>"})
+					t.WideRows = append(t.WideRows, []string{"<none>"})
+				}
+				for _, o := range all[name].Offsets {
+					t.Rows = append(t.Rows, []string{name, compactJSON(o.Partition), compactJSON(o.Offset)})
+					t.WideRows = append(t.WideRows, []string{offsetKind(o)})
+				}
+			}
+			return printer.Print(cmd.OutOrStdout(), f.output, printer.Printable{Data: all, Table: t, Names: out})
 		},
 	}
-	addOutputFlag(cmd, &output)
+	f.add(cmd)
 	return cmd
+}
+
+// offsetKind says whose offset o is: a sink's (Kafka topic partition) or a
+// source's (a partition of the connector's own), as -o wide shows it.
+func offsetKind(o api.ConnectorOffset) string {
+	if _, ok := o.Partition["kafka_topic"]; ok {
+		if _, ok := o.Partition["kafka_partition"]; ok {
+			return "sink"
+		}
+	}
+	return "source"
 }
 
 // offsetsBody is the body of PATCH /connectors/{name}/offsets as a file
@@ -107,23 +148,23 @@ func notStopped(name string, err error) error {
 }
 
 func newPatchOffsetsCmd(g *globals) *cobra.Command {
-	var file, output string
+	var f bulkFlags
+	var file string
 	cmd := &cobra.Command{
-		Use:     "offsets CONNECTOR -f FILE|-",
+		Use:     "offsets CONNECTOR...|-e REGEX -f FILE|-",
 		Aliases: []string{"offset"},
-		Short:   "Set a stopped connector's offsets from JSON or YAML",
+		Short:   "Set stopped connectors' offsets from JSON or YAML",
 		Long: `Set offsets of a connector (PATCH /connectors/NAME/offsets): FILE (- reads
 stdin) is Kafka Connect's body, JSON or YAML, as 'kcctl get offsets -o json'
 prints it; a null offset removes the partition's. The connector must be
-stopped ('kcctl stop connector NAME'). Prints the server's message.`,
+stopped ('kcctl stop connector NAME'). Prints the server's message. Several
+names, or -e REGEX, set the same offsets on each connector.`,
 		Example: `  kcctl stop connector orders-source
   kcctl get offsets orders-source -o yaml > offsets.yaml   # edit it
   kcctl patch offsets orders-source -f offsets.yaml
   kcctl resume connector orders-source`,
-		Args:              cobra.ExactArgs(1),
 		ValidArgsFunction: connectorCompletions(g),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			name := args[0]
 			if file == "" {
 				return &usageError{errors.New("give -f FILE, or -f - for stdin")}
 			}
@@ -135,43 +176,39 @@ stopped ('kcctl stop connector NAME'). Prints the server's message.`,
 			if err != nil {
 				return fmt.Errorf("%s: %w", file, err)
 			}
-			msg, err := g.client().AlterConnectorOffsets(cmd.Context(), name, offs)
-			if err != nil {
-				return notStopped(name, err)
-			}
-			return printResult(cmd, output, "offsets/"+name, "patched: "+msg.Message, msg)
+			return runBulkEach(cmd, g, &f, args, "offsets", "patched", func(ctx context.Context, c *client.Client, name string) (string, any, error) {
+				msg, err := c.AlterConnectorOffsets(ctx, name, offs)
+				return "patched: " + msg.Message, msg, notStopped(name, err)
+			})
 		},
 	}
 	cmd.Flags().StringVarP(&file, "filename", "f", "", "File with the offsets, JSON or YAML; - reads stdin")
-	addOutputFlag(cmd, &output)
+	f.add(cmd)
 	return cmd
 }
 
 func newDeleteOffsetsCmd(g *globals) *cobra.Command {
-	var output string
+	var f bulkFlags
 	cmd := &cobra.Command{
-		Use:     "offsets CONNECTOR",
+		Use:     "offsets CONNECTOR...|-e REGEX",
 		Aliases: []string{"offset"},
-		Short:   "Reset a stopped connector's offsets: it starts from scratch when resumed",
+		Short:   "Reset stopped connectors' offsets: they start from scratch when resumed",
 		Long: `Reset all offsets of a connector (DELETE /connectors/NAME/offsets): a
 source starts over, a sink reads from its consumer's auto.offset.reset. The
 connector must be stopped ('kcctl stop connector NAME'). Prints the
-server's message.`,
+server's message. Several names, or -e REGEX, reset each connector's.`,
 		Example: `  kcctl stop connector orders-source
   kcctl delete offsets orders-source
   kcctl resume connector orders-source`,
-		Args:              cobra.ExactArgs(1),
 		ValidArgsFunction: connectorCompletions(g),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			name := args[0]
-			msg, err := g.client().ResetConnectorOffsets(cmd.Context(), name)
-			if err != nil {
-				return notStopped(name, err)
-			}
-			return printResult(cmd, output, "offsets/"+name, "deleted: "+msg.Message, msg)
+			return runBulkEach(cmd, g, &f, args, "offsets", "deleted", func(ctx context.Context, c *client.Client, name string) (string, any, error) {
+				msg, err := c.ResetConnectorOffsets(ctx, name)
+				return "deleted: " + msg.Message, msg, notStopped(name, err)
+			})
 		},
 	}
-	addOutputFlag(cmd, &output)
+	f.add(cmd)
 	return cmd
 }
 

@@ -193,7 +193,8 @@ func TestOffsetsVerbs(t *testing.T) {
 	}
 	for _, args := range [][]string{
 		{"get", "offsets"},
-		{"get", "offsets", "gen", "other"},
+		{"get", "offsets", "gen", "-e", "g"},
+		{"delete", "offsets", "-e", "("},
 		{"patch", "offsets", "gen"},
 		{"delete", "offsets"},
 		{"get", "offsets", "gen", "-o", "xml"},

@@ -12,6 +12,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/kcd-project/kcd/api"
+	"github.com/kcd-project/kcd/daemon/client"
 	"github.com/kcd-project/kcd/tui/printer"
 	"github.com/kcd-project/kcd/tui/storeview"
 )
@@ -46,8 +47,12 @@ at, or why it failed).`,
 			if err != nil {
 				return err
 			}
-			if isTable(output) {
+			switch output {
+			case "table":
 				_, err := fmt.Fprint(cmd.OutOrStdout(), storeview.Status(st, time.Now()))
+				return err
+			case "wide":
+				_, err := fmt.Fprint(cmd.OutOrStdout(), storeview.StatusWide(st, time.Now()))
 				return err
 			}
 			return printer.Print(cmd.OutOrStdout(), output, storeview.StatusPrintable(st))
@@ -187,6 +192,17 @@ func backendCompletions(cmd *cobra.Command, g *globals, prefix string) []cobra.C
 	return out
 }
 
+// storeAfter prints, for -o wide of store switch, the store as store
+// status -o wide shows it now; a failure to read it is a warning.
+func storeAfter(cmd *cobra.Command, c *client.Client) {
+	st, err := c.StoreStatus(cmd.Context())
+	if err != nil {
+		cmd.PrintErrf("Warning: the store's status could not be read: %v\n", err)
+		return
+	}
+	fmt.Fprint(cmd.OutOrStdout(), storeview.StatusWide(st, time.Now()))
+}
+
 // lineEvery is how often plain progress lines repeat within a phase.
 const lineEvery = 3 * time.Second
 
@@ -204,8 +220,13 @@ func runStoreSwitch(cmd *cobra.Command, g *globals, o *storeSwitchOptions, req a
 		for _, w := range sw.Warnings {
 			cmd.PrintErrf("Warning: %s\n", w)
 		}
-		_, err := fmt.Fprintln(out, storeview.Summary(sw))
-		return err
+		if _, err := fmt.Fprintln(out, storeview.Summary(sw)); err != nil {
+			return err
+		}
+		if o.output == "wide" {
+			storeAfter(cmd, c)
+		}
+		return nil
 	}
 	if sw.State == api.SwitchRunning {
 		poll := storeview.Poll(c.StoreStatus)
@@ -225,6 +246,9 @@ func runStoreSwitch(cmd *cobra.Command, g *globals, o *storeSwitchOptions, req a
 	} else if sw.State == api.SwitchDone {
 		if _, err := fmt.Fprintln(out, storeview.Summary(sw)); err != nil {
 			return err
+		}
+		if o.output == "wide" {
+			storeAfter(cmd, c)
 		}
 	}
 	if sw.State != api.SwitchDone {

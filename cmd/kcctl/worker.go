@@ -116,8 +116,8 @@ before it first joins.`,
 			if err != nil {
 				return err
 			}
-			return printResult(cmd, output, "worker/"+id, "weight set to "+formatWeight(w),
-				workerSettings{Worker: id, Weight: s.Weight, Draining: s.Draining})
+			return printChange(cmd, output, "worker/"+id, "weight set to "+formatWeight(w),
+				workerSettings{Worker: id, Weight: s.Weight, Draining: s.Draining}, workerAfter(c, id))
 		},
 	}
 	cmd.Flags().BoolVar(&force, "force", false, "Set the weight even of a worker id the cluster does not know (yet)")
@@ -183,7 +183,10 @@ does not know is refused (exit 3) unless --force is given.`,
 				}
 				res.Draining = s.Draining
 			}
-			return printDrain(cmd, output, res)
+			if err := printDrain(cmd, output, res); err != nil || output != "wide" {
+				return err
+			}
+			return printAfter(cmd, workerAfter(c, id)) // the worker now (wide.go)
 		},
 	}
 	cmd.Flags().BoolVar(&dryRun, "dry-run", false, "Only print what would move; change nothing")
@@ -244,8 +247,8 @@ func newWorkerUndrainCmd(g *globals) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			return printResult(cmd, output, "worker/"+id, "undrained",
-				workerSettings{Worker: id, Weight: s.Weight, Draining: s.Draining})
+			return printChange(cmd, output, "worker/"+id, "undrained",
+				workerSettings{Worker: id, Weight: s.Weight, Draining: s.Draining}, workerAfter(c, id))
 		},
 	}
 	addOutputFlag(cmd, &output)

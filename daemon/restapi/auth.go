@@ -98,6 +98,12 @@ var routeRoles = map[string]restauth.Role{
 	"POST /kcd/v1/imports/{id}/offsets": roleAdmin,
 	"POST /kcd/v1/imports/{id}/commit":  roleAdmin,
 	"GET /kcd/v1/export":                roleRead,
+
+	// Loggers: anyone who reads may see the levels; changing them is the
+	// admin's (a DEBUG level can flood the disk).
+	"GET /admin/loggers":          roleRead,
+	"GET /admin/loggers/{logger}": roleRead,
+	"PUT /admin/loggers/{logger}": roleAdmin,
 }
 
 // forwardedUserHeader names, on a request a node forwards, the user whose

@@ -77,6 +77,8 @@ type Options struct {
 	Importer Importer
 	// Worker serves GET /kcd/v1/worker; nil on nodes without a worker.
 	Worker LocalWorker
+	// Loggers serves /admin/loggers (loggers.go); nil answers 503 there.
+	Loggers Loggers
 	// HealthChecks are checked by GET /health after the node's readiness
 	// (health.go); each reports one part of the node.
 	HealthChecks []HealthCheck
@@ -104,7 +106,7 @@ func NewHandler(node Node, opts Options) http.Handler {
 		opts.LeaderWait = 5 * time.Second
 	}
 	a := &api{
-		node: node, cluster: opts.Cluster, store: opts.Store, connect: opts.Connect, coord: opts.Coordinator, storeAdmin: opts.StoreAdmin, importer: opts.Importer, peerStore: opts.PeerStore, worker: opts.Worker, log: opts.Logger, leaderWait: opts.LeaderWait,
+		node: node, cluster: opts.Cluster, store: opts.Store, connect: opts.Connect, coord: opts.Coordinator, storeAdmin: opts.StoreAdmin, importer: opts.Importer, peerStore: opts.PeerStore, worker: opts.Worker, loggers: opts.Loggers, log: opts.Logger, leaderWait: opts.LeaderWait,
 		forwardClient: opts.NodeClient,
 		healthChecks:  append([]HealthCheck{readyCheck(node)}, opts.HealthChecks...),
 	}
@@ -199,6 +201,7 @@ func (a *api) routes() []route {
 	routes = append(routes, a.storeAdminRoutes()...) // the store API (store_api.go)
 	routes = append(routes, a.workerRoutes()...)     // workers, assignments, rebalances, events (workers.go, events.go)
 	routes = append(routes, a.importRoutes()...)     // imports and export (imports.go)
+	routes = append(routes, a.loggerRoutes()...)     // /admin/loggers (loggers.go)
 	return routes
 }
 
@@ -212,6 +215,7 @@ type api struct {
 	importer      Importer
 	peerStore     store.Store
 	worker        LocalWorker
+	loggers       Loggers
 	log           *slog.Logger
 	leaderWait    time.Duration
 	forwardClient *http.Client

@@ -3,6 +3,7 @@ package migrateview
 import (
 	"bytes"
 	"fmt"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -99,6 +100,18 @@ func TestWriteTable(t *testing.T) {
 		if !strings.Contains(b.String(), want) {
 			t.Errorf("table lacks %q:\n%s", want, b.String())
 		}
+	}
+	if strings.Contains(b.String(), "GROUP") {
+		t.Errorf("table has the wide column:\n%s", b.String())
+	}
+	// -o wide names the group of a sink's offsets.
+	b.Reset()
+	res.Items[0].Group = "connect-a"
+	if err := printer.Print(&b, "wide", WritePrintable(res)); err != nil {
+		t.Fatal(err)
+	}
+	if !regexp.MustCompile(`(?m)^NAME\s+ACTION\s+REASON\s+GROUP\na\s+create\s+-\s+connect-a\nb\s+exists\s+config differs\s+-$`).MatchString(b.String()) {
+		t.Errorf("wide:\n%s", b.String())
 	}
 }
 

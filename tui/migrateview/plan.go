@@ -108,11 +108,13 @@ func orDash(s string) string {
 // WritePrintable is what an export wrote (or would write) into Kafka
 // Connect's topics, for every -o format.
 func WritePrintable(res migrate.WriteResult) printer.Printable {
-	t := printer.Table{Header: []string{"NAME", "ACTION", "REASON"}}
+	// -o wide: the consumer group that holds a sink's offsets.
+	t := printer.Table{Header: []string{"NAME", "ACTION", "REASON"}, WideHeader: []string{"GROUP"}}
 	var names []string
 	for _, it := range res.Items {
 		names = append(names, "connector/"+it.Name)
 		t.Rows = append(t.Rows, []string{it.Name, it.Action, orDash(it.Reason)})
+		t.WideRows = append(t.WideRows, []string{orDash(it.Group)})
 	}
 	return printer.Printable{Data: res, Table: t, Names: names}
 }

@@ -23,7 +23,13 @@ func StatusPrintable(st api.StoreStatus) printer.Printable {
 
 // Status is kcctl store status for people: the active backend, its masked
 // settings and health, and the last switch with its figures.
-func Status(st api.StoreStatus, now time.Time) string {
+func Status(st api.StoreStatus, now time.Time) string { return status(st, now, false) }
+
+// StatusWide is Status for -o wide: the times in full (UTC), the last
+// switch's phase, start and end, and its warnings.
+func StatusWide(st api.StoreStatus, now time.Time) string { return status(st, now, true) }
+
+func status(st api.StoreStatus, now time.Time, wide bool) string {
 	var b strings.Builder
 	tw := tabwriter.NewWriter(&b, 0, 4, 2, ' ', 0)
 	line := func(k, v string) { fmt.Fprintf(tw, "%s:\t%s\n", k, v) }
@@ -34,10 +40,16 @@ func Status(st api.StoreStatus, now time.Time) string {
 	} else {
 		line("Health", "UNHEALTHY: "+orNone(st.Error))
 	}
+	if wide {
+		line("Checked at", stamp(now))
+	}
 	line("Revision", strconv.FormatInt(st.Revision, 10))
-	if st.Since.IsZero() {
+	switch {
+	case st.Since.IsZero():
 		line("Active since", "the cluster's start")
-	} else {
+	case wide:
+		line("Active since", stamp(st.Since)+" ("+printer.Age(now.Sub(st.Since))+" ago)")
+	default:
 		line("Active since", when(st.Since, now))
 	}
 	line("Backends", orNone(strings.Join(st.Backends, ", ")))
@@ -61,6 +73,11 @@ func Status(st api.StoreStatus, now time.Time) string {
 	}
 	line("Last switch", sw.From+" → "+sw.To+", "+state)
 	line("  Id", sw.ID)
+	if wide {
+		line("  Phase", orNone(sw.Phase))
+		line("  Started", stamp(sw.StartedAt))
+		line("  Ended", stamp(sw.EndedAt))
+	}
 	line("  Keys copied", fmt.Sprintf("%d of %d", sw.Copied, sw.Total))
 	if sw.State != api.SwitchRunning {
 		line("  Writes held", Millis(sw.HoldMillis))
@@ -74,8 +91,21 @@ func Status(st api.StoreStatus, now time.Time) string {
 	if sw.Error != "" {
 		line("  Error", sw.Error)
 	}
+	if wide {
+		for _, w := range sw.Warnings {
+			line("  Warning", w)
+		}
+	}
 	tw.Flush()
 	return b.String()
+}
+
+// stamp is t in UTC to the millisecond, <none> when zero.
+func stamp(t time.Time) string {
+	if t.IsZero() {
+		return "<none>"
+	}
+	return t.UTC().Format("2006-01-02T15:04:05.000Z07:00")
 }
 
 // Settings prints a backend's settings, already masked by the server, as
