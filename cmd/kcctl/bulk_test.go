@@ -2,7 +2,6 @@ package main
 
 import (
 	"encoding/json"
-	"fmt"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -60,13 +59,7 @@ func TestBulkRegexOnPatchAndOffsets(t *testing.T) {
 	if err := os.WriteFile(file, []byte(`{"offsets": [{"partition": {"task": 0}, "offset": {"seq": 42}}]}`), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	// The offsets API may still refuse for a moment after the connectors
-	// looked stopped (see the report of issue 16): retry until it takes.
-	waitUntil(t, func() (bool, string) {
-		code, o, errOut := kcctl(t, append(s, "patch", "offsets", "-e", "^orders-", "-f", file)...)
-		out = o
-		return code == 0, fmt.Sprintf("patch offsets -e: exit %d: %s", code, errOut)
-	})
+	out = mustKcctl(t, append(s, "patch", "offsets", "-e", "^orders-", "-f", file)...)
 	if !regexp.MustCompile(`^offsets/orders-a patched: .*altered successfully\..*\noffsets/orders-b patched: .*altered successfully\..*\n$`).MatchString(out) {
 		t.Errorf("patch offsets -e: %q", out)
 	}

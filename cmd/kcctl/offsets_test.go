@@ -64,7 +64,7 @@ func waitOffsets(t *testing.T, c *client.Client, name string, n int) api.Connect
 }
 
 // waitOffsetsChangeable waits until connector name is stopped as the
-// offsets API requires: STOPPED, no task configs, no task running.
+// offsets API requires: STOPPED, no task configs, no task owning its unit.
 func waitOffsetsChangeable(t *testing.T, url, name string) {
 	t.Helper()
 	c := client.New(url)
@@ -74,6 +74,12 @@ func waitOffsetsChangeable(t *testing.T, url, name string) {
 		ok := err == nil && st.Connector.State == "STOPPED"
 		for _, tk := range st.Tasks {
 			ok = ok && tk.State != "RUNNING" && tk.State != "PAUSED" && tk.State != "RESTARTING"
+		}
+		// The offsets API also waits until no task owns its unit.
+		units, aerr := c.Assignments(t.Context())
+		ok = ok && aerr == nil
+		for _, u := range units {
+			ok = ok && !(u.Connector == name && u.Task != nil)
 		}
 		var tasks []any
 		if res, err := http.Get(url + "/connectors/" + name + "/tasks"); err == nil {
