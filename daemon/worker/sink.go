@@ -35,6 +35,10 @@ type sinkRun struct {
 
 	consumed  map[connect.TopicPartition]int64 // next offset after what Put took
 	committed map[connect.TopicPartition]int64
+	// lags holds, per partition that has been in a fetch, the end of what
+	// the task may read minus consumed, as of that fetch.
+	lags   map[connect.TopicPartition]int64
+	wished bool // assigned is the supervisor's wish, not the empty start
 
 	lastFetchErr string
 	lastFetchLog time.Time
@@ -72,6 +76,10 @@ func runSink(tr *taskRun) error {
 		kgo.FetchMaxPartitionBytes(lim.SinkFetchMaxPartitionBytes),
 		kgo.MaxConcurrentFetches(lim.SinkMaxConcurrentFetches),
 		kgo.ConsumeResetOffset(reset),
+		// Transaction markers come back too, so that the task's next
+		// offset moves past them (as the fetch position does) and a
+		// transactional topic read to its end shows no lag.
+		kgo.KeepControlRecords(),
 		// The Java consumer's fetch.max.wait.ms: a partition added while a
 		// fetch waits for data is fetched this soon.
 		kgo.FetchMaxWait(500 * time.Millisecond),
@@ -85,6 +93,7 @@ func runSink(tr *taskRun) error {
 		newClient: func() (*kgo.Client, error) { return tr.w.newClient(opts...) },
 		consumed:  map[connect.TopicPartition]int64{},
 		committed: map[connect.TopicPartition]int64{},
+		lags:      map[connect.TopicPartition]int64{},
 	}
 	defer func() {
 		if st.client != nil {
@@ -165,6 +174,7 @@ func (st *sinkRun) loop() error {
 				st.fetchFailed(t, p, err)
 			}
 		})
+		st.noteLag(fetches) // what the fetch brought is behind until Put takes it
 		if err := st.process(fetches); err != nil {
 			return err
 		}
@@ -213,6 +223,9 @@ func (st *sinkRun) process(fetches kgo.Fetches) error {
 			return
 		}
 		for _, r := range p.Records {
+			if r.Attrs.IsControl() {
+				continue // a transaction marker: not data, but its offset counts
+			}
 			sr := &slab[len(batch)]
 			hs := headers[:len(r.Headers):len(r.Headers)]
 			headers = headers[len(r.Headers):]
@@ -249,7 +262,51 @@ func (st *sinkRun) process(fetches kgo.Fetches) error {
 		tr.stats.records.Add(int64(len(batch)))
 	}
 	maps.Copy(st.consumed, next)
+	st.noteLag(fetches)
 	return nil
+}
+
+// noteLag takes each owned partition's lag from a fetch: the end of what
+// the task may read (the high watermark, or the last stable offset under
+// read_committed) minus the next offset it reads. A partition fetched
+// empty before any record of it was read has no next offset known yet.
+func (st *sinkRun) noteLag(fetches kgo.Fetches) {
+	changed := false
+	fetches.EachPartition(func(p kgo.FetchTopicPartition) {
+		if p.Err != nil {
+			return
+		}
+		tp := connect.TopicPartition{Topic: p.Topic, Partition: p.Partition}
+		next, ok := st.consumed[tp]
+		if !ok && len(p.Records) > 0 {
+			next, ok = p.Records[0].Offset, true
+		}
+		if !ok || !st.owns(tp) {
+			return
+		}
+		end := p.HighWatermark
+		if st.tr.settings.readCommitted {
+			end = p.LastStableOffset
+		}
+		st.lags[tp] = max(0, end-next)
+		changed = true
+	})
+	if changed {
+		st.publishLag()
+	}
+}
+
+// publishLag stores the task's lag: the sum over its partitions with a
+// known lag; -1 while none has one; 0 when it was given no partitions.
+func (st *sinkRun) publishLag() {
+	sum := int64(-1)
+	if len(st.lags) > 0 || (st.wished && len(st.assigned) == 0) {
+		sum = 0
+		for _, n := range st.lags {
+			sum += n
+		}
+	}
+	st.tr.stats.lag.Store(sum)
 }
 
 // put hands a batch to the task, retrying after a RetriableError; done is
@@ -355,7 +412,7 @@ func (st *sinkRun) commit(ctx context.Context) error {
 // from their stored offsets.
 func (st *sinkRun) applyWant() error {
 	tr := st.tr
-	want, applied := tr.takeWant()
+	want, applied, wished := tr.takeWant()
 	if applied == st.applied {
 		return nil
 	}
@@ -374,6 +431,7 @@ func (st *sinkRun) applyWant() error {
 			rm[tp.Topic] = append(rm[tp.Topic], tp.Partition)
 			delete(st.consumed, tp)
 			delete(st.committed, tp)
+			delete(st.lags, tp)
 		}
 		if st.client != nil {
 			st.client.RemoveConsumePartitions(rm)
@@ -419,6 +477,8 @@ func (st *sinkRun) applyWant() error {
 	st.mu.Unlock()
 	parts := slices.Clone(want)
 	tr.stats.parts.Store(&parts)
+	st.wished = wished
+	st.publishLag()
 	if len(added) > 0 {
 		if err := safe("Open", func() error { return st.task.Open(slices.Clone(added)) }); err != nil {
 			return fmt.Errorf("open partitions: %w", err)

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -290,4 +291,59 @@ func scenarioErrorTolerance(e *env) {
 		offs, _ := e.cs.SinkOffsets(context.Background(), tolerant)
 		return len(offs) == 1 && offs[0].Offset == 30, fmt.Sprint(offs)
 	})
+}
+
+func TestIntegrationSinkLag(t *testing.T) { scenarioSinkLag(kafkaEnv(t)) }
+
+// A sink task reports how far it is behind its partitions: while Put
+// blocks, the records fetched and not yet taken count (more than 0, at most
+// what was produced); once Put goes on, the lag falls to 0.
+func scenarioSinkLag(e *env) {
+	t := e.t
+	const n = 300
+	topic, sink := e.name("lag"), e.name("lag")
+	e.createTopic(topic, 2)
+	cl, err := kgo.NewClient(kgo.SeedBrokers(e.seeds...), kgo.DefaultProduceTopic(topic))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	for i := range n {
+		cl.Produce(context.Background(), &kgo.Record{Key: []byte(strconv.Itoa(i)), Value: []byte(strconv.Itoa(i))}, nil)
+	}
+	if err := cl.Flush(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	gate := make(chan struct{})
+	sinkGates.Store(sink, gate)
+	var once sync.Once
+	open := func() { once.Do(func() { close(gate) }) }
+	e.create(sink, map[string]string{"connector.class": slowClass, "topics": topic, "gate": sink,
+		"key.converter": ByteArrayConverter, "value.converter": ByteArrayConverter})
+	w := e.start(func(c *Config) { c.Limits.SinkMaxBatch = 10 })
+	t.Cleanup(open) // registered after the worker's stop: runs first, so Put returns
+	lag := func() (int64, string) {
+		ts, ok := w.Stats().Task(sink, 0)
+		if !ok {
+			return -1, "no stats for the task"
+		}
+		return ts.Lag, fmt.Sprintf("lag %d, partitions %v, records %d", ts.Lag, ts.Partitions, ts.Records)
+	}
+	waitFor(t, 30*time.Second, "a known lag while Put blocks", func() (bool, string) {
+		l, s := lag()
+		return l >= 0, s
+	})
+	l, s := lag()
+	t.Logf("while Put blocks: %s", s)
+	if l <= 0 || l > n {
+		t.Fatalf("lag while Put blocks: %s; want 1..%d", s, n)
+	}
+	open()
+	waitFor(t, 30*time.Second, "lag 0 once Put takes everything", func() (bool, string) {
+		l, s := lag()
+		return l == 0, s
+	})
+	if ts, _ := w.Stats().Task(sink, 0); ts.Records != n {
+		t.Errorf("the task put %d records, want %d", ts.Records, n)
+	}
 }
