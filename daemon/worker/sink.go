@@ -35,8 +35,10 @@ type sinkRun struct {
 
 	consumed  map[connect.TopicPartition]int64 // next offset after what Put took
 	committed map[connect.TopicPartition]int64
-	// lags holds, per partition that has been in a fetch, the end of what
-	// the task may read minus consumed, as of that fetch.
+	// pos is the next offset to read after what Put took, past transaction
+	// markers; lags holds, per partition that has been in a fetch, the end
+	// of what the task may read minus pos (or consumed), as of that fetch.
+	pos    map[connect.TopicPartition]int64
 	lags   map[connect.TopicPartition]int64
 	wished bool // assigned is the supervisor's wish, not the empty start
 
@@ -93,6 +95,7 @@ func runSink(tr *taskRun) error {
 		newClient: func() (*kgo.Client, error) { return tr.w.newClient(opts...) },
 		consumed:  map[connect.TopicPartition]int64{},
 		committed: map[connect.TopicPartition]int64{},
+		pos:       map[connect.TopicPartition]int64{},
 		lags:      map[connect.TopicPartition]int64{},
 	}
 	defer func() {
@@ -207,6 +210,7 @@ func (st *sinkRun) process(fetches kgo.Fetches) error {
 	batch := make([]*connect.SinkRecord, 0, fetches.NumRecords())
 	slab := make([]connect.SinkRecord, fetches.NumRecords()) // one allocation for the batch
 	next := map[connect.TopicPartition]int64{}
+	pos := map[connect.TopicPartition]int64{}
 	// One allocation for the batch's headers too.
 	nh := 0
 	fetches.EachRecord(func(r *kgo.Record) { nh += len(r.Headers) })
@@ -222,10 +226,12 @@ func (st *sinkRun) process(fetches kgo.Fetches) error {
 		if !st.owns(tp) {
 			return
 		}
+		last := int64(-1) // the last data record
 		for _, r := range p.Records {
 			if r.Attrs.IsControl() {
-				continue // a transaction marker: not data, but its offset counts
+				continue // a transaction marker: only the fetch position passes it
 			}
+			last = r.Offset
 			sr := &slab[len(batch)]
 			hs := headers[:len(r.Headers):len(r.Headers)]
 			headers = headers[len(r.Headers):]
@@ -249,7 +255,12 @@ func (st *sinkRun) process(fetches kgo.Fetches) error {
 			}
 			st.dlq.send(r, err)
 		}
-		next[tp] = p.Records[len(p.Records)-1].Offset + 1
+		// The committed offset follows the last data record, as Kafka
+		// Connect's does: before a marker that ends the partition.
+		if last >= 0 {
+			next[tp] = last + 1
+		}
+		pos[tp] = p.Records[len(p.Records)-1].Offset + 1
 	})
 	if convErr != nil {
 		return convErr
@@ -262,6 +273,7 @@ func (st *sinkRun) process(fetches kgo.Fetches) error {
 		tr.stats.records.Add(int64(len(batch)))
 	}
 	maps.Copy(st.consumed, next)
+	maps.Copy(st.pos, pos)
 	st.noteLag(fetches)
 	return nil
 }
@@ -277,7 +289,10 @@ func (st *sinkRun) noteLag(fetches kgo.Fetches) {
 			return
 		}
 		tp := connect.TopicPartition{Topic: p.Topic, Partition: p.Partition}
-		next, ok := st.consumed[tp]
+		next, ok := st.pos[tp]
+		if !ok {
+			next, ok = st.consumed[tp]
+		}
 		if !ok && len(p.Records) > 0 {
 			next, ok = p.Records[0].Offset, true
 		}
@@ -431,6 +446,7 @@ func (st *sinkRun) applyWant() error {
 			rm[tp.Topic] = append(rm[tp.Topic], tp.Partition)
 			delete(st.consumed, tp)
 			delete(st.committed, tp)
+			delete(st.pos, tp)
 			delete(st.lags, tp)
 		}
 		if st.client != nil {
