@@ -56,7 +56,9 @@ type taskRun struct {
 	// when the task has applied it.
 	want    []connect.TopicPartition
 	applied chan struct{}
-	wished  bool // the supervisor has made a wish (it knows the partitions)
+	// wished: the supervisor has made a wish (it knows the partitions);
+	// set by the supervisor under mu, so it reads it without.
+	wished bool
 	// assigned is the supervisor's record of its last wish.
 	assigned []connect.TopicPartition
 }
@@ -85,6 +87,7 @@ func (s *supervisor) startTask(id int, config map[string]string, paused bool, pa
 		want:     parts,
 		applied:  make(chan struct{}),
 		assigned: parts,
+		wished:   s.sink.known, // parts is then the task's share
 	}
 	tr.paused.Store(paused)
 	if !tr.stats.sink {
