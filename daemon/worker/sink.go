@@ -40,7 +40,8 @@ type sinkRun struct {
 	// of what the task may read minus pos (or consumed), as of that fetch.
 	pos    map[connect.TopicPartition]int64
 	lags   map[connect.TopicPartition]int64
-	wished bool // assigned is the supervisor's wish, not the empty start
+	wished bool      // assigned is the supervisor's wish, not the empty start
+	probed time.Time // the last end-offset listing for lag
 
 	lastFetchErr string
 	lastFetchLog time.Time
@@ -181,6 +182,9 @@ func (st *sinkRun) loop() error {
 		if err := st.process(fetches); err != nil {
 			return err
 		}
+		if fetches.NumRecords() == 0 {
+			st.probeLag()
+		}
 	}
 }
 
@@ -309,6 +313,71 @@ func (st *sinkRun) noteLag(fetches kgo.Fetches) {
 	if changed {
 		st.publishLag()
 	}
+}
+
+// lagProbeEvery spaces the end-offset listings of probeLag.
+const lagProbeEvery = 5 * time.Second
+
+// probeLag lists the end offsets of the owned partitions that have been in
+// no fetch yet, after a poll that brought nothing: a partition at its end
+// comes in no fetch, and its task would otherwise never know its lag.
+func (st *sinkRun) probeLag() {
+	tr := st.tr
+	if time.Since(st.probed) < lagProbeEvery {
+		return
+	}
+	var unknown []connect.TopicPartition
+	var topics []string
+	for _, tp := range st.assigned {
+		if _, ok := st.lags[tp]; !ok {
+			unknown = append(unknown, tp)
+			if !slices.Contains(topics, tp.Topic) {
+				topics = append(topics, tp.Topic)
+			}
+		}
+	}
+	if len(unknown) == 0 {
+		return
+	}
+	st.probed = time.Now()
+	ctx, cancel := context.WithTimeout(tr.ctx, 5*time.Second)
+	defer cancel()
+	list := tr.w.admin.ListEndOffsets
+	if tr.settings.readCommitted {
+		list = tr.w.admin.ListCommittedOffsets // the last stable offsets
+	}
+	ends, err := list(ctx, topics...)
+	if err != nil {
+		return // tried again after lagProbeEvery
+	}
+	var starts kadm.ListedOffsets // for partitions read from their start, nothing read yet
+	for _, tp := range unknown {
+		end, ok := ends.Lookup(tp.Topic, tp.Partition)
+		if !ok || end.Err != nil {
+			continue
+		}
+		next, ok := st.pos[tp]
+		if !ok {
+			next, ok = st.consumed[tp]
+		}
+		if !ok && tr.settings.resetLatest {
+			next, ok = end.Offset, true
+		}
+		if !ok {
+			if starts == nil {
+				if starts, err = tr.w.admin.ListStartOffsets(ctx, topics...); err != nil {
+					return
+				}
+			}
+			start, found := starts.Lookup(tp.Topic, tp.Partition)
+			if !found || start.Err != nil {
+				continue
+			}
+			next = start.Offset
+		}
+		st.lags[tp] = max(0, end.Offset-next)
+	}
+	st.publishLag()
 }
 
 // publishLag stores the task's lag: the sum over its partitions with a

@@ -356,3 +356,28 @@ func scenarioSinkLag(e *env) {
 		t.Errorf("the task put %d records, want %d", ts.Records, n)
 	}
 }
+
+func TestWorkerSinkLagAtTheEnd(t *testing.T) { scenarioSinkLagAtTheEnd(fakeEnv(t)) }
+
+// A sink task at the end of its partitions, which then come in no fetch,
+// and a task with no partition at all (more tasks than partitions) report
+// lag 0, not unknown.
+func scenarioSinkLagAtTheEnd(e *env) {
+	t := e.t
+	topic, sink := e.name("idle"), e.name("idle")
+	e.createTopic(topic, 2)
+	e.create(sink, map[string]string{"connector.class": slowClass, "topics": topic, "tasks.max": "3",
+		"key.converter": ByteArrayConverter, "value.converter": ByteArrayConverter})
+	w := e.start(nil)
+	waitFor(t, 30*time.Second, "lag 0 for every task", func() (bool, string) {
+		st := w.Stats()
+		var lags []string
+		ok := true
+		for id := range 3 {
+			ts, found := st.Task(sink, id)
+			ok = ok && found && ts.Lag == 0
+			lags = append(lags, fmt.Sprintf("task %d (%v): %v lag %d", id, found, ts.Partitions, ts.Lag))
+		}
+		return ok, strings.Join(lags, "; ")
+	})
+}
