@@ -43,8 +43,8 @@ type TaskStats struct {
 	// Sink: the records the task is behind, as of the last fetch: over its
 	// partitions, the end of what it may read (high watermark, or last
 	// stable offset under read_committed) minus the next offset it reads.
-	// -1 while no partition of the task has been in a fetch yet, and for
-	// sources.
+	// 0 without partitions; -1 while no partition's lag is known yet (from
+	// a fetch, or listed after an empty poll), and for sources.
 	Lag int64
 }
 
