@@ -69,6 +69,11 @@ type LocalUnit struct {
 	Running   bool   `json:"running"`
 	Starts    int    `json:"starts"`
 	Records   int64  `json:"records"`
+	// Lag is a running sink task's consumer lag as of its last fetch: over
+	// its partitions, the high watermark (last stable offset under
+	// read_committed) minus the next offset it reads. Absent for sources,
+	// connector instances, stopped units and while not known yet.
+	Lag *int64 `json:"lag,omitempty"`
 }
 
 // WorkerInfo is what a worker tells about itself when it registers, and

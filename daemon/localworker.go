@@ -19,11 +19,18 @@ func (n *Node) LocalWorker() restapi.LocalWorkerView {
 		running[id] = true
 	}
 	records := map[worker.TaskID]int64{}
+	lags := map[worker.TaskID]int64{}
 	for _, t := range n.worker.Stats().Tasks {
 		records[t.ID] = t.Records
+		if t.Sink && t.Lag >= 0 {
+			lags[t.ID] = t.Lag
+		}
 	}
 	for id, starts := range n.worker.Starts() {
 		u := restapi.LocalUnit{Connector: id.Connector, Running: running[id], Starts: starts, Records: records[id]}
+		if l, ok := lags[id]; ok && running[id] {
+			u.Lag = &l
+		}
 		if id.Task >= 0 {
 			t := id.Task
 			u.Task = &t

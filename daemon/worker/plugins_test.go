@@ -134,15 +134,23 @@ func (c *testSink) TaskConfigs(n int) ([]map[string]string, error) {
 
 var sinkPut atomic.Int64
 
+// sinkGates holds, by the name in a task's "gate" setting, a channel that
+// Put waits on: closing it lets the task go on.
+var sinkGates sync.Map
+
 type slowTask struct {
 	delay     time.Duration
 	retriable int
+	gate      chan struct{}
 }
 
 func (t *slowTask) Start(_ connect.SinkTaskContext, cfg map[string]string) error {
 	ms, _ := strconv.Atoi(cfg["delay.ms"])
 	t.delay = time.Duration(ms) * time.Millisecond
 	t.retriable, _ = strconv.Atoi(cfg["retriable.fails"])
+	if g, ok := sinkGates.Load(cfg["gate"]); ok {
+		t.gate = g.(chan struct{})
+	}
 	return nil
 }
 func (t *slowTask) Open([]connect.TopicPartition) error  { return nil }
@@ -151,6 +159,9 @@ func (t *slowTask) Put(recs []*connect.SinkRecord) error {
 	if t.retriable > 0 && len(recs) > 0 {
 		t.retriable--
 		return &connect.RetriableError{Err: errors.New("not now")}
+	}
+	if t.gate != nil {
+		<-t.gate
 	}
 	time.Sleep(t.delay)
 	sinkPut.Add(int64(len(recs)))

@@ -35,6 +35,13 @@ type sinkRun struct {
 
 	consumed  map[connect.TopicPartition]int64 // next offset after what Put took
 	committed map[connect.TopicPartition]int64
+	// pos is the next offset to read after what Put took, past transaction
+	// markers; lags holds, per partition that has been in a fetch, the end
+	// of what the task may read minus pos (or consumed), as of that fetch.
+	pos    map[connect.TopicPartition]int64
+	lags   map[connect.TopicPartition]int64
+	wished bool      // assigned is the supervisor's wish, not the empty start
+	probed time.Time // the last end-offset listing for lag
 
 	lastFetchErr string
 	lastFetchLog time.Time
@@ -72,6 +79,10 @@ func runSink(tr *taskRun) error {
 		kgo.FetchMaxPartitionBytes(lim.SinkFetchMaxPartitionBytes),
 		kgo.MaxConcurrentFetches(lim.SinkMaxConcurrentFetches),
 		kgo.ConsumeResetOffset(reset),
+		// Transaction markers come back too, so that the task's next
+		// offset moves past them (as the fetch position does) and a
+		// transactional topic read to its end shows no lag.
+		kgo.KeepControlRecords(),
 		// The Java consumer's fetch.max.wait.ms: a partition added while a
 		// fetch waits for data is fetched this soon.
 		kgo.FetchMaxWait(500 * time.Millisecond),
@@ -85,6 +96,8 @@ func runSink(tr *taskRun) error {
 		newClient: func() (*kgo.Client, error) { return tr.w.newClient(opts...) },
 		consumed:  map[connect.TopicPartition]int64{},
 		committed: map[connect.TopicPartition]int64{},
+		pos:       map[connect.TopicPartition]int64{},
+		lags:      map[connect.TopicPartition]int64{},
 	}
 	defer func() {
 		if st.client != nil {
@@ -165,8 +178,12 @@ func (st *sinkRun) loop() error {
 				st.fetchFailed(t, p, err)
 			}
 		})
+		st.noteLag(fetches) // what the fetch brought is behind until Put takes it
 		if err := st.process(fetches); err != nil {
 			return err
+		}
+		if fetches.NumRecords() == 0 {
+			st.probeLag()
 		}
 	}
 }
@@ -197,6 +214,7 @@ func (st *sinkRun) process(fetches kgo.Fetches) error {
 	batch := make([]*connect.SinkRecord, 0, fetches.NumRecords())
 	slab := make([]connect.SinkRecord, fetches.NumRecords()) // one allocation for the batch
 	next := map[connect.TopicPartition]int64{}
+	pos := map[connect.TopicPartition]int64{}
 	// One allocation for the batch's headers too.
 	nh := 0
 	fetches.EachRecord(func(r *kgo.Record) { nh += len(r.Headers) })
@@ -212,7 +230,12 @@ func (st *sinkRun) process(fetches kgo.Fetches) error {
 		if !st.owns(tp) {
 			return
 		}
+		last := int64(-1) // the last data record
 		for _, r := range p.Records {
+			if r.Attrs.IsControl() {
+				continue // a transaction marker: only the fetch position passes it
+			}
+			last = r.Offset
 			sr := &slab[len(batch)]
 			hs := headers[:len(r.Headers):len(r.Headers)]
 			headers = headers[len(r.Headers):]
@@ -236,7 +259,12 @@ func (st *sinkRun) process(fetches kgo.Fetches) error {
 			}
 			st.dlq.send(r, err)
 		}
-		next[tp] = p.Records[len(p.Records)-1].Offset + 1
+		// The committed offset follows the last data record, as Kafka
+		// Connect's does: before a marker that ends the partition.
+		if last >= 0 {
+			next[tp] = last + 1
+		}
+		pos[tp] = p.Records[len(p.Records)-1].Offset + 1
 	})
 	if convErr != nil {
 		return convErr
@@ -249,7 +277,120 @@ func (st *sinkRun) process(fetches kgo.Fetches) error {
 		tr.stats.records.Add(int64(len(batch)))
 	}
 	maps.Copy(st.consumed, next)
+	maps.Copy(st.pos, pos)
+	st.noteLag(fetches)
 	return nil
+}
+
+// noteLag takes each owned partition's lag from a fetch: the end of what
+// the task may read (the high watermark, or the last stable offset under
+// read_committed) minus the next offset it reads. A partition fetched
+// empty before any record of it was read has no next offset known yet.
+func (st *sinkRun) noteLag(fetches kgo.Fetches) {
+	changed := false
+	fetches.EachPartition(func(p kgo.FetchTopicPartition) {
+		if p.Err != nil {
+			return
+		}
+		tp := connect.TopicPartition{Topic: p.Topic, Partition: p.Partition}
+		next, ok := st.pos[tp]
+		if !ok {
+			next, ok = st.consumed[tp]
+		}
+		if !ok && len(p.Records) > 0 {
+			next, ok = p.Records[0].Offset, true
+		}
+		if !ok || !st.owns(tp) {
+			return
+		}
+		end := p.HighWatermark
+		if st.tr.settings.readCommitted {
+			end = p.LastStableOffset
+		}
+		st.lags[tp] = max(0, end-next)
+		changed = true
+	})
+	if changed {
+		st.publishLag()
+	}
+}
+
+// lagProbeEvery spaces the end-offset listings of probeLag.
+const lagProbeEvery = 5 * time.Second
+
+// probeLag lists the end offsets of the owned partitions that have been in
+// no fetch yet, after a poll that brought nothing: a partition at its end
+// comes in no fetch, and its task would otherwise never know its lag.
+func (st *sinkRun) probeLag() {
+	tr := st.tr
+	if time.Since(st.probed) < lagProbeEvery {
+		return
+	}
+	var unknown []connect.TopicPartition
+	var topics []string
+	for _, tp := range st.assigned {
+		if _, ok := st.lags[tp]; !ok {
+			unknown = append(unknown, tp)
+			if !slices.Contains(topics, tp.Topic) {
+				topics = append(topics, tp.Topic)
+			}
+		}
+	}
+	if len(unknown) == 0 {
+		return
+	}
+	st.probed = time.Now()
+	ctx, cancel := context.WithTimeout(tr.ctx, 5*time.Second)
+	defer cancel()
+	list := tr.w.admin.ListEndOffsets
+	if tr.settings.readCommitted {
+		list = tr.w.admin.ListCommittedOffsets // the last stable offsets
+	}
+	ends, err := list(ctx, topics...)
+	if err != nil {
+		return // tried again after lagProbeEvery
+	}
+	var starts kadm.ListedOffsets // for partitions read from their start, nothing read yet
+	for _, tp := range unknown {
+		end, ok := ends.Lookup(tp.Topic, tp.Partition)
+		if !ok || end.Err != nil {
+			continue
+		}
+		next, ok := st.pos[tp]
+		if !ok {
+			next, ok = st.consumed[tp]
+		}
+		if !ok && tr.settings.resetLatest {
+			next, ok = end.Offset, true
+		}
+		if !ok {
+			if starts == nil {
+				if starts, err = tr.w.admin.ListStartOffsets(ctx, topics...); err != nil {
+					return
+				}
+			}
+			start, found := starts.Lookup(tp.Topic, tp.Partition)
+			if !found || start.Err != nil {
+				continue
+			}
+			next = start.Offset
+		}
+		st.lags[tp] = max(0, end.Offset-next)
+	}
+	st.publishLag()
+}
+
+// publishLag stores the task's lag: the sum over its partitions with a
+// known lag; -1 while none has one; 0 when it was given no partitions.
+func (st *sinkRun) publishLag() {
+	sum := int64(-1)
+	if len(st.lags) > 0 || (st.wished && len(st.assigned) == 0) {
+		sum = 0
+		for _, n := range st.lags {
+			sum += n
+		}
+	}
+	st.tr.stats.lag.Store(sum)
 }
 
 // put hands a batch to the task, retrying after a RetriableError; done is
@@ -355,7 +496,7 @@ func (st *sinkRun) commit(ctx context.Context) error {
 // from their stored offsets.
 func (st *sinkRun) applyWant() error {
 	tr := st.tr
-	want, applied := tr.takeWant()
+	want, applied, wished := tr.takeWant()
 	if applied == st.applied {
 		return nil
 	}
@@ -374,6 +515,8 @@ func (st *sinkRun) applyWant() error {
 			rm[tp.Topic] = append(rm[tp.Topic], tp.Partition)
 			delete(st.consumed, tp)
 			delete(st.committed, tp)
+			delete(st.pos, tp)
+			delete(st.lags, tp)
 		}
 		if st.client != nil {
 			st.client.RemoveConsumePartitions(rm)
@@ -419,6 +562,8 @@ func (st *sinkRun) applyWant() error {
 	st.mu.Unlock()
 	parts := slices.Clone(want)
 	tr.stats.parts.Store(&parts)
+	st.wished = wished
+	st.publishLag()
 	if len(added) > 0 {
 		if err := safe("Open", func() error { return st.task.Open(slices.Clone(added)) }); err != nil {
 			return fmt.Errorf("open partitions: %w", err)

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -289,5 +290,94 @@ func scenarioErrorTolerance(e *env) {
 	waitFor(t, 10*time.Second, "offsets past the last record", func() (bool, string) {
 		offs, _ := e.cs.SinkOffsets(context.Background(), tolerant)
 		return len(offs) == 1 && offs[0].Offset == 30, fmt.Sprint(offs)
+	})
+}
+
+func TestIntegrationSinkLag(t *testing.T) { scenarioSinkLag(kafkaEnv(t)) }
+
+// A sink task reports how far it is behind its partitions: while Put
+// blocks, the records fetched and not yet taken count (more than 0, at most
+// what was produced); once Put goes on, the lag falls to 0. The records
+// come in a transaction, so a commit marker ends each partition: it is no
+// record to put, and no lag either.
+func scenarioSinkLag(e *env) {
+	t := e.t
+	const n = 300
+	topic, sink := e.name("lag"), e.name("lag")
+	e.createTopic(topic, 2)
+	cl, err := kgo.NewClient(kgo.SeedBrokers(e.seeds...), kgo.DefaultProduceTopic(topic), kgo.TransactionalID(sink))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	ctx := context.Background()
+	if err := cl.BeginTransaction(); err != nil {
+		t.Fatal(err)
+	}
+	for i := range n {
+		cl.Produce(ctx, &kgo.Record{Key: []byte(strconv.Itoa(i)), Value: []byte(strconv.Itoa(i))}, nil)
+	}
+	if err := cl.Flush(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := cl.EndTransaction(ctx, kgo.TryCommit); err != nil {
+		t.Fatal(err)
+	}
+	gate := make(chan struct{})
+	sinkGates.Store(sink, gate)
+	var once sync.Once
+	open := func() { once.Do(func() { close(gate) }) }
+	e.create(sink, map[string]string{"connector.class": slowClass, "topics": topic, "gate": sink,
+		"key.converter": ByteArrayConverter, "value.converter": ByteArrayConverter})
+	w := e.start(func(c *Config) { c.Limits.SinkMaxBatch = 10 })
+	t.Cleanup(open) // registered after the worker's stop: runs first, so Put returns
+	lag := func() (int64, string) {
+		ts, ok := w.Stats().Task(sink, 0)
+		if !ok {
+			return -1, "no stats for the task"
+		}
+		return ts.Lag, fmt.Sprintf("lag %d, partitions %v, records %d", ts.Lag, ts.Partitions, ts.Records)
+	}
+	waitFor(t, 30*time.Second, "a known lag while Put blocks", func() (bool, string) {
+		l, s := lag()
+		return l >= 0, s
+	})
+	l, s := lag()
+	t.Logf("while Put blocks: %s", s)
+	if l <= 0 || l > n {
+		t.Fatalf("lag while Put blocks: %s; want 1..%d", s, n)
+	}
+	open()
+	waitFor(t, 30*time.Second, "lag 0 once Put takes everything", func() (bool, string) {
+		l, s := lag()
+		return l == 0, s
+	})
+	if ts, _ := w.Stats().Task(sink, 0); ts.Records != n {
+		t.Errorf("the task put %d records, want %d", ts.Records, n)
+	}
+}
+
+func TestWorkerSinkLagAtTheEnd(t *testing.T) { scenarioSinkLagAtTheEnd(fakeEnv(t)) }
+
+// A sink task at the end of its partitions, which then come in no fetch,
+// and a task with no partition at all (more tasks than partitions) report
+// lag 0, not unknown.
+func scenarioSinkLagAtTheEnd(e *env) {
+	t := e.t
+	topic, sink := e.name("idle"), e.name("idle")
+	e.createTopic(topic, 2)
+	e.create(sink, map[string]string{"connector.class": slowClass, "topics": topic, "tasks.max": "3",
+		"key.converter": ByteArrayConverter, "value.converter": ByteArrayConverter})
+	w := e.start(nil)
+	waitFor(t, 30*time.Second, "lag 0 for every task", func() (bool, string) {
+		st := w.Stats()
+		var lags []string
+		ok := true
+		for id := range 3 {
+			ts, found := st.Task(sink, id)
+			ok = ok && found && ts.Lag == 0
+			lags = append(lags, fmt.Sprintf("task %d (%v): %v lag %d", id, found, ts.Partitions, ts.Lag))
+		}
+		return ok, strings.Join(lags, "; ")
 	})
 }

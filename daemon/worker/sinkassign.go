@@ -129,7 +129,9 @@ func (s *supervisor) reconcileSink(ctx context.Context) {
 		}
 	}
 	for id, r := range runs {
-		if want := at(split, id); !slices.Equal(r.assigned, want) {
+		// A task whose share is empty is told so too: it then knows it
+		// has no partitions (and no lag), rather than none known yet.
+		if want := at(split, id); !r.wished || !slices.Equal(r.assigned, want) {
 			r.setWant(want)
 		}
 	}

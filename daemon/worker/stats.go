@@ -40,6 +40,12 @@ type TaskStats struct {
 	PeakBatch                                  int64
 	// Sink: the partitions the task consumes.
 	Partitions []connect.TopicPartition
+	// Sink: the records the task is behind, as of the last fetch: over its
+	// partitions, the end of what it may read (high watermark, or last
+	// stable offset under read_committed) minus the next offset it reads.
+	// 0 without partitions; -1 while no partition's lag is known yet (from
+	// a fetch, or listed after an empty poll), and for sources.
+	Lag int64
 }
 
 // taskStats are the live counters of a running task.
@@ -51,6 +57,13 @@ type taskStats struct {
 	fetched, peakFetched atomic.Int64
 	peakBatch            atomic.Int64
 	parts                atomic.Pointer[[]connect.TopicPartition]
+	lag                  atomic.Int64 // sink; -1: unknown
+}
+
+func newTaskStats(id TaskID, sink bool) *taskStats {
+	t := &taskStats{id: id, sink: sink}
+	t.lag.Store(-1)
+	return t
 }
 
 func (t *taskStats) snapshot() TaskStats {
@@ -61,6 +74,7 @@ func (t *taskStats) snapshot() TaskStats {
 		s.InFlightRecords, s.InFlightBytes, s.PeakInFlightRecords, s.PeakInFlightBytes = u.Records, u.Bytes, u.PeakRecords, u.PeakBytes
 	}
 	s.BufferedFetchBytes = t.fetched.Load()
+	s.Lag = t.lag.Load()
 	if p := t.parts.Load(); p != nil {
 		s.Partitions = *p
 	}

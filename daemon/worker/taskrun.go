@@ -56,6 +56,9 @@ type taskRun struct {
 	// when the task has applied it.
 	want    []connect.TopicPartition
 	applied chan struct{}
+	// wished: the supervisor has made a wish (it knows the partitions);
+	// set by the supervisor under mu, so it reads it without.
+	wished bool
 	// assigned is the supervisor's record of its last wish.
 	assigned []connect.TopicPartition
 }
@@ -74,7 +77,7 @@ func (s *supervisor) startTask(id int, config map[string]string, paused bool, pa
 		settings: s.settings,
 		plugin:   s.plugin,
 		log:      s.log.With("task", id),
-		stats:    &taskStats{id: tid, sink: s.plugin.Type == connect.PluginSink},
+		stats:    newTaskStats(tid, s.plugin.Type == connect.PluginSink),
 		hard:     hard,
 		hardStop: hardStop,
 		ctx:      ctx,
@@ -84,6 +87,7 @@ func (s *supervisor) startTask(id int, config map[string]string, paused bool, pa
 		want:     parts,
 		applied:  make(chan struct{}),
 		assigned: parts,
+		wished:   s.sink.known, // parts is then the task's share
 	}
 	tr.paused.Store(paused)
 	if !tr.stats.sink {
@@ -152,7 +156,7 @@ func (tr *taskRun) setPaused(p bool) {
 // has applied them (revoked partitions are committed and closed by then).
 func (tr *taskRun) setWant(parts []connect.TopicPartition) <-chan struct{} {
 	tr.mu.Lock()
-	tr.want = parts
+	tr.want, tr.wished = parts, true
 	tr.applied = make(chan struct{})
 	ch := tr.applied
 	tr.mu.Unlock()
@@ -161,12 +165,13 @@ func (tr *taskRun) setWant(parts []connect.TopicPartition) <-chan struct{} {
 	return ch
 }
 
-// takeWant returns the partitions wished for, and the channel to close
-// once they are applied.
-func (tr *taskRun) takeWant() ([]connect.TopicPartition, chan struct{}) {
+// takeWant returns the partitions wished for, the channel to close once
+// they are applied, and whether the supervisor made that wish (before, the
+// task has no partitions because they are not known yet).
+func (tr *taskRun) takeWant() ([]connect.TopicPartition, chan struct{}, bool) {
 	tr.mu.Lock()
 	defer tr.mu.Unlock()
-	return tr.want, tr.applied
+	return tr.want, tr.applied, tr.wished
 }
 
 // halted says the worker halts: nothing more may be committed or reported.

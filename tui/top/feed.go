@@ -398,12 +398,15 @@ func (f *Feed) pollServer(ctx context.Context, server string) (Snapshot, []strin
 }
 
 // rates asks every live worker what its units moved and sets each
-// connector's RecordsPerSec from the difference with the last poll. A
-// connector with a unit on a worker that did not answer (now or last
-// time) keeps an unknown rate (-1).
+// connector's RecordsPerSec from the difference with the last poll, and
+// each sink's SinkLag from its tasks' lags. A connector with a unit on a
+// worker that did not answer (now or last time) keeps an unknown rate
+// (-1); a sink with a running task whose lag is not known (its worker did
+// not answer, or it has not fetched yet) keeps an unknown lag.
 func (f *Feed) rates(ctx context.Context, snap *Snapshot, restURL map[string]string) {
 	now := time.Now()
 	cur := map[string]map[unitKey]int64{}
+	lags := map[string]map[unitKey]int64{} // worker → sink task → lag, when known
 	var mu sync.Mutex
 	sem := make(chan struct{}, workerFanout)
 	var wg sync.WaitGroup
@@ -421,19 +424,26 @@ func (f *Feed) rates(ctx context.Context, snap *Snapshot, restURL map[string]str
 				return
 			}
 			units := make(map[unitKey]int64, len(v.Units))
+			lag := map[unitKey]int64{}
 			for _, lu := range v.Units {
 				k := unitKey{connector: lu.Connector, task: -1}
 				if lu.Task != nil {
 					k.task = *lu.Task
 				}
 				units[k] = lu.Records
+				if lu.Lag != nil {
+					lag[k] = *lu.Lag
+				}
 			}
 			mu.Lock()
-			cur[id] = units
+			cur[id], lags[id] = units, lag
 			mu.Unlock()
 		})
 	}
 	wg.Wait()
+	for i := range snap.Connectors {
+		snap.Connectors[i].SinkLag = sinkLag(&snap.Connectors[i], lags)
+	}
 	prev, prevAt := f.prevUnits, f.prevAt
 	f.prevUnits, f.prevAt = cur, now
 	if prev == nil {
@@ -473,6 +483,31 @@ func (f *Feed) rates(ctx context.Context, snap *Snapshot, restURL map[string]str
 			c.RecordsPerSec = float64(moved) / dt
 		}
 	}
+}
+
+// sinkLag sums the lags of a sink's running tasks as their workers report
+// them; -1 when the connector is no sink, runs no task, or a running task's
+// lag is not known.
+func sinkLag(c *Connector, lags map[string]map[unitKey]int64) int64 {
+	if c.Type != "sink" {
+		return -1
+	}
+	sum, n := int64(0), 0
+	for _, t := range c.Tasks {
+		if t.State != "RUNNING" {
+			continue
+		}
+		l, ok := lags[t.WorkerID][unitKey{connector: c.Name, task: t.ID}]
+		if !ok {
+			return -1
+		}
+		sum += l
+		n++
+	}
+	if n == 0 {
+		return -1
+	}
+	return sum
 }
 
 // follow keeps the event stream open on the server the polls use, and

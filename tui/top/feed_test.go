@@ -9,6 +9,7 @@ import (
 	"net/http/httptest"
 	"net/http/httputil"
 	"net/url"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -591,5 +592,32 @@ func TestFeedPollsAgainAfterStatusDuringAPoll(t *testing.T) {
 		s, _ := r.last()
 		c, _ := connectorOf(s.Snapshot, "gen")
 		return c.State == "PAUSED", fmt.Sprintf("the last snapshot says gen is %s: no poll after the stale one", c.State)
+	})
+}
+
+// A sink's lag becomes known once its tasks have fetched: the sum of what
+// the workers report for its running tasks; a source's lag stays unknown.
+func TestFeedSinkLag(t *testing.T) {
+	url := startNode(t)
+	r, _ := runFeed(t, 200*time.Millisecond, url)
+	createDatagen(t, url, "gen", 1)
+	cfg := map[string]string{"connector.class": "FileStreamSink", "topics": "gen", "tasks.max": "2",
+		"file": filepath.Join(t.TempDir(), "out.txt")}
+	if _, err := client.New(url).PutConnectorConfig(t.Context(), "out", cfg); err != nil {
+		t.Fatal(err)
+	}
+	waitUntil(t, 20*time.Second, func() (bool, string) {
+		s, _ := r.last()
+		sink, ok := connectorOf(s.Snapshot, "out")
+		if !ok || sink.Type != "sink" || len(sink.Tasks) != 2 {
+			return false, fmt.Sprintf("no sink out with 2 tasks: %+v", s.Snapshot.Connectors)
+		}
+		if sink.SinkLag < 0 {
+			return false, fmt.Sprintf("the sink's lag is not known: %+v", sink)
+		}
+		if src, _ := connectorOf(s.Snapshot, "gen"); src.SinkLag != -1 {
+			return false, fmt.Sprintf("source gen has lag %d, want -1 (not a sink)", src.SinkLag)
+		}
+		return true, ""
 	})
 }

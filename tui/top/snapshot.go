@@ -75,8 +75,9 @@ type Connector struct {
 	// RecordsPerSec is what its tasks moved per second between the last
 	// two polls (negative: unknown, e.g. the first poll).
 	RecordsPerSec float64
-	// SinkLag is the records a sink's consumer group is behind (negative:
-	// unknown or not a sink).
+	// SinkLag is the records a sink is behind: the sum of its running
+	// tasks' lags, each as of the task's last fetch (negative: unknown or
+	// not a sink).
 	SinkLag int64
 }
 
