@@ -131,6 +131,16 @@ func (l *nodeLoggers) follow(ctx context.Context) {
 			if rev, err = l.load(ctx); err == nil {
 				resync = false
 			}
+			if err == nil && rev == 0 {
+				// Watch(…, 0) means "from now on", not "after revision
+				// 0": a write between the read and the watch would be
+				// missed. A store never written to is read again.
+				resync = true
+				if !sleepCtx(ctx, 100*time.Millisecond) {
+					return
+				}
+				continue
+			}
 		}
 		var w store.Watcher
 		if err == nil {
@@ -197,5 +207,15 @@ func (l *nodeLoggers) drain(ctx context.Context, w store.Watcher, rev int64) (in
 			rev = ev.KV.ModRevision
 			l.advance(rev)
 		}
+	}
+}
+
+// sleepCtx waits d, or less when ctx ends; it tells whether ctx is live.
+func sleepCtx(ctx context.Context, d time.Duration) bool {
+	select {
+	case <-ctx.Done():
+		return false
+	case <-time.After(d):
+		return true
 	}
 }

@@ -2,15 +2,21 @@ package daemon
 
 import (
 	"bytes"
+	"context"
+	"encoding/json"
 	"fmt"
 	"io"
+	"log/slog"
 	"net/http"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/kcd-project/kcd/api"
+	"github.com/kcd-project/kcd/raft/fsm"
+	"github.com/kcd-project/kcd/store"
 )
 
 // logBuffer is a node's log output, safe to read while the node writes.
@@ -190,4 +196,54 @@ func TestLoggersClusterScope(t *testing.T) {
 	waitFor(t, "the node that joined later did not apply the cluster's level", func() bool {
 		return loggerLevel(t, third.RESTURL()+"/admin/loggers/rest") == "DEBUG"
 	})
+}
+
+// writeAfterScan is a store that makes one write of its own right after
+// the follower's first read, as another node's write can land between its
+// read and its watch.
+type writeAfterScan struct {
+	store.Store
+	once sync.Once
+	key  string
+	val  []byte
+}
+
+func (s *writeAfterScan) Scan(ctx context.Context, prefix string, limit int) ([]store.KV, int64, error) {
+	kvs, rev, err := s.Store.Scan(ctx, prefix, limit)
+	s.once.Do(func() {
+		if _, perr := s.Store.Put(ctx, s.key, s.val); perr != nil && err == nil {
+			err = perr
+		}
+	})
+	return kvs, rev, err
+}
+
+// A level stored between the follower's first read and its watch, on a
+// store never written to before, is applied: the follower does not take
+// revision 0 (Watch: "from now on") as the revision it read at.
+func TestClusterLevelWrittenBetweenReadAndWatch(t *testing.T) {
+	s, err := fsm.OpenLocal(filepath.Join(t.TempDir(), "state.db"), fsm.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	v, _ := json.Marshal(clusterLevel{Level: "DEBUG", Modified: time.Now().UnixMilli()})
+	ws := &writeAfterScan{Store: s, key: loggerKeyPrefix + "rest", val: v}
+	log, levels := levelsOf(slog.New(slog.DiscardHandler), "info")
+	l := &nodeLoggers{levels: levels, store: ws, log: log, changed: make(chan struct{})}
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan struct{})
+	go func() { defer close(done); l.follow(ctx) }()
+	defer func() { cancel(); <-done }()
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		if lv, ok := l.Level("rest"); ok && lv.Level == "DEBUG" {
+			return
+		}
+		if time.Now().After(deadline) {
+			lv, _ := l.Level("rest")
+			t.Fatalf("rest is %s 5 s after its level was stored: the write between read and watch was missed", lv.Level)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
 }
