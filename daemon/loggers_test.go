@@ -235,15 +235,8 @@ func TestClusterLevelWrittenBetweenReadAndWatch(t *testing.T) {
 	done := make(chan struct{})
 	go func() { defer close(done); l.follow(ctx) }()
 	defer func() { cancel(); <-done }()
-	deadline := time.Now().Add(5 * time.Second)
-	for {
-		if lv, ok := l.Level("rest"); ok && lv.Level == "DEBUG" {
-			return
-		}
-		if time.Now().After(deadline) {
-			lv, _ := l.Level("rest")
-			t.Fatalf("rest is %s 5 s after its level was stored: the write between read and watch was missed", lv.Level)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	waitFor(t, "rest at DEBUG after its level was stored: the write between read and watch was missed", func() bool {
+		lv, ok := l.Level("rest")
+		return ok && lv.Level == "DEBUG"
+	})
 }

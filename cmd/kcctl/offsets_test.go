@@ -68,8 +68,7 @@ func waitOffsets(t *testing.T, c *client.Client, name string, n int) api.Connect
 func waitOffsetsChangeable(t *testing.T, url, name string) {
 	t.Helper()
 	c := client.New(url)
-	deadline := time.Now().Add(20 * time.Second)
-	for {
+	waitUntil(t, func() (bool, string) {
 		st, err := c.ConnectorStatus(t.Context(), name)
 		ok := err == nil && st.Connector.State == "STOPPED"
 		for _, tk := range st.Tasks {
@@ -88,14 +87,8 @@ func waitOffsetsChangeable(t *testing.T, url, name string) {
 		} else {
 			ok = false
 		}
-		if ok {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("connector %s not stopped: %+v %v, tasks %v", name, st, err, tasks)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+		return ok, fmt.Sprintf("connector %s not stopped: %+v %v, tasks %v", name, st, err, tasks)
+	})
 }
 
 func TestOffsetsVerbs(t *testing.T) {

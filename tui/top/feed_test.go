@@ -267,12 +267,13 @@ func TestFeedStatusBeforeNextPoll(t *testing.T) {
 	})
 	// The polls the stream's opening asked for are done when no snapshot
 	// came for a second.
-	n := r.count(isSnapshot)
-	for quiet := time.Now(); time.Since(quiet) < time.Second; time.Sleep(50 * time.Millisecond) {
+	n, quiet := r.count(isSnapshot), time.Now()
+	waitUntil(t, 10*time.Second, func() (bool, string) {
 		if m := r.count(isSnapshot); m != n {
 			n, quiet = m, time.Now()
 		}
-	}
+		return time.Since(quiet) >= time.Second, "snapshots still come a second apart or less"
+	})
 	if err := client.New(url).PauseConnector(t.Context(), "gen"); err != nil {
 		t.Fatal(err)
 	}
