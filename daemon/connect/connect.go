@@ -80,6 +80,11 @@ type SourceRecord struct {
 	Value       any
 	Timestamp   time.Time // zero: the time of production
 	Headers     []Header
+
+	// Dropped: produce nothing, only store the source offset once every
+	// record before it is acknowledged. A Java plugin's transform that
+	// filters a record out still moves its offset on, as in Kafka Connect.
+	Dropped bool
 }
 
 // Header is one record header with its schema.
@@ -177,6 +182,46 @@ type SinkTaskContext interface {
 	Logger() *slog.Logger
 	// Assignment is the set of partitions the task owns now.
 	Assignment() []TopicPartition
+}
+
+// SerializedRecords is implemented by connectors whose records are
+// already bytes: the runtime runs no converters for their tasks. Source
+// records carry []byte (or nil) keys, values and header values, produced
+// as they are; sink records arrive with the raw bytes of the Kafka record
+// (nil for null). The Java connector host's connectors are such: their
+// converters and transforms run in the host.
+type SerializedRecords interface {
+	SerializedRecords()
+}
+
+// SinkTaskControl is implemented by the runtime's SinkTaskContext: what
+// Kafka Connect's SinkTaskContext lets a task ask of the runtime.
+type SinkTaskControl interface {
+	// ResetOffsets makes the next records read from these partitions start
+	// at these offsets (SinkTaskContext.offset).
+	ResetOffsets(offsets map[TopicPartition]int64)
+	// Pause stops fetching from the partitions until Resume; Put goes on
+	// with the others.
+	Pause(partitions ...TopicPartition)
+	Resume(partitions ...TopicPartition)
+	// Timeout is how long the runtime waits before it retries a Put that
+	// failed with a RetriableError (SinkTaskContext.timeout).
+	Timeout(d time.Duration)
+	// RequestCommit asks for an offset commit soon.
+	RequestCommit()
+	// ReportErrant hands a record the task cannot process to the
+	// connector's error handling: the dead letter queue when one is set and
+	// errors.tolerance is all (it returns once the queue has the record), an
+	// error that fails the task when errors.tolerance is none.
+	ReportErrant(ctx context.Context, rec *SinkRecord, cause error) error
+}
+
+// SinkPreCommitter is implemented by sink tasks that choose which offsets
+// are committed, as Kafka Connect's SinkTask.preCommit. The runtime calls
+// PreCommit instead of Flush with the offsets of the next records to read,
+// and commits the offsets it returns (none: nothing is committed).
+type SinkPreCommitter interface {
+	PreCommit(offsets map[TopicPartition]int64) (map[TopicPartition]int64, error)
 }
 
 // RetriableError marks an error after which the runtime retries the call
