@@ -84,6 +84,8 @@ type SourceRecord struct {
 	// Dropped: produce nothing, only store the source offset once every
 	// record before it is acknowledged. A Java plugin's transform that
 	// filters a record out still moves its offset on, as in Kafka Connect.
+	// Topic may be empty. A SourceRecordCommitter gets it back with an
+	// empty RecordMetadata (Topic ""), in the order of its record.
 	Dropped bool
 }
 
@@ -114,7 +116,8 @@ type SourceTask interface {
 }
 
 // SourceRecordCommitter is implemented by source tasks that want to know
-// when each record was acknowledged by Kafka.
+// when each record was acknowledged by Kafka. A Dropped record is
+// committed with an empty RecordMetadata (Topic "").
 type SourceRecordCommitter interface {
 	CommitRecord(rec *SourceRecord, md RecordMetadata) error
 }

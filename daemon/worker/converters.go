@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/kcd-project/kcd/daemon/connect"
 	"github.com/kcd-project/kcd/daemon/connect/data"
 )
 
@@ -135,3 +136,13 @@ func (simpleHeaderConverter) ToConnectData(_ string, b []byte) (*data.Schema, an
 }
 
 var errUnsupportedHeader = errors.New("not supported by the simple header converter")
+
+// isSerialized tells whether a connector's records are bytes already
+// (connect.SerializedRecords, on the connector or its task): the runtime
+// then runs no converters for its tasks, and the converter settings are
+// the plugin's business.
+func isSerialized(conn connect.Connector, task any) bool {
+	_, c := conn.(connect.SerializedRecords)
+	_, t := task.(connect.SerializedRecords)
+	return c || t
+}

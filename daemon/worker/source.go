@@ -43,6 +43,9 @@ type sourceRun struct {
 	// simpleHeaders: the header converter is the built-in
 	// SimpleHeaderConverter, whose values headerValue formats itself.
 	simpleHeaders bool
+	// serialized: the connector's records are bytes already
+	// (connect.SerializedRecords); cs is unset.
+	serialized bool
 	// Exactly-once support (txn.go): client is the task's transactional
 	// producer; inTxn says a transaction is open, since txnFrom.
 	txn     bool
@@ -58,26 +61,33 @@ func runSource(tr *taskRun) error {
 	if !ok {
 		return fmt.Errorf("%s is not a source connector", tr.plugin.Class)
 	}
-	cs, err := tr.w.newConverters(tr.connCfg)
-	if err != nil {
-		return err
+	task := conn.NewTask()
+	serialized := isSerialized(conn, task)
+	var cs converters
+	if !serialized {
+		var err error
+		if cs, err = tr.w.newConverters(tr.connCfg); err != nil {
+			return err
+		}
 	}
 	lim := tr.w.cfg.Limits
 	st := &sourceRun{
-		tr:      tr,
-		task:    conn.NewTask(),
-		cs:      cs,
-		client:  tr.w.client,
-		pctx:    tr.w.produceCtx,
-		tracker: newOffsetTracker(lim.TaskInFlightRecords),
-		budget:  tr.stats.budget,
-		topics:  map[string]bool{},
+		tr:         tr,
+		task:       task,
+		cs:         cs,
+		serialized: serialized,
+		client:     tr.w.client,
+		pctx:       tr.w.produceCtx,
+		tracker:    newOffsetTracker(lim.TaskInFlightRecords),
+		budget:     tr.stats.budget,
+		topics:     map[string]bool{},
 	}
 	st.committer, _ = st.task.(connect.SourceRecordCommitter)
 	if st.committer == nil {
 		st.recycler, _ = st.task.(connect.SourceRecordRecycler)
 	}
 	_, st.simpleHeaders = cs.header.(simpleHeaderConverter)
+	var err error
 	if tr.w.cfg.exactlyOnce() {
 		ok, err := st.openTransactional()
 		if st.client != nil {
@@ -287,8 +297,13 @@ func (st *sourceRun) produce(b *sendBatch, from, to int) error {
 		}
 		for j := i; j < i+k; j++ {
 			if b.skipped[j] {
-				// It still takes its place in the order, so its offset commits.
-				st.acked(b.base+uint64(j), nil, nil, nil)
+				// It still takes its place in the order, so its offset
+				// commits; a dropped one's committer hears of it.
+				var r *connect.SourceRecord
+				if len(b.src) > 0 {
+					r = b.src[j]
+				}
+				st.acked(b.base+uint64(j), r, nil, nil)
 				continue
 			}
 			b.refs.Add(1)
@@ -303,11 +318,19 @@ func (st *sourceRun) produce(b *sendBatch, from, to int) error {
 // the order, creating its topic first if need be.
 func (st *sourceRun) prepare(b *sendBatch, r *connect.SourceRecord, i int) error {
 	tr := st.tr
+	rec := &b.recs[i]
+	b.pend[i] = pending{partition: r.SourcePartition, offset: r.SourceOffset}
+	if r.Dropped {
+		// Nothing is produced; its offset commits in order all the same.
+		b.skipped[i], b.sizes[i] = true, 0
+		if st.committer != nil {
+			b.src[i] = r
+		}
+		return nil
+	}
 	if r.Topic == "" {
 		return errors.New("the task returned a record without a topic")
 	}
-	rec := &b.recs[i]
-	b.pend[i] = pending{partition: r.SourcePartition, offset: r.SourceOffset}
 	if err := st.convert(b, r, rec); err != nil {
 		if !tr.settings.tolerateAll {
 			return fmt.Errorf("tolerance exceeded in error handler: %w", err)
@@ -348,6 +371,9 @@ func (st *sourceRun) prepare(b *sendBatch, r *connect.SourceRecord, i int) error
 }
 
 func (st *sourceRun) convert(b *sendBatch, r *connect.SourceRecord, rec *kgo.Record) error {
+	if st.serialized {
+		return st.convertSerialized(b, r, rec)
+	}
 	key, err := st.cs.key.FromConnectData(r.Topic, r.KeySchema, r.Key)
 	if err != nil {
 		return fmt.Errorf("convert the key of a record to %s: %w", r.Topic, err)
@@ -374,6 +400,47 @@ func (st *sourceRun) convert(b *sendBatch, r *connect.SourceRecord, rec *kgo.Rec
 		rec.Headers = headers
 	}
 	return nil
+}
+
+// convertSerialized fills rec with the bytes of a serialized record as
+// they are: its key, value and header values must be []byte or nil.
+func (st *sourceRun) convertSerialized(b *sendBatch, r *connect.SourceRecord, rec *kgo.Record) error {
+	key, ok := rawBytes(r.Key)
+	if !ok {
+		return fmt.Errorf("the key of a serialized record to %s is a %T, not []byte", r.Topic, r.Key)
+	}
+	value, ok := rawBytes(r.Value)
+	if !ok {
+		return fmt.Errorf("the value of a serialized record to %s is a %T, not []byte", r.Topic, r.Value)
+	}
+	rec.Topic, rec.Key, rec.Value, rec.Timestamp = r.Topic, key, value, r.Timestamp
+	if r.Timestamp.IsZero() {
+		rec.Timestamp = st.now
+	}
+	if len(r.Headers) > 0 {
+		headers := b.headers(len(r.Headers))
+		for i, h := range r.Headers {
+			v, ok := rawBytes(h.Value)
+			if !ok {
+				return fmt.Errorf("header %s of a serialized record to %s is a %T, not []byte", h.Key, r.Topic, h.Value)
+			}
+			headers[i].Key, headers[i].Value = h.Key, v
+		}
+		rec.Headers = headers
+	}
+	return nil
+}
+
+// rawBytes returns the bytes of a serialized key, value or header value:
+// nil (null) for nil.
+func rawBytes(v any) ([]byte, bool) {
+	switch v := v.(type) {
+	case nil:
+		return nil, true
+	case []byte:
+		return v, true
+	}
+	return nil, false
 }
 
 // headerValue converts a header value. The simple header converter's
@@ -407,6 +474,11 @@ func (st *sourceRun) acked(seq uint64, r *connect.SourceRecord, kr *kgo.Record, 
 	case err != nil:
 		ok = false
 		st.fail(fmt.Errorf("produce to %s: %w", kr.Topic, err))
+	case kr == nil && r != nil && r.Dropped:
+		// A dropped record is committed with empty metadata (Topic "").
+		if cerr := safe("CommitRecord", func() error { return st.committer.CommitRecord(r, connect.RecordMetadata{}) }); cerr != nil {
+			tr.log.Warn("commit record", "err", cerr)
+		}
 	case kr != nil:
 		tr.stats.records.Add(1)
 		if st.committer != nil {
