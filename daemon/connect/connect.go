@@ -85,7 +85,7 @@ type SourceRecord struct {
 	// record before it is acknowledged. A Java plugin's transform that
 	// filters a record out still moves its offset on, as in Kafka Connect.
 	// Topic may be empty. A SourceRecordCommitter gets it back with an
-	// empty RecordMetadata (Topic ""), in the order of its record.
+	// empty RecordMetadata (Topic "") once the runtime took it.
 	Dropped bool
 }
 

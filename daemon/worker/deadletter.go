@@ -20,7 +20,9 @@ type deadLetters struct {
 	pending int
 	idle    chan struct{} // closed when pending drops to 0
 	err     error
-	topicOK bool
+
+	ensureMu sync.Mutex // ReportErrant may send from the task's goroutines
+	topicOK  bool
 }
 
 func newDeadLetters(tr *taskRun) *deadLetters { return &deadLetters{tr: tr} }
@@ -29,17 +31,33 @@ func newDeadLetters(tr *taskRun) *deadLetters { return &deadLetters{tr: tr} }
 // errors.deadletterqueue.context.headers.enable.
 const dlqHeaderPrefix = "__connect.errors."
 
+// send sends a record that could not be converted.
 func (d *deadLetters) send(r *kgo.Record, cause error) {
+	d.sendStage(r, cause, "VALUE_CONVERTER", nil)
+}
+
+// sendStage sends the original record r that failed at stage; done, when
+// set, is called once the queue has it (or could not take it).
+func (d *deadLetters) sendStage(r *kgo.Record, cause error, stage string, done func(error)) {
 	if d == nil {
+		if done != nil {
+			done(nil)
+		}
 		return
 	}
 	tr := d.tr
+	d.ensureMu.Lock()
 	if !d.topicOK {
 		if err := tr.w.topics.ensure(tr.ctx, tr.settings.dlqTopic, 1, tr.settings.dlqRF); err != nil {
+			d.ensureMu.Unlock()
+			if done != nil {
+				done(fmt.Errorf("create the dead letter queue %s: %w", tr.settings.dlqTopic, err))
+			}
 			return
 		}
 		d.topicOK = true
 	}
+	d.ensureMu.Unlock()
 	rec := &kgo.Record{Topic: tr.settings.dlqTopic, Key: r.Key, Value: r.Value, Headers: r.Headers, Context: tr.w.produceCtx}
 	if tr.settings.dlqHeaders {
 		h := func(k, v string) kgo.RecordHeader {
@@ -51,7 +69,7 @@ func (d *deadLetters) send(r *kgo.Record, cause error) {
 			h("offset", strconv.FormatInt(r.Offset, 10)),
 			h("connector.name", tr.id.Connector),
 			h("task.id", strconv.Itoa(tr.id.Task)),
-			h("stage", "VALUE_CONVERTER"),
+			h("stage", stage),
 			h("exception.message", tr.sup.mask(cause.Error())), // may echo a secret of the config
 		)
 	}
@@ -63,15 +81,21 @@ func (d *deadLetters) send(r *kgo.Record, cause error) {
 	d.pending++
 	d.mu.Unlock()
 	tr.w.client.Produce(rec.Context, rec, func(_ *kgo.Record, err error) {
+		if err != nil {
+			err = fmt.Errorf("send to the dead letter queue %s: %w", tr.settings.dlqTopic, err)
+		}
 		d.mu.Lock()
-		defer d.mu.Unlock()
 		d.pending--
 		if err != nil && d.err == nil {
-			d.err = fmt.Errorf("send to the dead letter queue %s: %w", tr.settings.dlqTopic, err)
+			d.err = err
 		}
 		if d.pending == 0 && d.idle != nil {
 			close(d.idle)
 			d.idle = nil
+		}
+		d.mu.Unlock()
+		if done != nil {
+			done(err)
 		}
 	})
 }

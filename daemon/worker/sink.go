@@ -45,6 +45,12 @@ type sinkRun struct {
 
 	lastFetchErr string
 	lastFetchLog time.Time
+
+	// serialized: the connector's records are bytes already
+	// (connect.SerializedRecords): Put gets the raw bytes; cs is unset.
+	serialized bool
+	ctl        sinkControl
+	pausedNow  map[connect.TopicPartition]bool // paused in the client
 }
 
 // pollWait bounds one wait for records, so that pauses, new partitions and
@@ -56,9 +62,14 @@ func runSink(tr *taskRun) error {
 	if !ok {
 		return fmt.Errorf("%s is not a sink connector", tr.plugin.Class)
 	}
-	cs, err := tr.w.newConverters(tr.connCfg)
-	if err != nil {
-		return err
+	task := conn.NewTask()
+	serialized := isSerialized(conn, task)
+	var cs converters
+	if !serialized {
+		var err error
+		if cs, err = tr.w.newConverters(tr.connCfg); err != nil {
+			return err
+		}
 	}
 	lim := tr.w.cfg.Limits
 	reset := kgo.NewOffset().AtStart()
@@ -90,14 +101,16 @@ func runSink(tr *taskRun) error {
 		kgo.MetadataMinAge(min(5*time.Second, tr.w.cfg.SinkRelistInterval)),
 	}
 	st := &sinkRun{
-		tr:        tr,
-		task:      conn.NewTask(),
-		cs:        cs,
-		newClient: func() (*kgo.Client, error) { return tr.w.newClient(opts...) },
-		consumed:  map[connect.TopicPartition]int64{},
-		committed: map[connect.TopicPartition]int64{},
-		pos:       map[connect.TopicPartition]int64{},
-		lags:      map[connect.TopicPartition]int64{},
+		tr:         tr,
+		task:       task,
+		cs:         cs,
+		serialized: serialized,
+		pausedNow:  map[connect.TopicPartition]bool{},
+		newClient:  func() (*kgo.Client, error) { return tr.w.newClient(opts...) },
+		consumed:   map[connect.TopicPartition]int64{},
+		committed:  map[connect.TopicPartition]int64{},
+		pos:        map[connect.TopicPartition]int64{},
+		lags:       map[connect.TopicPartition]int64{},
 	}
 	defer func() {
 		if st.client != nil {
@@ -149,7 +162,10 @@ func (st *sinkRun) loop() error {
 		if err := st.dlq.failure(); err != nil {
 			return err
 		}
-		if !time.Now().Before(nextCommit) {
+		if err := st.applyControl(); err != nil {
+			return err
+		}
+		if st.ctl.commit.Swap(false) || !time.Now().Before(nextCommit) {
 			if err := st.commit(tr.ctx); err != nil {
 				return err
 			}
@@ -213,6 +229,7 @@ func (st *sinkRun) process(fetches kgo.Fetches) error {
 	tr := st.tr
 	batch := make([]*connect.SinkRecord, 0, fetches.NumRecords())
 	slab := make([]connect.SinkRecord, fetches.NumRecords()) // one allocation for the batch
+	orig := make([]*kgo.Record, len(slab))                   // for ReportErrant
 	next := map[connect.TopicPartition]int64{}
 	pos := map[connect.TopicPartition]int64{}
 	// One allocation for the batch's headers too.
@@ -241,6 +258,7 @@ func (st *sinkRun) process(fetches kgo.Fetches) error {
 			headers = headers[len(r.Headers):]
 			err := st.convert(r, sr, hs)
 			if err == nil {
+				orig[len(batch)] = r
 				batch = append(batch, sr)
 				continue
 			}
@@ -271,7 +289,10 @@ func (st *sinkRun) process(fetches kgo.Fetches) error {
 	}
 	storeMax(&tr.stats.peakBatch, int64(len(batch)))
 	if len(batch) > 0 {
-		if done, err := st.put(batch); err != nil || !done {
+		st.ctl.setBatch(slab[:len(batch)], orig[:len(batch)])
+		done, err := st.put(batch)
+		st.ctl.setBatch(nil, nil)
+		if err != nil || !done {
 			return err
 		}
 		tr.stats.records.Add(int64(len(batch)))
@@ -408,7 +429,7 @@ func (st *sinkRun) put(batch []*connect.SinkRecord) (done bool, err error) {
 		if re := (*connect.RetriableError)(nil); !errors.As(err, &re) {
 			return false, fmt.Errorf("put: %w", err)
 		}
-		d := retryBackoff(tr, attempt)
+		d := st.retryDelay(attempt)
 		tr.log.Warn("put failed; retrying the batch", "err", err, "records", len(batch), "retry_in", d)
 		if !tr.sleep(d) {
 			return false, nil
@@ -421,6 +442,25 @@ func (st *sinkRun) put(batch []*connect.SinkRecord) (done bool, err error) {
 // into the heap.
 func (st *sinkRun) convert(r *kgo.Record, sr *connect.SinkRecord, headers []connect.Header) error {
 	sr.Topic, sr.Partition, sr.Offset, sr.Timestamp = r.Topic, r.Partition, r.Offset, r.Timestamp
+	if st.serialized {
+		// The raw bytes, no schemas; a null stays an untyped nil.
+		if r.Key != nil {
+			sr.Key = r.Key
+		}
+		if r.Value != nil {
+			sr.Value = r.Value
+		}
+		if len(r.Headers) > 0 {
+			for i, h := range r.Headers {
+				headers[i].Key = h.Key
+				if h.Value != nil {
+					headers[i].Value = h.Value
+				}
+			}
+			sr.Headers = headers
+		}
+		return nil
+	}
 	var err error
 	if sr.KeySchema, sr.Key, err = st.cs.key.ToConnectData(r.Topic, r.Key); err != nil {
 		return fmt.Errorf("convert the key of %s-%d@%d: %w", r.Topic, r.Partition, r.Offset, err)
@@ -441,32 +481,39 @@ func (st *sinkRun) convert(r *kgo.Record, sr *connect.SinkRecord, headers []conn
 	return nil
 }
 
-// commit flushes the task and stores the offsets that moved since the last
-// commit, in the store and then in the consumer group.
+// commit flushes the task (or asks its PreCommit) and stores the offsets
+// that moved since the last commit, in the store and then in the consumer
+// group.
 func (st *sinkRun) commit(ctx context.Context) error {
 	tr := st.tr
 	if tr.halted() {
 		return nil
 	}
-	changed := map[connect.TopicPartition]int64{}
+	moved := false
 	for tp, o := range st.consumed {
+		if c, ok := st.committed[tp]; !ok || c != o {
+			moved = true
+			break
+		}
+	}
+	if !moved {
+		return nil
+	}
+	if err := st.dlq.wait(ctx); err != nil {
+		return err
+	}
+	commit, ok, err := st.preCommitted(maps.Clone(st.consumed))
+	if err != nil || !ok {
+		return err
+	}
+	changed := map[connect.TopicPartition]int64{}
+	for tp, o := range commit {
 		if c, ok := st.committed[tp]; !ok || c != o {
 			changed[tp] = o
 		}
 	}
 	if len(changed) == 0 {
 		return nil
-	}
-	if err := st.dlq.wait(ctx); err != nil {
-		return err
-	}
-	err := safe("Flush", func() error { return st.task.Flush(maps.Clone(st.consumed)) })
-	if re := (*connect.RetriableError)(nil); errors.As(err, &re) {
-		tr.log.Warn("flush failed; committing later", "err", err)
-		return nil
-	}
-	if err != nil {
-		return fmt.Errorf("flush: %w", err)
 	}
 	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
 	defer cancel()
@@ -510,6 +557,7 @@ func (st *sinkRun) applyWant() error {
 		if err := safe("Close", func() error { return st.task.Close(slices.Clone(revoked)) }); err != nil {
 			return fmt.Errorf("close partitions: %w", err)
 		}
+		st.forget(revoked)
 		rm := map[string][]int32{}
 		for _, tp := range revoked {
 			rm[tp.Topic] = append(rm[tp.Topic], tp.Partition)
@@ -520,6 +568,9 @@ func (st *sinkRun) applyWant() error {
 		}
 		if st.client != nil {
 			st.client.RemoveConsumePartitions(rm)
+			// franz-go keeps pauses across assignments; Kafka Connect
+			// does not: a partition assigned again is fetched.
+			st.client.ResumeFetchPartitions(rm)
 		}
 	}
 	if len(added) > 0 {
@@ -556,6 +607,7 @@ func (st *sinkRun) applyWant() error {
 			st.client = c
 		}
 		st.client.AddConsumePartitions(add)
+		st.refreshPaused()
 	}
 	st.mu.Lock()
 	st.assigned = slices.Clone(want)
