@@ -102,8 +102,11 @@ func (t *rawSourceTask) CommitRecord(rec *connect.SourceRecord, md connect.Recor
 
 func (t *rawSourceTask) Stop() error { return nil }
 
-func TestWorkerSerializedSource(t *testing.T)      { t.Parallel(); scenarioSerializedSource(fakeEnv(t)) }
-func TestIntegrationSerializedSource(t *testing.T) { t.Parallel(); scenarioSerializedSource(kafkaEnv(t)) }
+func TestWorkerSerializedSource(t *testing.T) { t.Parallel(); scenarioSerializedSource(fakeEnv(t)) }
+func TestIntegrationSerializedSource(t *testing.T) {
+	t.Parallel()
+	scenarioSerializedSource(kafkaEnv(t))
+}
 
 // A SerializedRecords source's bytes reach Kafka as they are (null and
 // empty kept apart, headers included), with a converter class the Go side
@@ -474,8 +477,11 @@ func scenarioSinkPreCommit(e *env) {
 	}
 }
 
-func TestWorkerSinkReportErrant(t *testing.T)      { t.Parallel(); scenarioSinkReportErrant(fakeEnv(t)) }
-func TestIntegrationSinkReportErrant(t *testing.T) { t.Parallel(); scenarioSinkReportErrant(kafkaEnv(t)) }
+func TestWorkerSinkReportErrant(t *testing.T) { t.Parallel(); scenarioSinkReportErrant(fakeEnv(t)) }
+func TestIntegrationSinkReportErrant(t *testing.T) {
+	t.Parallel()
+	scenarioSinkReportErrant(kafkaEnv(t))
+}
 
 // ReportErrant sends the original record to the dead letter queue with
 // Kafka Connect's headers (stage TASK_PUT) and the task goes on; under
