@@ -544,3 +544,42 @@ func scenarioSinkReportErrant(e *env) {
 		t.Errorf("strict task's trace: %q", st.Trace)
 	}
 }
+
+func TestWorkerSinkTimeout(t *testing.T) { t.Parallel(); scenarioSinkTimeout(fakeEnv(t)) }
+func TestIntegrationSinkTimeout(t *testing.T) {
+	t.Parallel()
+	scenarioSinkTimeout(kafkaEnv(t))
+}
+
+// A Put that failed with a RetriableError is retried after the task's
+// Timeout, not the runtime's (much shorter) retry backoff.
+func scenarioSinkTimeout(e *env) {
+	t := e.t
+	topic := e.name("timeout")
+	e.createTopic(topic, 1)
+	e.produceTo(&kgo.Record{Topic: topic, Value: []byte("v")})
+	const timeout = 1500 * time.Millisecond // the test's retry backoff is at most 200 ms
+	var calls []time.Time
+	h := &rawSinkHook{put: func(h *rawSinkHook, _ []*connect.SinkRecord) error {
+		h.mu.Lock()
+		calls = append(calls, time.Now())
+		n := len(calls)
+		h.mu.Unlock()
+		if n == 1 {
+			h.control().Timeout(timeout)
+			return &connect.RetriableError{Err: errors.New("not now")}
+		}
+		return nil
+	}}
+	e.startRawSink(topic, 1, h, nil)
+	waitFor(t, 30*time.Second, "the Put retried", func() (bool, string) {
+		h.mu.Lock()
+		defer h.mu.Unlock()
+		return len(calls) >= 2, fmt.Sprint(len(calls))
+	})
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if gap := calls[1].Sub(calls[0]); gap < timeout {
+		t.Errorf("Put retried after %v, want at least the task's timeout %v", gap, timeout)
+	}
+}

@@ -51,6 +51,7 @@ type sinkRun struct {
 	serialized bool
 	ctl        sinkControl
 	pausedNow  map[connect.TopicPartition]bool // paused in the client
+	orig       []*kgo.Record                   // see process
 }
 
 // pollWait bounds one wait for records, so that pauses, new partitions and
@@ -229,7 +230,10 @@ func (st *sinkRun) process(fetches kgo.Fetches) error {
 	tr := st.tr
 	batch := make([]*connect.SinkRecord, 0, fetches.NumRecords())
 	slab := make([]connect.SinkRecord, fetches.NumRecords()) // one allocation for the batch
-	orig := make([]*kgo.Record, len(slab))                   // for ReportErrant
+	// The fetched records behind the batch, for ReportErrant: reused from
+	// batch to batch (ReportErrant sees it only during Put).
+	st.orig = resize(st.orig, len(slab))
+	orig := st.orig
 	next := map[connect.TopicPartition]int64{}
 	pos := map[connect.TopicPartition]int64{}
 	// One allocation for the batch's headers too.
@@ -292,6 +296,7 @@ func (st *sinkRun) process(fetches kgo.Fetches) error {
 		st.ctl.setBatch(slab[:len(batch)], orig[:len(batch)])
 		done, err := st.put(batch)
 		st.ctl.setBatch(nil, nil)
+		clear(orig) // the fetched records go with the batch
 		if err != nil || !done {
 			return err
 		}
