@@ -91,20 +91,25 @@ func (st *sinkRun) applyControl() error {
 	}
 	if len(resets) > 0 && st.client != nil {
 		set := map[string]map[int32]kgo.EpochOffset{}
+		add := map[string]map[int32]kgo.Offset{}
 		for tp, o := range resets {
 			if !st.owns(tp) || o < 0 {
 				continue
 			}
 			if set[tp.Topic] == nil {
-				set[tp.Topic] = map[int32]kgo.EpochOffset{}
+				set[tp.Topic], add[tp.Topic] = map[int32]kgo.EpochOffset{}, map[int32]kgo.Offset{}
 			}
 			set[tp.Topic][tp.Partition] = kgo.EpochOffset{Epoch: -1, Offset: o}
+			add[tp.Topic][tp.Partition] = kgo.NewOffset().At(o)
 			// The committed offset follows the new position.
 			st.consumed[tp], st.pos[tp] = o, o
 			delete(st.lags, tp)
 		}
-		// Buffered records of these partitions are dropped: the next
-		// fetch starts at the new offsets.
+		// A partition added but not fetched yet (a reset from Open)
+		// starts where AddConsumePartitions says; SetOffsets moves the
+		// ones being fetched and drops their buffered records: either
+		// way the next fetch starts at the new offsets.
+		st.client.AddConsumePartitions(add)
 		st.client.SetOffsets(set)
 	}
 	return nil
