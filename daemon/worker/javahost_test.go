@@ -102,17 +102,26 @@ func (t *rawSourceTask) CommitRecord(rec *connect.SourceRecord, md connect.Recor
 
 func (t *rawSourceTask) Stop() error { return nil }
 
-func TestWorkerSerializedSource(t *testing.T) { t.Parallel(); scenarioSerializedSource(fakeEnv(t)) }
+func TestWorkerSerializedSource(t *testing.T) {
+	t.Parallel()
+	scenarioSerializedSource(fakeEnv(t), nil)
+}
 func TestIntegrationSerializedSource(t *testing.T) {
 	t.Parallel()
-	scenarioSerializedSource(kafkaEnv(t))
+	scenarioSerializedSource(kafkaEnv(t), nil)
+}
+
+// Without exactly-once support: the worker's shared producer.
+func TestIntegrationSerializedSourceNoTxn(t *testing.T) {
+	t.Parallel()
+	scenarioSerializedSource(kafkaEnv(t), func(c *Config) { c.ExactlyOnceSource = ExactlyOnceDisabled })
 }
 
 // A SerializedRecords source's bytes reach Kafka as they are (null and
 // empty kept apart, headers included), with a converter class the Go side
 // does not know in its config; Dropped records produce nothing, their
 // offsets commit in order, and CommitRecord gets them with empty metadata.
-func scenarioSerializedSource(e *env) {
+func scenarioSerializedSource(e *env, mod func(*Config)) {
 	t := e.t
 	topic, name := e.name("rawsrc"), e.name("rawsrc")
 	part := map[string]any{"file": "a"}
@@ -130,7 +139,7 @@ func scenarioSerializedSource(e *env) {
 	e.createTopic(topic, 1)
 	e.create(name, map[string]string{"connector.class": rawSourceClass, "hook": name,
 		"key.converter": noConverter, "value.converter": noConverter, "header.converter": noConverter})
-	e.start(nil)
+	e.start(mod)
 
 	got := e.consumeN(topic, 3, 500*time.Millisecond)
 	if len(got) != 3 {
