@@ -33,7 +33,19 @@ const (
 	KafkaSASLPassword = "KCD_TEST_KAFKA_SASL_PASSWORD"
 	KafkaTLS          = "KCD_TEST_KAFKA_TLS"
 	KafkaTLSCA        = "KCD_TEST_KAFKA_TLS_CA"
+
+	// Kafka Connect plugins from Maven Central for kcd's Java host, as a
+	// plugin.path value: comma-separated directories, each holding one
+	// folder per plugin (see Plugins).
+	PluginPathVar = "KCD_TEST_PLUGIN_PATH"
 )
+
+// Plugins are the plugin folders scripts/testenv puts under
+// KCD_TEST_PLUGIN_PATH: Debezium's PostgreSQL connector 3.6.1.Final,
+// MirrorMaker 2's connectors and the FileStream connectors, both of the
+// test Connect worker's Kafka release. The worker at KCD_TEST_CONNECT_URL
+// has the same plugin.path.
+var Plugins = []string{"connect-file", "connect-mirror", "debezium-connector-postgres"}
 
 // Require returns the value of the service variable name, taken from the
 // environment or else from the repository's .testenv/env. When there is none,
@@ -55,6 +67,15 @@ func Require(t testing.TB, name string) string {
 	}
 	t.Skip(msg)
 	return ""
+}
+
+// PluginPath returns KCD_TEST_PLUGIN_PATH, a plugin.path value for Kafka
+// Connect's plugin isolation. Like Require, it skips the test when the
+// variable is missing (the plugins are not downloaded), or fails it under
+// CI=true.
+func PluginPath(t testing.TB) string {
+	t.Helper()
+	return Require(t, PluginPathVar)
 }
 
 // RequireTool returns the path of the program name (e.g. tmux), which the
