@@ -52,6 +52,12 @@ var Plugins = []string{"connect-file", "connect-mirror", "debezium-connector-pos
 // the test is skipped, or failed under CI=true.
 func Require(t testing.TB, name string) string {
 	t.Helper()
+	return require(t, name, "the service is not running")
+}
+
+// require is Require with what a missing variable means.
+func require(t testing.TB, name, meaning string) string {
+	t.Helper()
 	if !strings.HasPrefix(t.Name(), "TestIntegration") {
 		t.Fatalf("%s needs %s: tests that need a service must be named TestIntegration… so that make test-unit leaves them out", t.Name(), name)
 	}
@@ -61,7 +67,7 @@ func Require(t testing.TB, name string) string {
 	if v := lookup(name); v != "" {
 		return v
 	}
-	msg := name + " is not set: the service is not running. Start the test environment with `make testenv-up` (or run `make test`)"
+	msg := name + " is not set: " + meaning + ". Start the test environment with `make testenv-up` (or run `make test`)"
 	if os.Getenv("CI") == "true" {
 		t.Fatal(msg + "; under CI=true a missing service is a failure")
 	}
@@ -75,7 +81,7 @@ func Require(t testing.TB, name string) string {
 // CI=true.
 func PluginPath(t testing.TB) string {
 	t.Helper()
-	return Require(t, PluginPathVar)
+	return require(t, PluginPathVar, "the connector plugins are not downloaded")
 }
 
 // RequireTool returns the path of the program name (e.g. tmux), which the
