@@ -33,12 +33,30 @@ const (
 	KafkaSASLPassword = "KCD_TEST_KAFKA_SASL_PASSWORD"
 	KafkaTLS          = "KCD_TEST_KAFKA_TLS"
 	KafkaTLSCA        = "KCD_TEST_KAFKA_TLS_CA"
+
+	// Kafka Connect plugins from Maven Central for kcd's Java host, as a
+	// plugin.path value: comma-separated directories, each holding one
+	// folder per plugin (see Plugins).
+	PluginPathVar = "KCD_TEST_PLUGIN_PATH"
 )
+
+// Plugins are the plugin folders scripts/testenv puts under
+// KCD_TEST_PLUGIN_PATH: Debezium's PostgreSQL connector 3.6.1.Final,
+// MirrorMaker 2's connectors and the FileStream connectors, both of the
+// test Connect worker's Kafka release. The worker at KCD_TEST_CONNECT_URL
+// has the same plugin.path.
+var Plugins = []string{"connect-file", "connect-mirror", "debezium-connector-postgres"}
 
 // Require returns the value of the service variable name, taken from the
 // environment or else from the repository's .testenv/env. When there is none,
 // the test is skipped, or failed under CI=true.
 func Require(t testing.TB, name string) string {
+	t.Helper()
+	return require(t, name, "the service is not running")
+}
+
+// require is Require with what a missing variable means.
+func require(t testing.TB, name, meaning string) string {
 	t.Helper()
 	if !strings.HasPrefix(t.Name(), "TestIntegration") {
 		t.Fatalf("%s needs %s: tests that need a service must be named TestIntegration… so that make test-unit leaves them out", t.Name(), name)
@@ -49,12 +67,21 @@ func Require(t testing.TB, name string) string {
 	if v := lookup(name); v != "" {
 		return v
 	}
-	msg := name + " is not set: the service is not running. Start the test environment with `make testenv-up` (or run `make test`)"
+	msg := name + " is not set: " + meaning + ". Start the test environment with `make testenv-up` (or run `make test`)"
 	if os.Getenv("CI") == "true" {
 		t.Fatal(msg + "; under CI=true a missing service is a failure")
 	}
 	t.Skip(msg)
 	return ""
+}
+
+// PluginPath returns KCD_TEST_PLUGIN_PATH, a plugin.path value for Kafka
+// Connect's plugin isolation. Like Require, it skips the test when the
+// variable is missing (the plugins are not downloaded), or fails it under
+// CI=true.
+func PluginPath(t testing.TB) string {
+	t.Helper()
+	return require(t, PluginPathVar, "the connector plugins are not downloaded")
 }
 
 // RequireTool returns the path of the program name (e.g. tmux), which the
