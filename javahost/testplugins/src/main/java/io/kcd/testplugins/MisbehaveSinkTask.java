@@ -1,0 +1,73 @@
+package io.kcd.testplugins;
+
+import java.io.IOException;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.nio.file.StandardOpenOption;
+import java.util.Collection;
+import java.util.Map;
+import org.apache.kafka.common.config.AbstractConfig;
+import org.apache.kafka.connect.errors.ConnectException;
+import org.apache.kafka.connect.sink.SinkRecord;
+import org.apache.kafka.connect.sink.SinkTask;
+
+/** put misbehaves as mode says; mode ok appends each value and a newline to file. */
+public class MisbehaveSinkTask extends SinkTask {
+  private String mode;
+  private String file;
+  private volatile boolean stopping;
+
+  @Override
+  public String version() {
+    return MisbehaveSourceConnector.VERSION;
+  }
+
+  @Override
+  public void start(Map<String, String> props) {
+    AbstractConfig c = new AbstractConfig(MisbehaveSinkConnector.CONFIG, props);
+    mode = c.getString("mode");
+    file = c.getString("file");
+  }
+
+  @Override
+  public void put(Collection<SinkRecord> records) {
+    switch (mode) {
+      case "throw":
+        throw new ConnectException("misbehave: put throws");
+      case "hang":
+        while (!stopping) {
+          try {
+            Thread.sleep(60_000);
+          } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            return;
+          }
+        }
+        return;
+      case "exit":
+        System.exit(3);
+        return;
+      default:
+        break;
+    }
+    if (file == null || records.isEmpty()) {
+      return;
+    }
+    StringBuilder sb = new StringBuilder();
+    for (SinkRecord r : records) {
+      sb.append(r.value()).append('\n');
+    }
+    try {
+      Files.writeString(Path.of(file), sb.toString(), StandardCharsets.UTF_8,
+          StandardOpenOption.CREATE, StandardOpenOption.APPEND);
+    } catch (IOException e) {
+      throw new ConnectException("append to " + file, e);
+    }
+  }
+
+  @Override
+  public void stop() {
+    stopping = true;
+  }
+}
