@@ -40,13 +40,7 @@ final class Catalog {
 
   /** Every plugin as Kafka Connect's /connector-plugins?connectorsOnly=false lists it, with aliases. */
   ListPluginsResponse list() {
-    List<PluginDesc<?>> all = new ArrayList<>();
-    all.addAll(plugins.sourceConnectors());
-    all.addAll(plugins.sinkConnectors());
-    all.addAll(plugins.converters());
-    all.addAll(plugins.headerConverters());
-    all.addAll(plugins.transformations());
-    all.addAll(plugins.predicates());
+    List<PluginDesc<?>> all = all();
     Map<String, Set<String>> aliases = aliases(all);
     ListPluginsResponse.Builder b = ListPluginsResponse.newBuilder();
     Set<String> seen = new TreeSet<>();
@@ -59,6 +53,17 @@ final class Catalog {
           .addAllAliases(aliases.getOrDefault(d.className(), Set.of())));
     }
     return b.build();
+  }
+
+  private List<PluginDesc<?>> all() {
+    List<PluginDesc<?>> all = new ArrayList<>();
+    all.addAll(plugins.sourceConnectors());
+    all.addAll(plugins.sinkConnectors());
+    all.addAll(plugins.converters());
+    all.addAll(plugins.headerConverters());
+    all.addAll(plugins.transformations());
+    all.addAll(plugins.predicates());
+    return all;
   }
 
   /**
@@ -88,9 +93,30 @@ final class Catalog {
     return plugins.newConnector(className);
   }
 
-  /** Loads a plugin class through a loader: a connector's, or Connect's delegating loader. */
-  static Class<?> loadClass(ClassLoader loader, String name) throws ClassNotFoundException {
-    return loader.loadClass(name.trim());
+  /**
+   * Loads a plugin class, named in full or by alias, through a loader: a
+   * connector's (so its own copy wins, as in Kafka Connect), or Connect's
+   * delegating loader.
+   */
+  Class<?> loadClass(ClassLoader loader, String name) throws ClassNotFoundException {
+    name = name.trim();
+    return loader.loadClass(aliasToClass().getOrDefault(name, name));
+  }
+
+  private volatile Map<String, String> aliasToClass;
+
+  private Map<String, String> aliasToClass() {
+    Map<String, String> m = aliasToClass;
+    if (m == null) {
+      m = new HashMap<>();
+      for (Map.Entry<String, Set<String>> e : aliases(all()).entrySet()) {
+        for (String alias : e.getValue()) {
+          m.put(alias, e.getKey());
+        }
+      }
+      aliasToClass = m;
+    }
+    return m;
   }
 
   /** A new instance of a plugin class, constructed with its own loader as context loader. */

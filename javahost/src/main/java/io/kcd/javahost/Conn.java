@@ -10,8 +10,11 @@ import java.io.EOFException;
 import java.io.IOException;
 import java.io.InputStream;
 import java.io.OutputStream;
+import java.nio.ByteBuffer;
+import java.nio.channels.SocketChannel;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.LinkedBlockingQueue;
 import java.util.concurrent.atomic.AtomicLong;
 import org.apache.kafka.connect.errors.ConnectException;
 
@@ -31,10 +34,55 @@ final class Conn {
   private final ConcurrentHashMap<Long, CompletableFuture<Response>> pending =
       new ConcurrentHashMap<>();
   private volatile boolean closed;
+  /** Frames waiting for the writer thread; bounded, so writers wait when kcd reads slowly. */
+  private final LinkedBlockingQueue<byte[]> outbox = new LinkedBlockingQueue<>(1024);
+  private static final byte[] STOP = new byte[0];
+
+  /**
+   * A connection over a socket channel. Channels.newInputStream and
+   * newOutputStream share one lock on a blocking channel, so a blocked read
+   * would hold every write: these streams call read and write directly, which
+   * a SocketChannel allows at the same time.
+   */
+  static Conn of(SocketChannel ch) {
+    InputStream in = new InputStream() {
+      @Override
+      public int read() throws IOException {
+        byte[] b = new byte[1];
+        return read(b, 0, 1) < 0 ? -1 : b[0] & 0xff;
+      }
+
+      @Override
+      public int read(byte[] b, int off, int len) throws IOException {
+        if (len == 0) {
+          return 0;
+        }
+        return ch.read(ByteBuffer.wrap(b, off, len));
+      }
+    };
+    OutputStream out = new OutputStream() {
+      @Override
+      public void write(int b) throws IOException {
+        write(new byte[] {(byte) b}, 0, 1);
+      }
+
+      @Override
+      public void write(byte[] b, int off, int len) throws IOException {
+        ByteBuffer buf = ByteBuffer.wrap(b, off, len);
+        while (buf.hasRemaining()) {
+          ch.write(buf);
+        }
+      }
+    };
+    return new Conn(in, out);
+  }
 
   Conn(InputStream in, OutputStream out) {
     this.in = new DataInputStream(in);
     this.out = new DataOutputStream(new BufferedOutputStream(out, 1 << 16));
+    Thread w = new Thread(this::writeLoop, "kcd-writer");
+    w.setDaemon(true);
+    w.start();
   }
 
   /** Reads the next frame; null at the end of the stream. */
@@ -54,15 +102,54 @@ final class Conn {
     return Frame.parseFrom(b);
   }
 
+  /**
+   * Queues a frame for the writer thread. Plugin threads get interrupted, and
+   * an interrupt during a blocking channel write closes the channel: so only
+   * the writer thread, which nothing interrupts, touches the socket, and
+   * queueing ignores (and keeps) the caller's interrupt.
+   */
   void write(Frame f) throws IOException {
     byte[] b = f.toByteArray();
     if (b.length > MAX_FRAME_BYTES) {
       throw new IOException("frame of " + b.length + " bytes exceeds " + MAX_FRAME_BYTES);
     }
-    synchronized (out) {
-      out.writeInt(b.length);
-      out.write(b);
-      out.flush();
+    if (closed) {
+      throw new IOException("connection to kcd closed");
+    }
+    boolean interrupted = Thread.interrupted();
+    try {
+      while (true) {
+        try {
+          outbox.put(b);
+          return;
+        } catch (InterruptedException e) {
+          interrupted = true;
+        }
+      }
+    } finally {
+      if (interrupted) {
+        Thread.currentThread().interrupt();
+      }
+    }
+  }
+
+  private void writeLoop() {
+    try {
+      while (true) {
+        byte[] b = outbox.take();
+        if (b == STOP) {
+          return;
+        }
+        out.writeInt(b.length);
+        out.write(b);
+        if (outbox.isEmpty()) {
+          out.flush();
+        }
+      }
+    } catch (IOException | InterruptedException e) {
+      if (!closed) {
+        Log.warn("writing to kcd: " + e);
+      }
     }
   }
 
@@ -111,6 +198,7 @@ final class Conn {
   /** Fails every call in flight: the connection has ended. */
   void close() {
     closed = true;
+    outbox.offer(STOP);
     for (Long id : pending.keySet()) {
       CompletableFuture<Response> f = pending.remove(id);
       if (f != null) {

@@ -7,7 +7,6 @@ import java.io.FileDescriptor;
 import java.io.PrintStream;
 import java.net.StandardProtocolFamily;
 import java.net.UnixDomainSocketAddress;
-import java.nio.channels.Channels;
 import java.nio.channels.SocketChannel;
 import java.util.concurrent.CompletableFuture;
 import org.apache.kafka.common.utils.AppInfoParser;
@@ -59,7 +58,7 @@ public final class Main {
     ExitGuard.install();
     SocketChannel ch = SocketChannel.open(StandardProtocolFamily.UNIX);
     ch.connect(UnixDomainSocketAddress.of(socket));
-    Conn conn = new Conn(Channels.newInputStream(ch), Channels.newOutputStream(ch));
+    Conn conn = Conn.of(ch);
     conn.write(Frame.newBuilder().setHello(Hello.newBuilder()
         .setToken(token)
         .setHostVersion(HOST_VERSION)

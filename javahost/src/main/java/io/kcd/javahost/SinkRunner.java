@@ -66,8 +66,8 @@ final class SinkRunner {
     boolean reporter = !cc.getOrDefault("errors.deadletterqueue.topic.name", "").isBlank()
         || "true".equalsIgnoreCase(cc.getOrDefault("errors.log.enable", "false").trim());
     try (LoaderSwap ignored = new LoaderSwap(loader)) {
-      this.sinkTask = Catalog.instantiate(Catalog.loadClass(loader, taskClass), SinkTask.class);
-      this.stages = new Stages<>(loader, host.catalog().plugins.delegatingLoader(), cc,
+      this.sinkTask = Catalog.instantiate(host.catalog().loadClass(loader, taskClass), SinkTask.class);
+      this.stages = new Stages<>(host.catalog(), loader, cc,
           req.getWorkerConfigMap());
       this.context = new Context(host.pluginMetrics(
           Map.of("connector", req.getConnector(), "task", Integer.toString(req.getTaskNumber()))),

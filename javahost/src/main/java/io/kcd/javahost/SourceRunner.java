@@ -55,8 +55,8 @@ final class SourceRunner {
       throw new ConnectException("task config has no task.class");
     }
     try (LoaderSwap ignored = new LoaderSwap(loader)) {
-      this.sourceTask = Catalog.instantiate(Catalog.loadClass(loader, taskClass), SourceTask.class);
-      this.stages = new Stages<>(loader, host.catalog().plugins.delegatingLoader(),
+      this.sourceTask = Catalog.instantiate(host.catalog().loadClass(loader, taskClass), SourceTask.class);
+      this.stages = new Stages<>(host.catalog(), loader,
           req.getConnectorConfigMap(), req.getWorkerConfigMap());
       PluginMetrics metrics = host.pluginMetrics(
           Map.of("connector", req.getConnector(), "task", Integer.toString(req.getTaskNumber())));

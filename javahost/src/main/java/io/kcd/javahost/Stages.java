@@ -27,12 +27,14 @@ final class Stages<R extends ConnectRecord<R>> implements Closeable {
   /** errors.tolerance=all: a record failing its transforms or converters is skipped. */
   final boolean tolerateAll;
 
-  Stages(ClassLoader connectorLoader, ClassLoader delegatingLoader, Map<String, String> connector,
+  Stages(Catalog catalog, ClassLoader connectorLoader, Map<String, String> connector,
       Map<String, String> worker) {
-    keyConverter = converter(connectorLoader, delegatingLoader, connector, worker, "key");
-    valueConverter = converter(connectorLoader, delegatingLoader, connector, worker, "value");
-    headerConverter = headerConverter(connectorLoader, delegatingLoader, connector, worker);
-    chain = chain(connectorLoader, connector);
+    ClassLoader delegatingLoader = catalog.plugins.delegatingLoader();
+    keyConverter = converter(catalog, connectorLoader, delegatingLoader, connector, worker, "key");
+    valueConverter =
+        converter(catalog, connectorLoader, delegatingLoader, connector, worker, "value");
+    headerConverter = headerConverter(catalog, connectorLoader, delegatingLoader, connector, worker);
+    chain = chain(catalog, connectorLoader, connector);
     tolerateAll = "all".equalsIgnoreCase(connector.getOrDefault("errors.tolerance", "none").trim());
   }
 
@@ -67,7 +69,7 @@ final class Stages<R extends ConnectRecord<R>> implements Closeable {
    * Connect's worker default); configured with the sub-settings of the config
    * that named it, and converter.type.
    */
-  private static Converter converter(ClassLoader connectorLoader, ClassLoader delegatingLoader,
+  private static Converter converter(Catalog catalog, ClassLoader connectorLoader, ClassLoader delegatingLoader,
       Map<String, String> connector, Map<String, String> worker, String kind) {
     String key = kind + ".converter";
     Map<String, String> source;
@@ -88,14 +90,14 @@ final class Stages<R extends ConnectRecord<R>> implements Closeable {
     }
     Map<String, Object> conf = new HashMap<>(withPrefix(source, key + "."));
     conf.put("converter.type", kind);
-    Converter c = Catalog.instantiate(load(loader, cls, key), Converter.class);
+    Converter c = Catalog.instantiate(load(catalog, loader, cls, key), Converter.class);
     try (LoaderSwap ignored = new LoaderSwap(c.getClass().getClassLoader())) {
       c.configure(conf, kind.equals("key"));
     }
     return c;
   }
 
-  private static HeaderConverter headerConverter(ClassLoader connectorLoader,
+  private static HeaderConverter headerConverter(Catalog catalog, ClassLoader connectorLoader,
       ClassLoader delegatingLoader, Map<String, String> connector, Map<String, String> worker) {
     String key = "header.converter";
     Map<String, String> source;
@@ -116,7 +118,7 @@ final class Stages<R extends ConnectRecord<R>> implements Closeable {
     }
     Map<String, Object> conf = new HashMap<>(withPrefix(source, key + "."));
     conf.put("converter.type", "header");
-    HeaderConverter c = Catalog.instantiate(load(loader, cls, key), HeaderConverter.class);
+    HeaderConverter c = Catalog.instantiate(load(catalog, loader, cls, key), HeaderConverter.class);
     try (LoaderSwap ignored = new LoaderSwap(c.getClass().getClassLoader())) {
       c.configure(conf);
     }
@@ -129,7 +131,7 @@ final class Stages<R extends ConnectRecord<R>> implements Closeable {
    * predicate and negate), guarded by its predicate when it names one.
    */
   @SuppressWarnings("unchecked")
-  private static <R extends ConnectRecord<R>> List<Stage<R>> chain(ClassLoader loader,
+  private static <R extends ConnectRecord<R>> List<Stage<R>> chain(Catalog catalog, ClassLoader loader,
       Map<String, String> connector) {
     List<Stage<R>> out = new ArrayList<>();
     for (String alias : Catalog.listOf(connector.get("transforms"))) {
@@ -141,7 +143,7 @@ final class Stages<R extends ConnectRecord<R>> implements Closeable {
             "Missing required configuration \"" + prefix + "type\" which has no default value.");
       }
       Transformation<R> t =
-          Catalog.instantiate(load(loader, type, prefix + "type"), Transformation.class);
+          Catalog.instantiate(load(catalog, loader, type, prefix + "type"), Transformation.class);
       Object predicateAlias = conf.remove("predicate");
       Object negate = conf.remove("negate");
       try (LoaderSwap ignored = new LoaderSwap(t.getClass().getClassLoader())) {
@@ -156,7 +158,7 @@ final class Stages<R extends ConnectRecord<R>> implements Closeable {
           throw new org.apache.kafka.common.config.ConfigException(
               "Missing required configuration \"" + pprefix + "type\" which has no default value.");
         }
-        p = Catalog.instantiate(load(loader, ptype, pprefix + "type"), Predicate.class);
+        p = Catalog.instantiate(load(catalog, loader, ptype, pprefix + "type"), Predicate.class);
         try (LoaderSwap ignored = new LoaderSwap(p.getClass().getClassLoader())) {
           p.configure(pconf);
         }
@@ -166,9 +168,9 @@ final class Stages<R extends ConnectRecord<R>> implements Closeable {
     return out;
   }
 
-  private static Class<?> load(ClassLoader loader, String cls, String key) {
+  private static Class<?> load(Catalog catalog, ClassLoader loader, String cls, String key) {
     try {
-      return Catalog.loadClass(loader, cls);
+      return catalog.loadClass(loader, cls);
     } catch (ClassNotFoundException e) {
       throw new org.apache.kafka.common.config.ConfigException(key, cls,
           "Class " + cls + " could not be found.");
