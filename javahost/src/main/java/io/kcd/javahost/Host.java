@@ -300,7 +300,7 @@ final class Host {
         connectors.remove(name);
         connectorUnits.remove(name, unit);
         unit.stopping = true;
-        misc.execute(() -> endQuietly(unit, 0));
+        misc.execute(() -> endQuietly(unit, STOP_GRACE_MS));
         throw t;
       }
     });
@@ -379,7 +379,7 @@ final class Host {
         if (k != null) {
           k.close();
         }
-        misc.execute(() -> endQuietly(unit, 0));
+        misc.execute(() -> endQuietly(unit, STOP_GRACE_MS));
         throw e;
       }
     });

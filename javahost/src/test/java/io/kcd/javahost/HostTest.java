@@ -7,6 +7,8 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import com.google.protobuf.ByteString;
 import io.kcd.javahost.proto.Ack;
+import io.kcd.javahost.proto.AlterOffsetsRequest;
+import io.kcd.javahost.proto.OffsetEntry;
 import io.kcd.javahost.proto.ConfigKey;
 import io.kcd.javahost.proto.ConfigValue;
 import io.kcd.javahost.proto.ConnectorStartRequest;
@@ -256,8 +258,60 @@ class HostTest {
     kcd.ok(Request.newBuilder().setClose(PartitionsRequest.newBuilder().setTask("sink/0")
         .addPartitions(tp)));
     stopTask("sink/0");
+
+    // errors.tolerance=all: a record its converter rejects goes to kcd as an
+    // ErrantRecordRequest (for the dead letter queue); the others reach put.
+    Path out2 = dir.resolve("out-json.txt");
+    Map<String, String> tolerant = new HashMap<>(conn);
+    tolerant.put("file", out2.toString());
+    tolerant.put("value.converter", "org.apache.kafka.connect.json.JsonConverter");
+    tolerant.put("value.converter.schemas.enable", "false");
+    tolerant.put("errors.tolerance", "all");
+    tolerant.put("errors.deadletterqueue.topic.name", "dlq");
+    Map<String, String> task2 = new HashMap<>(task);
+    task2.put("file", out2.toString());
+    startTask("sink/1", "sink", true, tolerant, task2, Map.of());
+    kcd.ok(Request.newBuilder().setOpen(PartitionsRequest.newBuilder().setTask("sink/1")
+        .addPartitions(tp)));
+    kcd.drainHostCalls();
+    kcd.ok(Request.newBuilder().setPut(PutRequest.newBuilder().setTask("sink/1")
+        .addRecords(SinkRecord.newBuilder().setTopic("in").setPartition(0).setOffset(7)
+            .setValue(ByteString.copyFromUtf8("{not json")))
+        .addRecords(SinkRecord.newBuilder().setTopic("in").setPartition(0).setOffset(8)
+            .setValue(ByteString.copyFromUtf8("{\"a\":1}")))));
+    kcd.ok(Request.newBuilder().setPreCommit(PreCommitRequest.newBuilder().setTask("sink/1")
+        .addOffsets(PartitionOffset.newBuilder().setTopic("in").setPartition(0).setOffset(9))));
+    assertEquals("{a=1}\n", Files.readString(out2, StandardCharsets.UTF_8));
+    List<Request> errant = kcd.drainHostCalls().stream().filter(Request::hasErrantRecord)
+        .collect(Collectors.toList());
+    assertEquals(1, errant.size());
+    assertEquals(7, errant.get(0).getErrantRecord().getRecord().getOffset());
+    assertEquals("{not json", errant.get(0).getErrantRecord().getRecord().getValue()
+        .toStringUtf8());
+    assertEquals("org.apache.kafka.connect.errors.DataException",
+        errant.get(0).getErrantRecord().getError().getClassName());
+    stopTask("sink/1");
     kcd.ok(Request.newBuilder().setConnectorStop(ConnectorStopRequest.newBuilder()
         .setConnector("sink")));
+  }
+
+  @Test
+  @Order(6)
+  void alterOffsetsAsksAFreshConnector() throws Exception {
+    Response r = kcd.ok(Request.newBuilder().setAlterOffsets(AlterOffsetsRequest.newBuilder()
+        .setConnectorClass(FILE_SOURCE).putConfig("connector.class", FILE_SOURCE)
+        .putConfig("file", "/tmp/x").putConfig("topic", "t")
+        .addOffsets(OffsetEntry.newBuilder()
+            .setPartition(ByteString.copyFromUtf8("{\"filename\":\"/tmp/x\"}"))
+            .setOffset(ByteString.copyFromUtf8("{\"position\":5}")))));
+    assertTrue(r.getAlterOffsets().getHandled());
+    // FileStreamSource rejects an offset that is not a number.
+    r = kcd.call(Request.newBuilder().setAlterOffsets(AlterOffsetsRequest.newBuilder()
+        .setConnectorClass(FILE_SOURCE).putConfig("file", "/tmp/x").putConfig("topic", "t")
+        .addOffsets(OffsetEntry.newBuilder()
+            .setPartition(ByteString.copyFromUtf8("{\"filename\":\"/tmp/x\"}"))
+            .setOffset(ByteString.copyFromUtf8("{\"position\":\"five\"}")))));
+    assertTrue(r.hasError(), r.toString());
   }
 
   @Test
