@@ -1,6 +1,5 @@
 package io.kcd.javahost;
 
-import com.google.protobuf.ByteString;
 import io.kcd.javahost.proto.ErrantRecordRequest;
 import io.kcd.javahost.proto.PartitionOffset;
 import io.kcd.javahost.proto.PreCommitResponse;
@@ -9,7 +8,6 @@ import io.kcd.javahost.proto.Request;
 import io.kcd.javahost.proto.SinkContext;
 import io.kcd.javahost.proto.TaskStartRequest;
 import java.util.ArrayList;
-
 import java.util.HashMap;
 import java.util.HashSet;
 import java.util.LinkedHashMap;
@@ -40,9 +38,6 @@ import org.apache.kafka.connect.sink.SinkTaskContext;
 final class SinkRunner {
   /** Raw records kept for ErrantRecordReporter: the last batches' records by position. */
   private static final int MAX_KEPT_RAW = 100_000;
-
-  /** Kafka's "no timestamp" (RecordBatch.NO_TIMESTAMP). */
-  private static final long NO_TIMESTAMP = -1L;
 
   final String task;
   private final Host host;
@@ -173,12 +168,10 @@ final class SinkRunner {
         r.hasKey() ? r.getKey().toByteArray() : null);
     SchemaAndValue value = stages.valueConverter.toConnectData(topic, kafkaHeaders,
         r.hasValue() ? r.getValue().toByteArray() : null);
+    // A negative timestamp (Kafka's NO_TIMESTAMP is -1) means none, as ConnectUtils says.
     Long ts = r.getTimestampMs() < 0 ? null : r.getTimestampMs();
     TimestampType type = ts == null ? TimestampType.NO_TIMESTAMP_TYPE
         : r.getLogAppendTime() ? TimestampType.LOG_APPEND_TIME : TimestampType.CREATE_TIME;
-    if (r.getTimestampMs() == NO_TIMESTAMP) {
-      ts = null;
-    }
     return new SinkRecord(topic, r.getPartition(), key.schema(), key.value(), value.schema(),
         value.value(), r.getOffset(), ts, type, headers);
   }
