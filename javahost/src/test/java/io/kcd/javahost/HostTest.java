@@ -22,6 +22,7 @@ import io.kcd.javahost.proto.PreCommitRequest;
 import io.kcd.javahost.proto.PutRequest;
 import io.kcd.javahost.proto.Request;
 import io.kcd.javahost.proto.Response;
+import io.kcd.javahost.proto.SinkContext;
 import io.kcd.javahost.proto.SinkRecord;
 import io.kcd.javahost.proto.SourceCommitRequest;
 import io.kcd.javahost.proto.SourceRecord;
@@ -62,6 +63,7 @@ class HostTest {
   static final String FILE_SOURCE = "org.apache.kafka.connect.file.FileStreamSourceConnector";
   static final String FILE_SINK = "org.apache.kafka.connect.file.FileStreamSinkConnector";
   static final String MISBEHAVE_SOURCE = "io.kcd.testplugins.MisbehaveSourceConnector";
+  static final String MISBEHAVE_SINK = "io.kcd.testplugins.MisbehaveSinkConnector";
   static final String STRING = "org.apache.kafka.connect.storage.StringConverter";
 
   @TempDir
@@ -296,7 +298,7 @@ class HostTest {
   }
 
   @Test
-  @Order(6)
+  @Order(7)
   void alterOffsetsAsksAFreshConnector() throws Exception {
     Response r = kcd.ok(Request.newBuilder().setAlterOffsets(AlterOffsetsRequest.newBuilder()
         .setConnectorClass(FILE_SOURCE).putConfig("connector.class", FILE_SOURCE)
@@ -315,7 +317,45 @@ class HostTest {
   }
 
   @Test
-  @Order(7)
+  @Order(8)
+  void sinkContextRequestsComeBackToKcd() throws Exception {
+    Map<String, String> conn = Map.of("connector.class", MISBEHAVE_SINK, "topics", "in",
+        "mode", "ok", "ask", "commit,pause,timeout,reset", "value.converter", STRING);
+    Map<String, String> task = startConnectorAndGetTask("asks", conn);
+    startTask("asks/0", "asks", true, conn, task, Map.of());
+    TopicPartition tp = TopicPartition.newBuilder().setTopic("in").setPartition(0).build();
+    kcd.ok(Request.newBuilder().setOpen(PartitionsRequest.newBuilder().setTask("asks/0")
+        .addPartitions(tp)));
+    SinkContext ctx = kcd.ok(Request.newBuilder().setPut(PutRequest.newBuilder()
+        .setTask("asks/0").addRecords(SinkRecord.newBuilder().setTopic("in").setPartition(0)
+            .setOffset(0).setValue(ByteString.copyFromUtf8("v"))))).getPut().getContext();
+    assertTrue(ctx.getRequestCommit());
+    assertEquals(List.of(tp), ctx.getPauseList());
+    assertEquals(1234, ctx.getTimeoutMs());
+    assertEquals(List.of(PartitionOffset.newBuilder().setTopic("in").setPartition(0)
+        .setOffset(0).build()), ctx.getResetOffsetsList());
+    // Handed over once: the next answer carries only what was asked since.
+    SinkContext next = kcd.ok(Request.newBuilder().setPreCommit(PreCommitRequest.newBuilder()
+        .setTask("asks/0"))).getPreCommit().getContext();
+    assertEquals(SinkContext.getDefaultInstance(), next);
+    stopTask("asks/0");
+
+    // A RetriableException is an Error kcd retries.
+    Map<String, String> retry = Map.of("connector.class", MISBEHAVE_SINK, "topics", "in",
+        "mode", "retry");
+    Map<String, String> retryTask = new HashMap<>(retry);
+    retryTask.put("task.class", "io.kcd.testplugins.MisbehaveSinkTask");
+    startTask("asks/1", "asks", true, retry, retryTask, Map.of());
+    Response r = kcd.call(Request.newBuilder().setPut(PutRequest.newBuilder().setTask("asks/1")
+        .addRecords(SinkRecord.newBuilder().setTopic("in").setPartition(0).setOffset(0))));
+    assertTrue(r.getError().getRetriable(), r.toString());
+    assertEquals("org.apache.kafka.connect.errors.RetriableException",
+        r.getError().getClassName());
+    stopTask("asks/1");
+  }
+
+  @Test
+  @Order(9)
   void throwingPollIsAnErrorWithItsStackTrace() throws Exception {
     kcd.offsets.put("{\"task\":0}", ByteString.copyFromUtf8("{\"seq\":4}"));
     Map<String, String> conn = Map.of("connector.class", MISBEHAVE_SOURCE, "topic", "m",
@@ -338,7 +378,7 @@ class HostTest {
   }
 
   @Test
-  @Order(8)
+  @Order(10)
   void systemExitFromAPluginFailsOnlyItsCall() throws Exception {
     Map<String, String> conn = Map.of("connector.class", MISBEHAVE_SOURCE, "topic", "m",
         "mode", "exit", "after", "0");
@@ -358,7 +398,7 @@ class HostTest {
   }
 
   @Test
-  @Order(9)
+  @Order(11)
   void hungPollHoldsOnlyItsTaskAndStops() throws Exception {
     Map<String, String> conn = Map.of("connector.class", MISBEHAVE_SOURCE, "topic", "m",
         "mode", "hang", "after", "0");

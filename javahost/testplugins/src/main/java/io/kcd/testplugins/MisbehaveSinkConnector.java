@@ -12,8 +12,10 @@ import org.apache.kafka.connect.sink.SinkConnector;
 public class MisbehaveSinkConnector extends SinkConnector {
   static final ConfigDef CONFIG = new ConfigDef()
       .define("mode", ConfigDef.Type.STRING, "ok",
-          ConfigDef.ValidString.in("ok", "throw", "hang", "leak", "exit"),
-          ConfigDef.Importance.HIGH, "How put misbehaves.")
+          ConfigDef.ValidString.in("ok", "throw", "retry", "hang", "leak", "exit"),
+          ConfigDef.Importance.HIGH, "How put misbehaves (retry: a RetriableException).")
+      .define("ask", ConfigDef.Type.LIST, "", ConfigDef.Importance.LOW,
+          "What put asks of its SinkTaskContext in mode ok: commit, pause, timeout, reset.")
       .define("file", ConfigDef.Type.STRING, null, ConfigDef.Importance.MEDIUM,
           "File that mode ok appends each value to, one a line.");
 

@@ -6,16 +6,23 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.StandardOpenOption;
 import java.util.Collection;
+import java.util.List;
 import java.util.Map;
 import org.apache.kafka.common.config.AbstractConfig;
+import org.apache.kafka.common.TopicPartition;
 import org.apache.kafka.connect.errors.ConnectException;
+import org.apache.kafka.connect.errors.RetriableException;
 import org.apache.kafka.connect.sink.SinkRecord;
 import org.apache.kafka.connect.sink.SinkTask;
 
-/** put misbehaves as mode says; mode ok appends each value and a newline to file. */
+/**
+ * put misbehaves as mode says; mode ok asks of its context what ask says and
+ * appends each value and a newline to file.
+ */
 public class MisbehaveSinkTask extends SinkTask {
   private String mode;
   private String file;
+  private List<String> ask;
   private volatile boolean stopping;
 
   @Override
@@ -28,6 +35,7 @@ public class MisbehaveSinkTask extends SinkTask {
     AbstractConfig c = new AbstractConfig(MisbehaveSinkConnector.CONFIG, props);
     mode = c.getString("mode");
     file = c.getString("file");
+    ask = c.getList("ask");
   }
 
   @Override
@@ -35,6 +43,8 @@ public class MisbehaveSinkTask extends SinkTask {
     switch (mode) {
       case "throw":
         throw new ConnectException("misbehave: put throws");
+      case "retry":
+        throw new RetriableException("misbehave: put asks for a retry");
       case "hang":
         while (!stopping) {
           try {
@@ -48,8 +58,39 @@ public class MisbehaveSinkTask extends SinkTask {
       case "exit":
         System.exit(3);
         return;
+      case "leak":
+        Thread t = new Thread(() -> {
+          try {
+            Thread.sleep(Long.MAX_VALUE);
+          } catch (InterruptedException e) {
+            // leaked: ignores its end
+          }
+        }, "misbehave-sink-leak");
+        t.setDaemon(true);
+        t.start();
+        return;
       default:
         break;
+    }
+    for (String a : ask) {
+      switch (a) {
+        case "commit":
+          context.requestCommit();
+          break;
+        case "pause":
+          context.pause(context.assignment().toArray(new TopicPartition[0]));
+          break;
+        case "timeout":
+          context.timeout(1234);
+          break;
+        case "reset":
+          for (TopicPartition tp : context.assignment()) {
+            context.offset(tp, 0);
+          }
+          break;
+        default:
+          throw new ConnectException("unknown ask " + a);
+      }
     }
     if (file == null || records.isEmpty()) {
       return;
