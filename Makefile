@@ -5,13 +5,19 @@ COMMIT  := $(shell git rev-parse --short HEAD 2>/dev/null || echo unknown)
 LDFLAGS := -X $(MODULE)/internal/version.Commit=$(COMMIT)
 RUN_DIR ?= .data/run
 
-.PHONY: all build install run test test-unit test-integration fuzz chaos lint testenv-up testenv-down cluster cluster-down bench clean
+.PHONY: all javahost build install run test test-unit test-integration fuzz chaos lint testenv-up testenv-down cluster cluster-down bench clean
 
 all: build
 
 build:
 	$(GO) build -ldflags "$(LDFLAGS)" -o bin/kcd ./cmd/kcd
 	$(GO) build -ldflags "$(LDFLAGS)" -o bin/kcctl ./cmd/kcctl
+	@scripts/javahost.sh build bin/javahost
+
+# The Java connector host alone, into bin/javahost (kcd's default
+# --java-host-dir beside bin/kcd); needs Java 17 and Maven.
+javahost:
+	scripts/javahost.sh build bin/javahost --required
 
 # kcd and kcctl into $(DESTDIR)$(PREFIX)/bin, and kcctl's shell completions
 # for bash and zsh beside them in share/.

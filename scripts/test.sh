@@ -28,6 +28,10 @@ envpid=$!
 echo "== lint"
 make --no-print-directory lint
 
+echo "== Java connector host: test plugins, then the host with its tests (mvn)"
+scripts/javahost.sh test
+export KCD_TEST_JAVA_HOST_DIR=$PWD/javahost/target/javahost
+
 echo "== unit tests (-race -short)"
 go test -race -short ./... 2>&1 | tee -a "$testlog"
 
