@@ -471,3 +471,13 @@ func (p *proc) stop() {
 		<-p.exited
 	}
 }
+
+// Pid is the running host's process id, 0 when none runs.
+func (h *Host) Pid() int {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.cur == nil {
+		return 0
+	}
+	return h.cur.cmd.Process.Pid
+}
