@@ -53,7 +53,7 @@ const (
 
 const (
 	maxStderrLine  = 4096 // longer lines are cut
-	stderrKeep     = 20   // last lines kept for the error of a dead host
+	stderrKeep     = 10   // last lines kept for the error of a dead host
 	exitWaitOnDrop = 5 * time.Second
 )
 
@@ -167,6 +167,9 @@ func (h *Host) Conn(ctx context.Context) (*Conn, error) {
 		if h.cur != nil {
 			c := h.cur.conn
 			h.mu.Unlock()
+			if err := c.Err(); err != nil {
+				return nil, err // watch is clearing the run
+			}
 			return c, nil
 		}
 		if h.starting != nil {
