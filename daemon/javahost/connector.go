@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -67,7 +68,7 @@ func (c *connector) Start(cctx connect.ConnectorContext, config map[string]strin
 	c.conn, c.cctx, c.name = conn, cctx, config["name"]
 	c.p.h.units.addConnector(c)
 	_, err = c.call(c.p.h.opts.HangLimit, &hostpb.Request{Call: &hostpb.Request_ConnectorStart{ConnectorStart: &hostpb.ConnectorStartRequest{
-		Connector: c.name, ConnectorClass: c.class, Config: config}}})
+		Connector: c.name, ConnectorClass: c.class, Config: withClass(config, c.class)}}})
 	if err != nil {
 		c.p.h.units.removeConnector(c)
 		return err
@@ -111,7 +112,7 @@ func (c *connector) Stop() error {
 func (c *connector) ValidateConfig(config map[string]string) map[string][]string {
 	ctx, cancel := context.WithTimeout(context.Background(), c.p.h.opts.HangLimit)
 	defer cancel()
-	resp, err := c.p.validate(ctx, c.class, config)
+	resp, err := c.p.validate(ctx, c.class, withClass(config, c.class))
 	if err != nil {
 		return map[string][]string{"connector.class": {fmt.Sprintf("the java host could not validate the config: %v", err)}}
 	}
@@ -142,7 +143,7 @@ func (c *connector) ValidateOffset(config map[string]string, partition, offset m
 		return err
 	}
 	_, err = conn.Call(ctx, &hostpb.Request{Call: &hostpb.Request_AlterOffsets{AlterOffsets: &hostpb.AlterOffsetsRequest{
-		ConnectorClass: c.class, Config: config, Offsets: []*hostpb.OffsetEntry{{Partition: pb, Offset: ob}}}}})
+		ConnectorClass: c.class, Config: withClass(config, c.class), Offsets: []*hostpb.OffsetEntry{{Partition: pb, Offset: ob}}}}})
 	var je *JavaError
 	if errors.As(err, &je) && je.Message != "" {
 		return errors.New(je.Message)
@@ -179,6 +180,7 @@ func (t *taskBase) start(ctx any, config map[string]string, sink bool) error {
 		return errors.New("the runtime offers no connect.TaskInfo: a Java task needs its connector's config")
 	}
 	name, num, connCfg := info.TaskInfo()
+	connCfg = withClass(connCfg, t.class)
 	sctx, cancel := context.WithTimeout(context.Background(), t.p.h.opts.StartTimeout)
 	conn, err := t.p.h.Conn(sctx)
 	cancel()
@@ -282,6 +284,7 @@ func (t *taskBase) stop(last *hostpb.Request) error {
 		return nil
 	}
 	var err error
+	t.p.h.log.Debug("task stop", "task", t.id)
 	t.stopOnce.Do(func() {
 		close(t.stopped)
 		defer t.p.h.units.removeTask(t)
@@ -296,6 +299,17 @@ func (t *taskBase) stop(last *hostpb.Request) error {
 		_, err = t.conn.Call(ctx, &hostpb.Request{Call: &hostpb.Request_TaskStop{TaskStop: &hostpb.TaskStopRequest{Task: t.id}}})
 	})
 	return err
+}
+
+// withClass is cfg with connector.class the plugin's Java class: the
+// config may name it by an alias kcd resolved.
+func withClass(cfg map[string]string, class string) map[string]string {
+	out := maps.Clone(cfg)
+	if out == nil {
+		out = map[string]string{}
+	}
+	out["connector.class"] = class
+	return out
 }
 
 // decodeJSONMap reads schemaless JSON as kcd stores offsets: numbers as

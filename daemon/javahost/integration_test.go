@@ -81,7 +81,11 @@ func newTestHost(t *testing.T, hang time.Duration) *Host {
 
 // testLogger logs to the test.
 func testLogger(t *testing.T) *slog.Logger {
-	return slog.New(slog.NewTextHandler(tWriter{t}, &slog.HandlerOptions{Level: slog.LevelInfo}))
+	lvl := slog.LevelInfo
+	if os.Getenv("KCD_TEST_LOG") == "debug" {
+		lvl = slog.LevelDebug
+	}
+	return slog.New(slog.NewTextHandler(tWriter{t}, &slog.HandlerOptions{Level: lvl}))
 }
 
 type tWriter struct{ t *testing.T }
