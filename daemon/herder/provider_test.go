@@ -62,3 +62,37 @@ func TestPluginsOfAProvider(t *testing.T) {
 		t.Error("the provider's plugin is still found after it was removed")
 	}
 }
+
+// serializedSink is a provider's connector whose converters run elsewhere.
+type serializedSink struct{}
+
+func (serializedSink) Version() string                                         { return "7.0" }
+func (serializedSink) ConfigDef() connect.ConfigDef                            { return nil }
+func (serializedSink) Start(connect.ConnectorContext, map[string]string) error { return nil }
+func (serializedSink) TaskConfigs(int) ([]map[string]string, error)            { return nil, nil }
+func (serializedSink) Stop() error                                             { return nil }
+func (serializedSink) NewTask() connect.SinkTask                               { return nil }
+func (serializedSink) SerializedRecords()                                      {}
+
+func TestValidateAcceptsTheProvidersConvertersForItsConnectors(t *testing.T) {
+	h, _ := newHerderStore(t)
+	defer connect.RegisterProvider(fakeProvider{&connect.Plugin{Class: "io.example.JavaThingConnector", Type: connect.PluginSink, Version: "7.0",
+		New: func() connect.Connector { return serializedSink{} }}})()
+	infos, err := h.ValidateConfig("io.example.JavaThingConnector", cfg("connector.class", "io.example.JavaThingConnector", "name", "j",
+		"topics", "t", "value.converter", "io.example.AvroConverter", "transforms", "m", "transforms.m.type", "io.example.Mask"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if infos.ErrorCount != 0 {
+		for _, c := range infos.Configs {
+			if len(c.Value.Errors) > 0 {
+				t.Errorf("%s: %v", c.Value.Name, c.Value.Errors)
+			}
+		}
+	}
+	// A Go connector cannot use them.
+	infos, err = h.ValidateConfig("FakeSource", cfg("connector.class", "FakeSource", "value.converter", "io.example.AvroConverter"))
+	if err != nil || infos.ErrorCount == 0 {
+		t.Errorf("a built-in connector with the provider's converter: %d errors, %v", infos.ErrorCount, err)
+	}
+}
