@@ -238,3 +238,12 @@ func (e *RetriableError) Unwrap() error { return e.Err }
 type TaskInfo interface {
 	TaskInfo() (connector string, task int, connectorConfig map[string]string)
 }
+
+// SourceCommitter is implemented by source tasks that want to know when
+// the runtime has stored the offsets of the records acknowledged so far,
+// as Kafka Connect's SourceTask.commit (Debezium confirms its position
+// to the database there). The runtime calls Commit after each offset
+// commit, from any goroutine.
+type SourceCommitter interface {
+	Commit() error
+}

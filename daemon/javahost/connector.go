@@ -346,6 +346,7 @@ var (
 	_ connect.SerializedRecords     = (*connector)(nil)
 	_ connect.ConfigValidator       = (*connector)(nil)
 	_ connect.SourceRecordCommitter = (*sourceTask)(nil)
+	_ connect.SourceCommitter       = (*sourceTask)(nil)
 	_ connect.SinkPreCommitter      = (*sinkTask)(nil)
 	// herder.OffsetValidator
 	_ interface {

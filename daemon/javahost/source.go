@@ -18,6 +18,10 @@ type sourceTask struct {
 	mu   sync.Mutex
 	seqs map[*connect.SourceRecord]uint64 // records in flight: at most the runtime's in-flight limit
 	acks []*hostpb.Ack
+
+	// pending is a poll whose caller gave up waiting (Poll is called from
+	// one goroutine only).
+	pending chan pollResult
 }
 
 func (t *sourceTask) Start(ctx connect.SourceTaskContext, config map[string]string) error {
@@ -34,14 +38,37 @@ func (t *sourceTask) takeAcks() []*hostpb.Ack {
 	return a
 }
 
+// pollResult is the host's answer to one poll.
+type pollResult struct {
+	resp *hostpb.Response
+	err  error
+}
+
+// Poll runs the task's poll in the host. When ctx ends first, the poll
+// goes on in the host and its answer is what the next Poll returns: its
+// records are not lost, and their acks are not sent twice.
 func (t *sourceTask) Poll(ctx context.Context) ([]*connect.SourceRecord, error) {
-	resp, err := t.call(ctx, &hostpb.Request{Call: &hostpb.Request_Poll{Poll: &hostpb.PollRequest{Task: t.id, Acks: t.takeAcks()}}})
+	ch := t.pending
+	t.pending = nil
+	if ch == nil {
+		ch = make(chan pollResult, 1)
+		req := &hostpb.Request{Call: &hostpb.Request_Poll{Poll: &hostpb.PollRequest{Task: t.id, Acks: t.takeAcks()}}}
+		go func() {
+			resp, err := t.call(context.Background(), req) // bounded by the hang limit and Stop
+			ch <- pollResult{resp, err}
+		}()
+	}
+	var r pollResult
+	select {
+	case r = <-ch:
+	case <-ctx.Done():
+		t.pending = ch
+		return nil, ctx.Err()
+	}
+	resp, err := r.resp, r.err
 	if err != nil {
 		if err == errStopped {
 			return nil, nil
-		}
-		if ctx.Err() != nil {
-			return nil, ctx.Err()
 		}
 		return nil, err
 	}
@@ -101,6 +128,16 @@ func (t *sourceTask) CommitRecord(rec *connect.SourceRecord, md connect.RecordMe
 	}
 	t.acks = append(t.acks, a)
 	return nil
+}
+
+// Commit sends the acks so far and calls the task's commit, after the
+// runtime stored the offsets (connect.SourceCommitter).
+func (t *sourceTask) Commit() error {
+	_, err := t.call(context.Background(), &hostpb.Request{Call: &hostpb.Request_SourceCommit{SourceCommit: &hostpb.SourceCommitRequest{Task: t.id, Acks: t.takeAcks()}}})
+	if err == errStopped {
+		return nil
+	}
+	return err
 }
 
 func (t *sourceTask) Stop() error {
