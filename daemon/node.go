@@ -26,6 +26,7 @@ import (
 	"github.com/kcd-project/kcd/daemon/devkafka"
 	"github.com/kcd-project/kcd/daemon/herder"
 	"github.com/kcd-project/kcd/daemon/importer"
+	"github.com/kcd-project/kcd/daemon/javahost"
 	"github.com/kcd-project/kcd/daemon/loglevels"
 	"github.com/kcd-project/kcd/daemon/restapi"
 	"github.com/kcd-project/kcd/daemon/secrets"
@@ -44,10 +45,14 @@ type Node struct {
 	// levels are the log levels of the node's loggers (loggers.go).
 	levels *loglevels.Levels
 
-	dir    *dataDir
-	broker *devkafka.Broker
-	kafka  *kgo.Client
-	rest   *http.Server
+	dir *dataDir
+	// javaHost runs the node's Java plugins (nil without a plugin path);
+	// unregister removes its provider from daemon/connect's registry.
+	javaHost   *javahost.Host
+	unregister func()
+	broker     *devkafka.Broker
+	kafka      *kgo.Client
+	rest       *http.Server
 	// cancelRequests ends the requests in flight (see Start).
 	cancelRequests context.CancelFunc
 	ln             net.Listener
@@ -106,6 +111,7 @@ func (n *Node) Start(ctx context.Context) (err error) {
 	if n.files, err = n.fileConfinement(); err != nil {
 		return err
 	}
+	n.startJavaHost()
 	if n.cfg.ConfigEncryptionKeyFile != "" {
 		if n.configKeys, err = connectstore.LoadKeyring(n.cfg.ConfigEncryptionKeyFile); err != nil {
 			return err
@@ -501,6 +507,13 @@ func waitGroup(wg *sync.WaitGroup, d time.Duration) bool {
 }
 
 func (n *Node) closeResources() {
+	if n.unregister != nil {
+		n.unregister()
+		n.unregister = nil
+	}
+	if n.javaHost != nil {
+		_ = n.javaHost.Close() // after the worker: its tasks stopped first
+	}
 	if n.raft != nil {
 		n.raft.Halt() // no-op after Stop; after a failed Start it releases the member
 	}
@@ -591,4 +604,26 @@ func (n *Node) discoverKafkaCluster(ctx context.Context) {
 		}
 		backoff = min(backoff*2, 5*time.Second)
 	}
+}
+
+// startJavaHost makes the node's Java connector host when a plugin path
+// is set; the process itself starts on first use.
+func (n *Node) startJavaHost() {
+	if len(n.cfg.PluginPath) == 0 {
+		return
+	}
+	dir := n.cfg.JavaHostDir
+	if dir == "" {
+		dir = javahost.DefaultDir()
+	}
+	n.javaHost = javahost.New(javahost.Options{
+		Java: n.cfg.Java, Dir: dir, PluginPath: n.cfg.PluginPath, Heap: n.cfg.JavaHostHeap,
+		HangLimit: n.cfg.JavaHostHangLimit, Logger: n.log,
+		WorkerConfig: map[string]string{
+			"key.converter": worker.JSONConverter, "key.converter.schemas.enable": "true",
+			"value.converter": worker.JSONConverter, "value.converter.schemas.enable": "true",
+		},
+	})
+	n.unregister = connect.RegisterProvider(javahost.NewProvider(n.javaHost))
+	n.log.Info("java connector host configured; it starts when a connector needs it", "plugin_path", strings.Join(n.cfg.PluginPath, ","), "dir", dir)
 }

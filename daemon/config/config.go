@@ -171,6 +171,22 @@ type Config struct {
 	// in hex or base64; the first encrypts, all decrypt. Empty: stored in
 	// plain text. Never logged.
 	ConfigEncryptionKeyFile string `yaml:"config-encryption-key-file"`
+	// PluginPath are the directories (Kafka Connect's plugin.path) the
+	// Java connector host loads plugins from. Empty: no Java host; only
+	// built-in connectors run.
+	PluginPath []string `yaml:"plugin-path"`
+	// JavaHostHeap is the Java host's heap bound (-Xmx), e.g. 512m, 2g.
+	JavaHostHeap string `yaml:"java-host-heap"`
+	// Java is the java executable of the host (Java 17+). Empty:
+	// $JAVA_HOME/bin/java, else java on PATH.
+	Java string `yaml:"java"`
+	// JavaHostDir holds kcd-javahost.jar and its lib/. Empty: javahost
+	// next to the kcd executable, else javahost/target/javahost of the
+	// source checkout kcd runs from.
+	JavaHostDir string `yaml:"java-host-dir"`
+	// JavaHostHangLimit is how long a Java plugin call may take before
+	// its task fails with the plugin thread's stack.
+	JavaHostHangLimit time.Duration `yaml:"java-host-hang-limit"`
 	// File is the YAML file the config was loaded from ("" none): it may
 	// hold secrets, which config providers must not read.
 	File string `yaml:"-"`
@@ -217,7 +233,33 @@ func Default() Config {
 		Store:                 StoreConfig{Backend: DefaultStoreBackend},
 
 		ExactlyOnceSourceSupport: "enabled",
+		JavaHostHeap:             "512m",
+		JavaHostHangLimit:        5 * time.Minute,
 	}
+}
+
+// javaHeapBytes reads a JVM heap size as -Xmx takes it: a number of
+// bytes, or of k, m or g.
+func javaHeapBytes(v string) (int64, bool) {
+	shift := 0
+	switch {
+	case v == "":
+		return 0, false
+	case strings.ContainsAny(v[len(v)-1:], "kK"):
+		shift = 10
+	case strings.ContainsAny(v[len(v)-1:], "mM"):
+		shift = 20
+	case strings.ContainsAny(v[len(v)-1:], "gG"):
+		shift = 30
+	}
+	if shift > 0 {
+		v = v[:len(v)-1]
+	}
+	n, err := strconv.ParseInt(v, 10, 64)
+	if err != nil || n <= 0 || n > (1<<50)>>shift || v[0] == '+' {
+		return 0, false
+	}
+	return n << shift, true
 }
 
 // DefaultMemoryLimit is the default of Config.MemoryLimit: with the
@@ -334,6 +376,19 @@ func (c *Config) Validate() error {
 	case "enabled", "disabled":
 	default:
 		errs = append(errs, fmt.Errorf("exactly-once-source-support %q is not one of enabled, disabled", c.ExactlyOnceSourceSupport))
+	}
+	if n, ok := javaHeapBytes(c.JavaHostHeap); !ok {
+		errs = append(errs, fmt.Errorf("java-host-heap %q is not a JVM heap size such as 512m or 2g", c.JavaHostHeap))
+	} else if n < 64<<20 {
+		errs = append(errs, fmt.Errorf("java-host-heap %q is below 64m: the host could not load plugins", c.JavaHostHeap))
+	}
+	if c.JavaHostHangLimit < time.Second {
+		errs = append(errs, fmt.Errorf("java-host-hang-limit %v is below 1s", c.JavaHostHangLimit))
+	}
+	for _, d := range c.PluginPath {
+		if !filepath.IsAbs(d) {
+			errs = append(errs, fmt.Errorf("plugin-path %q is not an absolute path", d))
+		}
 	}
 	if c.MaxTasksPerConnector < 1 || c.MaxTasksPerConnector > 100_000 {
 		errs = append(errs, fmt.Errorf("max-tasks-per-connector %d must be from 1 to 100000", c.MaxTasksPerConnector))
@@ -595,6 +650,21 @@ func fields() []field {
 		{storeSettingFlag, "Other setting of the store backend, KEY=VALUE (repeatable; in the environment, comma-separated)",
 			func(c *Config, v string) error { return c.Store.addSettings(splitSettings(v)) },
 			func(c *Config) string { return "" }},
+		{"plugin-path", "Directories (absolute, comma-separated) of Kafka Connect plugins (its plugin.path) that the Java connector host runs; empty: no Java host",
+			func(c *Config, v string) error { c.PluginPath = cleanPaths(splitList(v)); return nil },
+			func(c *Config) string { return strings.Join(c.PluginPath, ",") }},
+		{"java-host-heap", "Heap bound of the Java connector host (-Xmx), e.g. 512m, 2g",
+			func(c *Config, v string) error { c.JavaHostHeap = strings.TrimSpace(v); return nil },
+			func(c *Config) string { return c.JavaHostHeap }},
+		{"java", "Java 17+ executable of the Java connector host; default $JAVA_HOME/bin/java, else java on PATH",
+			func(c *Config, v string) error { c.Java = strings.TrimSpace(v); return nil },
+			func(c *Config) string { return c.Java }},
+		{"java-host-dir", "Directory of kcd-javahost.jar and its lib/; default: javahost next to the kcd executable, else javahost/target/javahost of the source checkout kcd runs in",
+			func(c *Config, v string) error { c.JavaHostDir = strings.TrimSpace(v); return nil },
+			func(c *Config) string { return c.JavaHostDir }},
+		{"java-host-hang-limit", "How long a Java plugin call (poll, put...) may take before its task fails with the plugin thread's stack",
+			func(c *Config, v string) (err error) { c.JavaHostHangLimit, err = time.ParseDuration(v); return err },
+			func(c *Config) string { return c.JavaHostHangLimit.String() }},
 		{"log-level", "Log level: debug, info, warn or error",
 			func(c *Config, v string) error { c.LogLevel = v; return nil },
 			func(c *Config) string { return c.LogLevel }},

@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/spf13/pflag"
 )
@@ -413,5 +414,40 @@ func TestFileConnectorDirs(t *testing.T) {
 	}
 	if err := c.Validate(); err == nil || !strings.Contains(err.Error(), `"b" is not an absolute path`) {
 		t.Errorf("relative in the file: %v", err)
+	}
+}
+
+func TestJavaHostSettings(t *testing.T) {
+	cfg, err := loadWith(t, map[string]string{"KCD_PLUGIN_PATH": "/opt/connect/plugins, /opt/more"}, "--java-host-heap", "2g", "--java", "/usr/bin/java")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Join(cfg.PluginPath, ",") != "/opt/connect/plugins,/opt/more" || cfg.JavaHostHeap != "2g" || cfg.Java != "/usr/bin/java" ||
+		cfg.JavaHostHangLimit != 5*time.Minute {
+		t.Errorf("loaded %q %q %q %v", cfg.PluginPath, cfg.JavaHostHeap, cfg.Java, cfg.JavaHostHangLimit)
+	}
+	if d := Default(); d.JavaHostHeap != "512m" || len(d.PluginPath) != 0 {
+		t.Errorf("defaults: heap %q, plugin path %q", d.JavaHostHeap, d.PluginPath)
+	}
+	for _, ok := range []string{"512m", "1G", "65536k", "134217728"} {
+		if _, err := loadWith(t, nil, "--java-host-heap", ok); err != nil {
+			t.Errorf("--java-host-heap %s: %v", ok, err)
+		}
+	}
+	for _, bad := range []string{"", "lots", "-5m", "1.5g", "32m", "512mb", "+512m"} {
+		if _, err := loadWith(t, nil, "--java-host-heap", bad); err == nil {
+			t.Errorf("--java-host-heap %q accepted", bad)
+		}
+	}
+	if _, err := loadWith(t, nil, "--plugin-path", "relative/dir"); err == nil {
+		t.Error("a relative plugin path accepted")
+	}
+	if _, err := loadWith(t, nil, "--java-host-hang-limit", "10ms"); err == nil {
+		t.Error("a hang limit of 10ms accepted")
+	}
+	c := Default()
+	if err := c.LoadFile(writeFile(t, "plugin-path: [/opt/p]\njava-host-heap: 1g\njava-host-dir: /opt/kcd/javahost\n")); err != nil ||
+		c.PluginPath[0] != "/opt/p" || c.JavaHostHeap != "1g" || c.JavaHostDir != "/opt/kcd/javahost" {
+		t.Errorf("from YAML: %+v, %v", c, err)
 	}
 }

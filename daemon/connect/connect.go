@@ -233,3 +233,20 @@ type RetriableError struct{ Err error }
 
 func (e *RetriableError) Error() string { return "retriable: " + e.Err.Error() }
 func (e *RetriableError) Unwrap() error { return e.Err }
+
+// TaskInfo is offered by the runtime's task contexts: which task of which
+// connector the context belongs to, and the connector's config (references
+// resolved). The Java connector host needs it to run the connector's
+// converters and transforms for the task.
+type TaskInfo interface {
+	TaskInfo() (connector string, task int, connectorConfig map[string]string)
+}
+
+// SourceCommitter is implemented by source tasks that want to know when
+// the runtime has stored the offsets of the records acknowledged so far,
+// as Kafka Connect's SourceTask.commit (Debezium confirms its position
+// to the database there). The runtime calls Commit after each offset
+// commit, from any goroutine.
+type SourceCommitter interface {
+	Commit() error
+}

@@ -71,21 +71,110 @@ func aliasesOf(class string) []string {
 	return out
 }
 
-// Lookup finds a plugin by class name or alias.
+// Lookup finds a plugin by class name or alias: a built-in one, else a
+// provider's.
 func Lookup(name string) (*Plugin, bool) {
+	name = strings.TrimSpace(name)
 	regMu.RLock()
-	defer regMu.RUnlock()
-	p, ok := plugins[strings.TrimSpace(name)]
-	return p, ok
+	p, ok := plugins[name]
+	regMu.RUnlock()
+	if ok || name == "" {
+		return p, ok
+	}
+	for _, pr := range currentProviders() {
+		if p, ok := pr.Lookup(name); ok {
+			return p, true
+		}
+	}
+	return nil, false
 }
 
-// Plugins lists the registered plugins by class name.
+// Plugins lists the built-in plugins and the providers' connectors, by
+// class name; a provider's class that is also built in is left out.
 func Plugins() []*Plugin {
 	regMu.RLock()
-	defer regMu.RUnlock()
 	out := make([]*Plugin, 0, len(classes))
 	for _, c := range classes {
 		out = append(out, plugins[c])
+	}
+	regMu.RUnlock()
+	prov := currentProviders()
+	if len(prov) == 0 {
+		return out
+	}
+	seen := map[string]bool{}
+	for _, p := range out {
+		seen[p.Class] = true
+	}
+	for _, pr := range prov {
+		for _, p := range pr.Plugins() {
+			if !seen[p.Class] {
+				seen[p.Class] = true
+				out = append(out, p)
+			}
+		}
+	}
+	slices.SortFunc(out, func(a, b *Plugin) int { return strings.Compare(a.Class, b.Class) })
+	return out
+}
+
+// Provider supplies connector plugins that are not built in (the Java
+// connector host's). Built-in plugins win over a provider's of the same
+// name.
+type Provider interface {
+	// Lookup finds a connector by class name or alias; it may wait a
+	// bounded time for the provider's catalogue.
+	Lookup(name string) (*Plugin, bool)
+	// Plugins lists the provider's connectors.
+	Plugins() []*Plugin
+	// OtherPlugins lists its converters, header converters,
+	// transformations and predicates, for GET /connector-plugins.
+	OtherPlugins() []PluginDesc
+}
+
+// PluginDesc describes a plugin that is not a connector. Type is Kafka
+// Connect's name of its kind: converter, header_converter,
+// transformation or predicate.
+type PluginDesc struct {
+	Class   string
+	Type    string
+	Version string
+}
+
+var (
+	provMu    sync.RWMutex
+	providers []*Provider
+)
+
+// RegisterProvider adds a plugin provider; the returned function removes
+// it again (a node that shuts down).
+func RegisterProvider(p Provider) (unregister func()) {
+	pp := &p
+	provMu.Lock()
+	providers = append(providers, pp)
+	provMu.Unlock()
+	return func() {
+		provMu.Lock()
+		defer provMu.Unlock()
+		providers = slices.DeleteFunc(providers, func(x *Provider) bool { return x == pp })
+	}
+}
+
+func currentProviders() []Provider {
+	provMu.RLock()
+	defer provMu.RUnlock()
+	out := make([]Provider, 0, len(providers))
+	for _, p := range providers {
+		out = append(out, *p)
+	}
+	return out
+}
+
+// ProvidedPlugins lists the providers' plugins that are not connectors.
+func ProvidedPlugins() []PluginDesc {
+	var out []PluginDesc
+	for _, p := range currentProviders() {
+		out = append(out, p.OtherPlugins()...)
 	}
 	return out
 }

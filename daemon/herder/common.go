@@ -2,6 +2,7 @@ package herder
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/kcd-project/kcd/daemon/connect"
@@ -72,7 +73,7 @@ func (h *Herder) commonKeys(p *connect.Plugin, props map[string]*string, validat
 		{name: "tasks.max.enforce", typ: connect.TypeBoolean, def: str("true"), importance: "LOW", doc: docTasksMaxEnforce,
 			group: groupCommon, order: 5, width: "SHORT", display: "Enforce tasks max"},
 	}
-	keys = append(keys, h.converterKeys(props, validating)...)
+	keys = append(keys, h.converterKeys(props, validating, providedClasses(p))...)
 	keys = append(keys, []*key{
 		{name: keyTransforms, typ: connect.TypeList, def: str(""), importance: "LOW", doc: "Aliases for the transformations to be applied to records.",
 			group: groupTransforms, order: 12, width: "LONG", display: "Transforms", validate: uniqueAliases},
@@ -100,8 +101,9 @@ func (h *Herder) commonKeys(p *connect.Plugin, props map[string]*string, validat
 	} else {
 		keys = append(keys, sourceKeys()...)
 	}
-	keys = append(keys, h.aliasKeys(props, keyTransforms, "Transforms", "transformation", "Transformation", h.opts.Transformations)...)
-	keys = append(keys, h.aliasKeys(props, keyPredicates, "Predicates", "predicate", "Predicate", h.opts.Predicates)...)
+	extra := providedClasses(p)
+	keys = append(keys, h.aliasKeys(props, keyTransforms, "Transforms", "transformation", "Transformation", append(slices.Clone(h.opts.Transformations), extra[string(PluginTransformation)]...))...)
+	keys = append(keys, h.aliasKeys(props, keyPredicates, "Predicates", "predicate", "Predicate", append(slices.Clone(h.opts.Predicates), extra[string(PluginPredicate)]...))...)
 	return keys
 }
 
@@ -109,15 +111,15 @@ func (h *Herder) commonKeys(p *connect.Plugin, props map[string]*string, validat
 // with its plugin version. When validating, a converter defaults to the
 // workers', and its version is shown (default, recommendation) only for a
 // class that resolves, as Kafka Connect's recommenders do.
-func (h *Herder) converterKeys(props map[string]*string, validating bool) []*key {
+func (h *Herder) converterKeys(props map[string]*string, validating bool, extra map[string][]string) []*key {
 	var out []*key
 	for i, c := range []struct {
 		kind, doc, title, def string
 		classes               []string
 	}{
-		{"key", sprintf(docConverter, "keys"), "Key", h.opts.KeyConverter, h.opts.Converters},
-		{"value", sprintf(docConverter, "values"), "Value", h.opts.ValueConverter, h.opts.Converters},
-		{"header", docHeaderConverter, "Header", h.opts.HeaderConverter, h.opts.HeaderConverters},
+		{"key", sprintf(docConverter, "keys"), "Key", h.opts.KeyConverter, append(slices.Clone(h.opts.Converters), extra[string(PluginConverter)]...)},
+		{"value", sprintf(docConverter, "values"), "Value", h.opts.ValueConverter, append(slices.Clone(h.opts.Converters), extra[string(PluginConverter)]...)},
+		{"header", docHeaderConverter, "Header", h.opts.HeaderConverter, append(slices.Clone(h.opts.HeaderConverters), extra[string(PluginHeaderConverter)]...)},
 	} {
 		classes := c.classes
 		class := &key{name: c.kind + ".converter", typ: connect.TypeClass, importance: "LOW", doc: c.doc,
@@ -254,4 +256,22 @@ func (h *Herder) tasksMax(name string, v any) string {
 		return invalid(name, javaString(v), fmt.Sprintf("Value must be no more than %d (the workers' max-tasks-per-connector)", h.opts.MaxTasksPerConnector))
 	}
 	return ""
+}
+
+// providedClasses are the converters, header converters, transformations
+// and predicates, by type, that a connector whose records are serialized
+// elsewhere (the Java host's: connect.SerializedRecords) may name besides
+// kcd's own: its provider's. Nil for other connectors.
+func providedClasses(p *connect.Plugin) map[string][]string {
+	if p == nil || p.New == nil {
+		return nil
+	}
+	if _, ok := p.New().(connect.SerializedRecords); !ok {
+		return nil
+	}
+	out := map[string][]string{}
+	for _, d := range connect.ProvidedPlugins() {
+		out[d.Type] = append(out[d.Type], d.Class)
+	}
+	return out
 }

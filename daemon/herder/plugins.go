@@ -19,6 +19,7 @@ func (h *Herder) Plugins(connectorsOnly bool) []PluginInfo {
 	if connectorsOnly {
 		return out
 	}
+	provided := connect.ProvidedPlugins()
 	for _, kind := range []struct {
 		typ     PluginType
 		classes []string
@@ -28,9 +29,21 @@ func (h *Herder) Plugins(connectorsOnly bool) []PluginInfo {
 		{PluginConverter, h.opts.Converters},
 		{PluginHeaderConverter, h.opts.HeaderConverters},
 	} {
+		var kindOut []PluginInfo
+		seen := map[string]bool{}
 		for _, c := range sorted(kind.classes) {
-			out = append(out, PluginInfo{Class: c, Type: kind.typ, Version: h.opts.PluginVersion})
+			seen[c] = true
+			kindOut = append(kindOut, PluginInfo{Class: c, Type: kind.typ, Version: h.opts.PluginVersion})
 		}
+		// The Java host's, where kcd has no class of that name.
+		for _, d := range provided {
+			if PluginType(d.Type) == kind.typ && !seen[d.Class] {
+				seen[d.Class] = true
+				kindOut = append(kindOut, PluginInfo{Class: d.Class, Type: kind.typ, Version: d.Version})
+			}
+		}
+		slices.SortFunc(kindOut, func(a, b PluginInfo) int { return strings.Compare(a.Class, b.Class) })
+		out = append(out, kindOut...)
 	}
 	return out
 }
@@ -57,6 +70,14 @@ func (h *Herder) PluginConfig(name, version string) ([]ConfigKeyInfo, error) {
 	for _, classes := range [][]string{h.opts.Converters, h.opts.HeaderConverters, h.opts.Transformations, h.opts.Predicates} {
 		if class, ok := resolveClass(classes, name, ""); ok {
 			if err := checkVersion(class, h.opts.PluginVersion, version); err != nil {
+				return nil, err
+			}
+			return []ConfigKeyInfo{}, nil
+		}
+	}
+	for _, d := range connect.ProvidedPlugins() {
+		if class, ok := resolveClass([]string{d.Class}, name, ""); ok {
+			if err := checkVersion(class, d.Version, version); err != nil {
 				return nil, err
 			}
 			return []ConfigKeyInfo{}, nil

@@ -155,7 +155,11 @@ func (h *Herder) validate(p *connect.Plugin, class string, props Config) ConfigI
 		errs := cv.ValidateConfig(props.Strings())
 		for _, name := range slices.Sorted(maps.Keys(errs)) {
 			for _, msg := range errs[name] {
-				r.addError(name, msg)
+				// A Java connector's validate checks its ConfigDef again:
+				// one message once.
+				if v := r.byName[name]; v == nil || !slices.Contains(v.Errors, msg) {
+					r.addError(name, msg)
+				}
 			}
 		}
 	}

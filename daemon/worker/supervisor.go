@@ -162,6 +162,10 @@ func (s *supervisor) reconcile(ctx context.Context) (gone bool) {
 		// The connector may have been deleted and created again between
 		// two reads, its statuses with it: write them all again.
 		clear(s.reported)
+	} else if s.plugin == nil {
+		// A class not found may be found now: a Java host's plugins are
+		// known only once the host runs, and it may have been down.
+		s.configure(sp.cfg)
 	}
 	prevTasks := len(s.spec.tasks.Tasks)
 	s.spec = sp

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"maps"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -260,6 +261,12 @@ type taskContext struct {
 }
 
 func (c taskContext) Logger() *slog.Logger { return c.tr.log }
+
+// TaskInfo names the task and gives its connector's config
+// (connect.TaskInfo), for the Java connector host.
+func (c taskContext) TaskInfo() (string, int, map[string]string) {
+	return c.tr.id.Connector, c.tr.id.Task, maps.Clone(c.tr.connCfg)
+}
 
 // Files is the worker's file confinement (connect.FilesOf).
 func (c taskContext) Files() *connect.Files { return c.tr.w.cfg.Files }
