@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"maps"
 	"slices"
 	"sync"
@@ -51,6 +52,9 @@ type sourceRun struct {
 	txn     bool
 	inTxn   bool
 	txnFrom time.Time
+	// notifier calls the task's Commit after offsets were stored; nil
+	// unless the task is a connect.SourceCommitter.
+	notifier *commitNotifier
 
 	failMu  sync.Mutex
 	failErr error
@@ -118,15 +122,17 @@ func (st *sourceRun) run() error {
 	}
 	tr.started()
 
+	if c, ok := st.task.(connect.SourceCommitter); ok {
+		st.notifier = newCommitNotifier(c, tr.log)
+	}
 	stopCommits := make(chan struct{})
 	commitsDone := make(chan struct{})
 	go st.commitLoop(stopCommits, commitsDone)
 	err := st.loop()
-	if serr := safe("Stop", st.task.Stop); serr != nil {
-		tr.log.Warn("stop task", "err", serr)
-	}
 	close(stopCommits)
 	<-commitsDone
+	// As Kafka Connect: the last offsets are stored and the task told so
+	// (Commit) before it stops.
 	if !tr.halted() {
 		if st.txn {
 			st.endTxn(err)
@@ -134,6 +140,12 @@ func (st *sourceRun) run() error {
 			st.drain()
 		}
 		st.commit(tr.hard)
+	}
+	if st.notifier != nil {
+		st.notifier.close(tr.hard, tr.w.cfg.ShutdownTimeout)
+	}
+	if serr := safe("Stop", st.task.Stop); serr != nil {
+		tr.log.Warn("stop task", "err", serr)
 	}
 	return err
 }
@@ -540,6 +552,60 @@ func (st *sourceRun) commit(ctx context.Context) {
 	if err := tr.w.store.PutSourceOffsets(cctx, tr.id.Connector, offs, tr.w.cfg.Assignment.Fence(tr.id.Connector, tr.id.Task)); err != nil {
 		st.tracker.giveBack(d)
 		tr.log.Warn("commit source offsets", "err", err)
+		return
+	}
+	if st.notifier != nil {
+		st.notifier.notify()
+	}
+}
+
+// commitNotifier calls a task's Commit (Kafka Connect's SourceTask.commit)
+// after offsets were stored, on a goroutine of its own: a slow Commit (a
+// Java task's goes through the host) never delays the next offset store,
+// and stored offsets that come while one runs are told in one more call.
+type commitNotifier struct {
+	c    connect.SourceCommitter
+	log  *slog.Logger
+	kick chan struct{} // one pending call at most
+	done chan struct{}
+}
+
+func newCommitNotifier(c connect.SourceCommitter, log *slog.Logger) *commitNotifier {
+	n := &commitNotifier{c: c, log: log, kick: make(chan struct{}, 1), done: make(chan struct{})}
+	go n.run()
+	return n
+}
+
+func (n *commitNotifier) run() {
+	defer close(n.done)
+	for range n.kick {
+		if err := safe("Commit", n.c.Commit); err != nil {
+			n.log.Warn("commit task", "err", err)
+		}
+	}
+}
+
+// notify asks for a Commit once the one running (if any) returned. It is
+// called from one goroutine at a time (the commit loop, then the task's
+// goroutine once the loop ended), never after close.
+func (n *commitNotifier) notify() {
+	select {
+	case n.kick <- struct{}{}:
+	default: // a call is pending already: it tells these offsets too
+	}
+}
+
+// close waits, at most timeout, for the pending Commit: the task stops
+// after it. A Commit that does not return in time is left to finish.
+func (n *commitNotifier) close(ctx context.Context, timeout time.Duration) {
+	close(n.kick)
+	t := time.NewTimer(timeout)
+	defer t.Stop()
+	select {
+	case <-n.done:
+	case <-t.C:
+		n.log.Warn("the task's commit did not return in time; stopping the task", "timeout", timeout)
+	case <-ctx.Done():
 	}
 }
 

@@ -1,0 +1,176 @@
+package worker
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/kcd-project/kcd/daemon/connect"
+	"github.com/kcd-project/kcd/daemon/connect/data"
+)
+
+// committingClass is a source whose tasks are connect.SourceCommitters:
+// each Commit reads the offset the store holds for the task's partition.
+const committingClass = "kcd.test.CommittingSource"
+
+func init() {
+	connect.Register(connect.Plugin{Class: committingClass, Type: connect.PluginSource, Version: "test",
+		New: func() connect.Connector { return &committingSource{} }})
+}
+
+var commitHooks sync.Map // hook name → *commitHook
+
+// commitHook records what the task's Commits saw.
+type commitHook struct {
+	mu       sync.Mutex
+	seen     []int64 // per Commit: the stored seq, -1 when none was stored
+	errs     []error
+	stopped  bool
+	afterStp int // Commits after Stop
+}
+
+func (h *commitHook) snapshot() (seen []int64, errs []error, stopped bool, after int) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return append([]int64(nil), h.seen...), append([]error(nil), h.errs...), h.stopped, h.afterStp
+}
+
+type committingSource struct{ cfg map[string]string }
+
+func (c *committingSource) Version() string              { return "test" }
+func (c *committingSource) ConfigDef() connect.ConfigDef { return nil }
+func (c *committingSource) Stop() error                  { return nil }
+func (c *committingSource) Start(_ connect.ConnectorContext, cfg map[string]string) error {
+	c.cfg = cfg
+	return nil
+}
+func (c *committingSource) TaskConfigs(int) ([]map[string]string, error) {
+	return []map[string]string{maps.Clone(c.cfg)}, nil
+}
+
+func (c *committingSource) NewTask() connect.SourceTask { return &committingTask{} }
+
+// committingTask emits records seq 0 … max-1 of one partition, ten per
+// Poll, then nothing.
+type committingTask struct {
+	h     *commitHook
+	ctx   connect.SourceTaskContext
+	topic string
+	max   int64
+	next  int64
+}
+
+var commitPart = map[string]any{"p": "c"}
+
+func (t *committingTask) Start(ctx connect.SourceTaskContext, cfg map[string]string) error {
+	h, _ := commitHooks.Load(cfg["hook"])
+	t.h, t.ctx, t.topic = h.(*commitHook), ctx, cfg["topic"]
+	t.max, _ = strconv.ParseInt(cfg["max"], 10, 64)
+	return nil
+}
+
+func (t *committingTask) Poll(ctx context.Context) ([]*connect.SourceRecord, error) {
+	if t.next >= t.max {
+		select {
+		case <-time.After(20 * time.Millisecond):
+		case <-ctx.Done():
+		}
+		return nil, nil
+	}
+	var out []*connect.SourceRecord
+	for range 10 {
+		if t.next >= t.max {
+			break
+		}
+		out = append(out, &connect.SourceRecord{SourcePartition: commitPart, SourceOffset: map[string]any{"seq": t.next},
+			Topic: t.topic, ValueSchema: data.StringSchema, Value: strconv.FormatInt(t.next, 10)})
+		t.next++
+	}
+	return out, nil
+}
+
+func (t *committingTask) Commit() error {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	off, err := t.ctx.OffsetReader().Offset(ctx, commitPart)
+	seq := int64(-1)
+	if err == nil && off != nil {
+		seq, err = strconv.ParseInt(fmt.Sprint(off["seq"]), 10, 64)
+	}
+	t.h.mu.Lock()
+	defer t.h.mu.Unlock()
+	t.h.seen = append(t.h.seen, seq)
+	if err != nil {
+		t.h.errs = append(t.h.errs, err)
+	}
+	if t.h.stopped {
+		t.h.afterStp++
+	}
+	return nil
+}
+
+func (t *committingTask) Stop() error {
+	t.h.mu.Lock()
+	defer t.h.mu.Unlock()
+	t.h.stopped = true
+	return nil
+}
+
+var _ connect.SourceCommitter = (*committingTask)(nil)
+
+func TestWorkerSourceCommit(t *testing.T) {
+	t.Parallel()
+	for _, eos := range []string{ExactlyOnceEnabled, ExactlyOnceDisabled} {
+		t.Run(eos, func(t *testing.T) {
+			scenarioSourceCommit(fakeEnv(t), func(c *Config) { c.ExactlyOnceSource = eos })
+		})
+	}
+}
+
+// A SourceCommitter task's Commit (Kafka Connect's SourceTask.commit) is
+// called while it runs, after each offset flush that stored offsets (with
+// transactions: after their transaction committed), and each call finds
+// the offsets in the store already; at a clean stop, the last offsets are
+// stored and told before the task's Stop.
+func scenarioSourceCommit(e *env, mod func(*Config)) {
+	t := e.t
+	const max = 500
+	topic, name := e.name("commit"), e.name("commit")
+	h := &commitHook{}
+	commitHooks.Store(name, h)
+	e.createTopic(topic, 1)
+	e.create(name, map[string]string{"connector.class": committingClass, "hook": name, "topic": topic,
+		"max": strconv.Itoa(max), "value.converter": StringConverter})
+	w := e.start(mod)
+
+	waitFor(t, 30*time.Second, "a Commit that sees the last offset stored", func() (bool, string) {
+		seen, _, _, _ := h.snapshot()
+		return len(seen) > 0 && seen[len(seen)-1] == max-1, fmt.Sprintf("Commits saw %v", seen)
+	})
+	w.stop()
+	seen, errs, stopped, after := h.snapshot()
+	if len(errs) > 0 {
+		t.Fatalf("reading the stored offset in Commit: %v", errs)
+	}
+	for i, s := range seen {
+		if s < 0 {
+			t.Fatalf("Commit %d of %v ran before the store held any offset", i, seen)
+		}
+		if i > 0 && s < seen[i-1] {
+			t.Fatalf("Commit %d saw offset %d after %d: %v", i, s, seen[i-1], seen)
+		}
+	}
+	if !stopped {
+		t.Fatal("the task was not stopped")
+	}
+	if after > 0 {
+		t.Errorf("%d Commits after Stop; Kafka Connect commits before it stops the task", after)
+	}
+	if got, _ := e.cs.SourceOffset(context.Background(), name, commitPart); fmt.Sprint(got["seq"]) != strconv.Itoa(max-1) {
+		t.Errorf("stored offset %v, want seq %d", got, max-1)
+	}
+}
