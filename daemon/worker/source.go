@@ -52,6 +52,8 @@ type sourceRun struct {
 	txn     bool
 	inTxn   bool
 	txnFrom time.Time
+	// storeNow asks the commit loop for a store before its next tick.
+	storeNow chan struct{}
 	// notifier calls the task's Commit after offsets were stored; nil
 	// unless the task is a connect.SourceCommitter.
 	notifier *commitNotifier
@@ -85,6 +87,7 @@ func runSource(tr *taskRun) error {
 		tracker:    newOffsetTracker(lim.TaskInFlightRecords),
 		budget:     tr.stats.budget,
 		topics:     map[string]bool{},
+		storeNow:   make(chan struct{}, 1),
 	}
 	st.committer, _ = st.task.(connect.SourceRecordCommitter)
 	if st.committer == nil {
@@ -521,7 +524,8 @@ func (st *sourceRun) failure() error {
 	return st.failErr
 }
 
-// commitLoop stores committable offsets every flush interval.
+// commitLoop stores committable offsets every flush interval, and when
+// storeSoon asks.
 func (st *sourceRun) commitLoop(stop <-chan struct{}, done chan<- struct{}) {
 	defer close(done)
 	t := time.NewTicker(st.tr.settings.flushInterval)
@@ -530,9 +534,20 @@ func (st *sourceRun) commitLoop(stop <-chan struct{}, done chan<- struct{}) {
 		select {
 		case <-t.C:
 			st.commit(st.tr.hard)
+		case <-st.storeNow:
+			st.commit(st.tr.hard)
 		case <-stop:
 			return
 		}
+	}
+}
+
+// storeSoon asks the commit loop to store the committable offsets now
+// rather than at its next tick.
+func (st *sourceRun) storeSoon() {
+	select {
+	case st.storeNow <- struct{}{}:
+	default: // asked already
 	}
 }
 

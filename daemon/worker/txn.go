@@ -200,6 +200,12 @@ func (st *sourceRun) commitTxn(ctx context.Context) error {
 			return fmt.Errorf("commit transaction: %w", err)
 		}
 		st.inTxn = false
+		if st.tr.settings.intervalBoundary {
+			// Transactions of an interval are as rare as offset stores:
+			// store their offsets now, as Kafka Connect commits them with
+			// each transaction, rather than up to a flush interval later.
+			st.storeSoon()
+		}
 	}
 	st.tracker.seal()
 	return nil

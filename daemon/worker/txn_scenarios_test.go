@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -35,6 +36,15 @@ func TestWorkerTransactionBoundaries(t *testing.T) {
 func TestIntegrationTransactionBoundaries(t *testing.T) {
 	t.Parallel()
 	scenarioTransactionBoundaries(kafkaEnv(t))
+}
+
+func TestWorkerIntervalTransactionStoresOffsets(t *testing.T) {
+	t.Parallel()
+	scenarioIntervalStoresOffsets(fakeEnv(t))
+}
+func TestIntegrationIntervalTransactionStoresOffsets(t *testing.T) {
+	t.Parallel()
+	scenarioIntervalStoresOffsets(kafkaEnv(t))
 }
 
 func TestIntegrationSinkReadsCommitted(t *testing.T) {
@@ -376,5 +386,36 @@ func scenarioSinkReadsCommitted(e *env) {
 		if got := readLines(t, out); !slices.Equal(got, c.want) {
 			t.Fatalf("isolation %q: sink file\n%s\nwant\n%s", c.level, strings.Join(got, "\n"), strings.Join(c.want, "\n"))
 		}
+	}
+}
+
+// With transaction.boundary=interval, the offsets of a committed
+// transaction are stored right after it (Kafka Connect commits them in
+// it), not at the next offset flush: with a flush interval of a minute a
+// running task's offsets are stored within a few transaction intervals
+// (they took up to two flush intervals, the first of them stored nothing).
+func scenarioIntervalStoresOffsets(e *env) {
+	t := e.t
+	topic, src := e.name("txi"), e.name("txi")
+	e.createTopic(topic, 1)
+	e.create(src, map[string]string{"connector.class": "Datagen", "topic": topic, "rate.per.task": "2000", "batch.size": "50",
+		"transaction.boundary": "interval", "transaction.boundary.interval.ms": "300", "value.converter": StringConverter})
+	w := e.start(func(c *Config) { c.OffsetFlushInterval = time.Minute })
+	e.waitState(src, 0, connectstore.StateRunning)
+	// Stored offsets follow the running task, one interval behind or so.
+	var prev int64 = -1
+	for range 3 {
+		waitFor(t, 10*time.Second, "newer offsets stored while the task runs", func() (bool, string) {
+			off, err := e.cs.SourceOffset(context.Background(), src, map[string]any{"task": 0})
+			if err != nil || off == nil {
+				return false, fmt.Sprintf("%v %v; %d records produced", off, err, e.sumRecords(w, src))
+			}
+			seq, err := strconv.ParseInt(fmt.Sprint(off["seq"]), 10, 64)
+			if err != nil || seq <= prev {
+				return false, fmt.Sprintf("%v %v (before: %d)", off, err, prev)
+			}
+			prev = seq
+			return true, ""
+		})
 	}
 }
