@@ -174,3 +174,49 @@ func scenarioSourceCommit(e *env, mod func(*Config)) {
 		t.Errorf("stored offset %v, want seq %d", got, max-1)
 	}
 }
+
+func TestWorkerSkippedRecordsCommitted(t *testing.T) {
+	t.Parallel()
+	for _, eos := range []string{ExactlyOnceEnabled, ExactlyOnceDisabled} {
+		t.Run(eos, func(t *testing.T) {
+			scenarioSkippedCommitted(fakeEnv(t), func(c *Config) { c.ExactlyOnceSource = eos })
+		})
+	}
+}
+
+// With errors.tolerance=all, a record that cannot be converted and one
+// Kafka refuses are skipped and committed with empty metadata (Kafka
+// Connect's commitRecord(record, null)): a task that keeps its records
+// until they are committed, as the Java host does (up to its limit of
+// records not yet committed, then it polls no more), never keeps them.
+func scenarioSkippedCommitted(e *env, mod func(*Config)) {
+	t := e.t
+	topic, name := e.name("skipc"), e.name("skipc")
+	part := map[string]any{"file": "s"}
+	off := func(n int) map[string]any { return map[string]any{"pos": float64(n)} }
+	h := &rawSourceHook{recs: []*connect.SourceRecord{
+		{SourcePartition: part, SourceOffset: off(0), Topic: topic, Value: []byte("v0")},
+		{SourcePartition: part, SourceOffset: off(1), Topic: topic, Value: "not bytes"},
+		{SourcePartition: part, SourceOffset: off(2), Topic: topic, Value: make([]byte, 2_000_000)},
+		{SourcePartition: part, SourceOffset: off(3), Topic: topic, Value: []byte("v3")},
+	}}
+	h.commits = make([]connect.RecordMetadata, len(h.recs))
+	rawHooks.Store(name, h)
+	e.createTopic(topic, 1)
+	e.create(name, map[string]string{"connector.class": rawSourceClass, "hook": name, "errors.tolerance": "all",
+		"key.converter": noConverter, "value.converter": noConverter})
+	e.start(mod)
+
+	waitFor(t, 20*time.Second, "every record committed", func() (bool, string) {
+		h.mu.Lock()
+		defer h.mu.Unlock()
+		return len(h.order) == len(h.recs), fmt.Sprintf("committed %v", h.order)
+	})
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for i, md := range h.commits {
+		if skipped := i == 1 || i == 2; skipped != (md.Topic == "") {
+			t.Errorf("record %d committed with %+v; want empty metadata only for the skipped ones (1 and 2)", i, md)
+		}
+	}
+}

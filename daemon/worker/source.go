@@ -356,6 +356,9 @@ func (st *sourceRun) prepare(b *sendBatch, r *connect.SourceRecord, i int) error
 		}
 		*rec = kgo.Record{}
 		b.skipped[i], b.sizes[i] = true, 0
+		if st.committer != nil {
+			b.src[i] = r // committed as a dropped one
+		}
 		return nil
 	}
 	if r.Topic != st.lastTopic {
@@ -486,11 +489,19 @@ func (st *sourceRun) acked(seq uint64, r *connect.SourceRecord, kr *kgo.Record, 
 		if tr.settings.logErrors {
 			tr.log.Warn("skipping a record Kafka refused", "topic", kr.Topic, "err", err)
 		}
+		// Committed with empty metadata, as Kafka Connect does: a task
+		// that keeps records until committed (the Java host) lets it go.
+		if r != nil {
+			if cerr := safe("CommitRecord", func() error { return st.committer.CommitRecord(r, connect.RecordMetadata{}) }); cerr != nil {
+				tr.log.Warn("commit record", "err", cerr)
+			}
+		}
 	case err != nil:
 		ok = false
 		st.fail(fmt.Errorf("produce to %s: %w", kr.Topic, err))
-	case kr == nil && r != nil && r.Dropped:
-		// A dropped record is committed with empty metadata (Topic "").
+	case kr == nil && r != nil:
+		// A dropped record, or one skipped because it could not be
+		// converted, is committed with empty metadata (Topic "").
 		if cerr := safe("CommitRecord", func() error { return st.committer.CommitRecord(r, connect.RecordMetadata{}) }); cerr != nil {
 			tr.log.Warn("commit record", "err", cerr)
 		}
