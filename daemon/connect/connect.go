@@ -116,8 +116,9 @@ type SourceTask interface {
 }
 
 // SourceRecordCommitter is implemented by source tasks that want to know
-// when each record was acknowledged by Kafka. A Dropped record is
-// committed with an empty RecordMetadata (Topic "").
+// when each record was acknowledged by Kafka. A Dropped record, and one
+// skipped under errors.tolerance=all (it could not be converted, or Kafka
+// refused it), is committed with an empty RecordMetadata (Topic "").
 type SourceRecordCommitter interface {
 	CommitRecord(rec *SourceRecord, md RecordMetadata) error
 }
