@@ -247,7 +247,8 @@ type TaskInfo interface {
 // the runtime has stored the offsets of the records acknowledged so far,
 // as Kafka Connect's SourceTask.commit (Debezium confirms its position
 // to the database there). The runtime calls Commit after each offset
-// commit, from any goroutine.
+// commit, from any goroutine but one call at a time, and at a clean stop
+// after the last offsets were stored, before Stop.
 type SourceCommitter interface {
 	Commit() error
 }
