@@ -292,17 +292,24 @@ func (cn *Conn) Call(ctx context.Context, req *hostpb.Request) (*hostpb.Response
 		cn.fail(cn.explain(err))
 		return nil, cn.Err()
 	}
+	var resp *hostpb.Response
 	select {
-	case resp := <-ch:
-		if resp.GetError() != nil {
-			return nil, javaError(resp.GetError())
-		}
-		return resp, nil
+	case resp = <-ch:
 	case <-ctx.Done():
 		forget()
 		return nil, ctx.Err()
 	case <-cn.dead:
 		forget()
-		return nil, cn.Err()
+		// An answer read before the end wins: a host that answers and then
+		// exits (out of heap) has said why the call failed.
+		select {
+		case resp = <-ch:
+		default:
+			return nil, cn.Err()
+		}
 	}
+	if resp.GetError() != nil {
+		return nil, javaError(resp.GetError())
+	}
+	return resp, nil
 }

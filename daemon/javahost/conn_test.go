@@ -211,3 +211,30 @@ func TestConnCallContext(t *testing.T) {
 		t.Fatalf("%d calls still pending after their context ended", n)
 	}
 }
+
+// TestConnAnswerBeforeEndWins: a host that answers a call and then exits
+// (as it does when its heap ran out) has the call fail with its answer,
+// not with the end of the connection.
+func TestConnAnswerBeforeEndWins(t *testing.T) {
+	for i := range 20 { // a call that enters its wait after both the answer and the end were read picked either
+		a, b := net.Pipe()
+		cn := NewConn(a, DefaultMaxFrame, nil, nil, quiet())
+		go func() {
+			f, err := readFrame(b, DefaultMaxFrame)
+			if err != nil {
+				return
+			}
+			_ = writeFrame(b, &hostpb.Frame{Kind: &hostpb.Frame_Response{Response: &hostpb.Response{Id: f.GetRequest().GetId(),
+				Error: &hostpb.Error{ClassName: "java.lang.OutOfMemoryError", Message: "Java heap space"}}}}, DefaultMaxFrame)
+			b.Close()
+		}()
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		_, err := cn.Call(ctx, &hostpb.Request{Call: &hostpb.Request_Poll{Poll: &hostpb.PollRequest{Task: "t"}}})
+		cancel()
+		<-cn.Done()
+		var je *JavaError
+		if !errors.As(err, &je) || je.Class != "java.lang.OutOfMemoryError" {
+			t.Fatalf("call %d: %v, want the host's OutOfMemoryError", i, err)
+		}
+	}
+}

@@ -309,7 +309,9 @@ func (h *Host) start() (*proc, []*hostpb.Plugin, error) {
 	}
 	token := hex.EncodeToString(tok[:])
 
-	cmd := exec.Command(h.opts.Java, "-Xmx"+h.opts.Heap, "-XX:+ExitOnOutOfMemoryError",
+	// No -XX:+ExitOnOutOfMemoryError: the host answers the call that ran
+	// out of heap with its stack, then halts by itself (OutOfMemory.java).
+	cmd := exec.Command(h.opts.Java, "-Xmx"+h.opts.Heap,
 		"-Djava.security.manager=allow", "-jar", jar, "--plugin-path", strings.Join(h.opts.PluginPath, ","))
 	cmd.Env = append(os.Environ(), "KCD_HOST_SOCKET="+sock, "KCD_HOST_TOKEN="+token)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}

@@ -137,3 +137,56 @@ func TestIntegrationJavaHostMisbehavingSource(t *testing.T) {
 		})
 	}
 }
+
+// TestIntegrationJavaHostHeapExhausted: a Java poll that fills the host's
+// heap fails with the OutOfMemoryError and the stack of the plugin that
+// allocated; the host then exits by itself, and the next use starts a new
+// one after the backoff.
+func TestIntegrationJavaHostHeapExhausted(t *testing.T) {
+	hostDir := requireHost(t)
+	plugins := requireTestPlugins(t, hostDir)
+	h := New(Options{Dir: hostDir, PluginPath: []string{plugins}, Heap: "128m",
+		HangLimit: 30 * time.Second, StartTimeout: time.Minute, Logger: testLogger(t)})
+	t.Cleanup(func() { _ = h.Close() })
+	p := NewProvider(h)
+	cp, ok := p.Lookup(misbehaveSource)
+	if !ok {
+		t.Fatalf("the host has no %s", misbehaveSource)
+	}
+	pid := h.Pid()
+	cfg := map[string]string{"name": "misbehave-heap", "connector.class": misbehaveSource, "topic": "unused",
+		"mode": "heap", "after": "0", "tasks.max": "1"}
+	conn := cp.New().(connect.SourceConnector)
+	if err := conn.Start(&fakeConnectorContext{log: testLogger(t)}, cfg); err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Stop()
+	tcs, err := conn.TaskConfigs(1)
+	if err != nil || len(tcs) != 1 {
+		t.Fatalf("task configs: %v %v", tcs, err)
+	}
+	task := conn.NewTask()
+	if err := task.Start(fakeTaskContext{name: cfg["name"], cfg: cfg, log: testLogger(t)}, tcs[0]); err != nil {
+		t.Fatal(err)
+	}
+	defer task.Stop()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	for polls := 0; err == nil; polls++ { // each poll keeps 4 MiB
+		if polls > 100 {
+			t.Fatal("100 polls of 4 MiB each did not fill a heap of 128m")
+		}
+		_, err = task.Poll(ctx)
+	}
+	for _, w := range []string{"java.lang.OutOfMemoryError: Java heap space", "\tat io.kcd.testplugins.Leak.more(",
+		"\tat io.kcd.testplugins.MisbehaveSourceTask.poll("} {
+		if !strings.Contains(err.Error(), w) {
+			t.Errorf("the poll that filled the heap failed with\n%v\nwhich lacks %q", err, w)
+		}
+	}
+	waitUntil(t, 30*time.Second, "the host exits", func() bool { return h.Pid() == 0 })
+	waitUntil(t, 30*time.Second, "a new host serves", func() bool {
+		_, err := p.validate(ctx, misbehaveSource, cfg)
+		return err == nil && h.Pid() != 0 && h.Pid() != pid
+	})
+}

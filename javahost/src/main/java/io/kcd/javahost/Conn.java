@@ -14,7 +14,10 @@ import java.nio.ByteBuffer;
 import java.nio.channels.SocketChannel;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.ConcurrentLinkedQueue;
+import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.LinkedBlockingQueue;
+import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicLong;
 import org.apache.kafka.connect.errors.ConnectException;
 
@@ -37,6 +40,9 @@ final class Conn {
   /** Frames waiting for the writer thread; bounded, so writers wait when kcd reads slowly. */
   private final LinkedBlockingQueue<byte[]> outbox = new LinkedBlockingQueue<>(1024);
   private static final byte[] STOP = new byte[0];
+  /** Asks the writer thread to flush and release the oldest waiter of syncs. */
+  private static final byte[] SYNC = new byte[0];
+  private final ConcurrentLinkedQueue<CountDownLatch> syncs = new ConcurrentLinkedQueue<>();
 
   /**
    * A connection over a socket channel. Channels.newInputStream and
@@ -140,6 +146,14 @@ final class Conn {
         if (b == STOP) {
           return;
         }
+        if (b == SYNC) {
+          out.flush();
+          CountDownLatch l = syncs.poll();
+          if (l != null) {
+            l.countDown();
+          }
+          continue;
+        }
         out.writeInt(b.length);
         out.write(b);
         if (outbox.isEmpty()) {
@@ -151,6 +165,20 @@ final class Conn {
         Log.warn("writing to kcd: " + e);
       }
     }
+  }
+
+  /**
+   * Waits up to timeoutMs until the frames queued before the call are written
+   * to the socket; false if they were not.
+   */
+  boolean sync(long timeoutMs) throws InterruptedException {
+    CountDownLatch l = new CountDownLatch(1);
+    syncs.add(l);
+    if (closed || !outbox.offer(SYNC, timeoutMs, TimeUnit.MILLISECONDS)) {
+      syncs.remove(l);
+      return false;
+    }
+    return l.await(timeoutMs, TimeUnit.MILLISECONDS);
   }
 
   /** Sends a response; a failed write only logs, as the reader sees the end too. */

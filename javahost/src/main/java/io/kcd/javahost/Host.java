@@ -215,6 +215,9 @@ final class Host {
     try {
       r = call.run().setId(id).build();
     } catch (Throwable t) {
+      if (OutOfMemory.is(t)) {
+        OutOfMemory.answerAndHalt(conn, id, Errors.unwrap(t)); // does not return
+      }
       if (t instanceof InterruptedException) {
         Thread.currentThread().interrupt();
       }

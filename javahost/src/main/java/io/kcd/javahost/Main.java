@@ -56,6 +56,7 @@ public final class Main {
       return 2;
     }
     ExitGuard.install();
+    OutOfMemory.install();
     SocketChannel ch = SocketChannel.open(StandardProtocolFamily.UNIX);
     ch.connect(UnixDomainSocketAddress.of(socket));
     Conn conn = Conn.of(ch);

@@ -59,7 +59,7 @@ final class FakeKcd implements AutoCloseable {
       server.bind(UnixDomainSocketAddress.of(sock));
       ProcessBuilder pb = new ProcessBuilder(
           Path.of(System.getProperty("java.home"), "bin", "java").toString(),
-          "-Xmx256m", "-XX:+ExitOnOutOfMemoryError", "-Djava.security.manager=allow",
+          "-Xmx256m", "-Djava.security.manager=allow",
           "-cp", System.getProperty("java.class.path"),
           "io.kcd.javahost.Main", "--plugin-path", pluginPath);
       pb.environment().put("KCD_HOST_SOCKET", sock.toString());

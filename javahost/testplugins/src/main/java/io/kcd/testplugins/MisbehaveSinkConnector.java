@@ -12,8 +12,9 @@ import org.apache.kafka.connect.sink.SinkConnector;
 public class MisbehaveSinkConnector extends SinkConnector {
   static final ConfigDef CONFIG = new ConfigDef()
       .define("mode", ConfigDef.Type.STRING, "ok",
-          ConfigDef.ValidString.in("ok", "throw", "retry", "hang", "leak", "exit"),
-          ConfigDef.Importance.HIGH, "How put misbehaves (retry: a RetriableException).")
+          ConfigDef.ValidString.in("ok", "throw", "retry", "hang", "leak", "heap", "exit"),
+          ConfigDef.Importance.HIGH, "How put misbehaves (retry: a RetriableException; heap: each put keeps 4 MiB "
+              + "more of the heap).")
       .define("ask", ConfigDef.Type.LIST, "", ConfigDef.Importance.LOW,
           "What put asks of its SinkTaskContext in mode ok: commit, pause, timeout, reset.")
       .define("file", ConfigDef.Type.STRING, null, ConfigDef.Importance.MEDIUM,

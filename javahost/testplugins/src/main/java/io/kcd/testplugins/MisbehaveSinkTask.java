@@ -58,6 +58,9 @@ public class MisbehaveSinkTask extends SinkTask {
       case "exit":
         System.exit(3);
         return;
+      case "heap":
+        Leak.more();
+        return;
       case "leak":
         Thread t = new Thread(() -> {
           try {

@@ -14,6 +14,7 @@ public class MisbehaveSourceTask extends SourceTask {
   private String topic;
   private String mode;
   private int after;
+  private int intervalMs;
   private int task;
   private long next;
   private int emitted;
@@ -30,6 +31,7 @@ public class MisbehaveSourceTask extends SourceTask {
     topic = c.getString("topic");
     mode = c.getString("mode");
     after = c.getInt("after");
+    intervalMs = c.getInt("interval.ms");
     task = Integer.parseInt(props.getOrDefault("task.index", "0"));
     Map<String, Object> off = context.offsetStorageReader().offset(Map.of("task", task));
     if (off != null && off.get("seq") instanceof Number) {
@@ -41,6 +43,9 @@ public class MisbehaveSourceTask extends SourceTask {
   public List<SourceRecord> poll() throws InterruptedException {
     if (emitted >= after) {
       misbehave();
+    }
+    if ("ok".equals(mode) && intervalMs > 0) {
+      Thread.sleep(intervalMs);
     }
     List<SourceRecord> out = new ArrayList<>();
     int n = Math.min(5, "ok".equals(mode) ? 5 : after - emitted);
@@ -72,6 +77,9 @@ public class MisbehaveSourceTask extends SourceTask {
         }, "misbehave-leak");
         t.setDaemon(true);
         t.start();
+        return;
+      case "heap":
+        Leak.more();
         return;
       case "exit":
         System.exit(3);
