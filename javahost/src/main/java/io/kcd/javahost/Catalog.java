@@ -127,7 +127,7 @@ final class Catalog {
       throw new org.apache.kafka.common.config.ConfigException(
           cls.getName() + " is not a " + base.getSimpleName());
     }
-    try (LoaderSwap ignored = new LoaderSwap(cls.getClassLoader())) {
+    try (LoaderSwap ignored = Tccl.swap(cls.getClassLoader())) {
       return (T) cls.getDeclaredConstructor().newInstance();
     } catch (ReflectiveOperationException e) {
       throw new org.apache.kafka.connect.errors.ConnectException(
@@ -146,7 +146,7 @@ final class Catalog {
     ClassLoader loader = connector.getClass().getClassLoader();
     ValidateResponse.Builder b = ValidateResponse.newBuilder()
         .setConnectorType(connector instanceof SinkConnector ? "sink" : "source");
-    try (LoaderSwap ignored = new LoaderSwap(loader)) {
+    try (LoaderSwap ignored = Tccl.swap(loader)) {
       ConfigDef def = connector.config();
       Config result = connector.validate(config);
       if (def != null) {
@@ -188,7 +188,7 @@ final class Catalog {
     try {
       Class<?> cls = loadClass(loader, className);
       Object plugin = instantiate(cls, base);
-      try (LoaderSwap ignored = new LoaderSwap(cls.getClassLoader())) {
+      try (LoaderSwap ignored = Tccl.swap(cls.getClassLoader())) {
         if (plugin instanceof Transformation) {
           def = ((Transformation<?>) plugin).config();
         } else if (plugin instanceof Predicate) {
