@@ -540,6 +540,19 @@ func TestIntegrationJavaHostDebeziumPostgres(t *testing.T) {
 	if lsn, _ := kcdOff["lsn"].(float64); lsn <= dbzFloat(before["lsn"]) {
 		t.Errorf("offset lsn %v did not move past %v (the one before the kill)", kcdOff["lsn"], before["lsn"])
 	}
+	// The task's commit() reached Debezium: it confirmed to PostgreSQL an
+	// LSN at least as far as the one kcd had stored before the kill, so
+	// the slot does not hold WAL forever.
+	var confirmed float64
+	lctx, lcancel := context.WithTimeout(ctx, 30*time.Second)
+	defer lcancel()
+	if err := WaitFor(lctx, 200*time.Millisecond, func() (bool, error) {
+		err := conn.QueryRow(lctx, "SELECT COALESCE((confirmed_flush_lsn - '0/0'::pg_lsn)::float8, 0) FROM pg_replication_slots WHERE slot_name = $1", pg.slot).Scan(&confirmed)
+		return err == nil && confirmed >= dbzFloat(before["lsn"]), err
+	}); err != nil {
+		t.Errorf("slot %s confirmed LSN %.0f, want at least %.0f (the offset stored before the kill): Debezium's commit() is not called: %v", pg.slot, confirmed, dbzFloat(before["lsn"]), err)
+	}
+
 	if url := testenv.Lookup(testenv.ConnectURL); url != "" {
 		real := dbzRealOffset(t, ctx, url, dsn)
 		if a, b := dbzOffsetShape(kcdOff), dbzOffsetShape(real); a != b {
