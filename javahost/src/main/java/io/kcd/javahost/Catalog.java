@@ -23,6 +23,7 @@ import org.apache.kafka.connect.runtime.isolation.PluginUtils;
 import org.apache.kafka.connect.runtime.isolation.Plugins;
 import org.apache.kafka.connect.sink.SinkConnector;
 import org.apache.kafka.connect.storage.Converter;
+import org.apache.kafka.connect.storage.ConverterConfig;
 import org.apache.kafka.connect.storage.HeaderConverter;
 import org.apache.kafka.connect.transforms.Transformation;
 import org.apache.kafka.connect.transforms.predicates.Predicate;
@@ -126,7 +127,7 @@ final class Catalog {
       throw new org.apache.kafka.common.config.ConfigException(
           cls.getName() + " is not a " + base.getSimpleName());
     }
-    try (LoaderSwap ignored = new LoaderSwap(cls.getClassLoader())) {
+    try (LoaderSwap ignored = Tccl.swap(cls.getClassLoader())) {
       return (T) cls.getDeclaredConstructor().newInstance();
     } catch (ReflectiveOperationException e) {
       throw new org.apache.kafka.connect.errors.ConnectException(
@@ -145,7 +146,7 @@ final class Catalog {
     ClassLoader loader = connector.getClass().getClassLoader();
     ValidateResponse.Builder b = ValidateResponse.newBuilder()
         .setConnectorType(connector instanceof SinkConnector ? "sink" : "source");
-    try (LoaderSwap ignored = new LoaderSwap(loader)) {
+    try (LoaderSwap ignored = Tccl.swap(loader)) {
       ConfigDef def = connector.config();
       Config result = connector.validate(config);
       if (def != null) {
@@ -187,7 +188,7 @@ final class Catalog {
     try {
       Class<?> cls = loadClass(loader, className);
       Object plugin = instantiate(cls, base);
-      try (LoaderSwap ignored = new LoaderSwap(cls.getClassLoader())) {
+      try (LoaderSwap ignored = Tccl.swap(cls.getClassLoader())) {
         if (plugin instanceof Transformation) {
           def = ((Transformation<?>) plugin).config();
         } else if (plugin instanceof Predicate) {
@@ -214,6 +215,12 @@ final class Catalog {
         sub.put(k.substring(prefix.length()), v);
       }
     });
+    if (base == Converter.class || base == HeaderConverter.class) {
+      // Kafka Connect's herder passes the converter's role (key, value or
+      // header) in, as it does when it configures one; converter.type has
+      // no default, so validating without it always fails.
+      sub.put(ConverterConfig.TYPE_CONFIG, typeKey.substring(0, typeKey.indexOf('.')));
+    }
     addKeys(b, def, prefix);
     addValues(b, def, def.validate(sub), prefix);
   }

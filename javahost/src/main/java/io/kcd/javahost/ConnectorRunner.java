@@ -30,13 +30,13 @@ final class ConnectorRunner {
     this.config = new HashMap<>(config);
     this.loader = connector.getClass().getClassLoader();
     Context ctx = connector instanceof SinkConnector ? new SinkContext(host) : new SourceContext(host);
-    try (LoaderSwap ignored = new LoaderSwap(loader)) {
+    try (LoaderSwap ignored = Tccl.swap(loader)) {
       connector.initialize(ctx);
     }
   }
 
   void start() {
-    try (LoaderSwap ignored = new LoaderSwap(loader)) {
+    try (LoaderSwap ignored = Tccl.swap(loader)) {
       connector.start(config);
     }
   }
@@ -45,7 +45,7 @@ final class ConnectorRunner {
   TaskConfigsResponse taskConfigs(int maxTasks) {
     List<Map<String, String>> configs;
     String taskClass;
-    try (LoaderSwap ignored = new LoaderSwap(loader)) {
+    try (LoaderSwap ignored = Tccl.swap(loader)) {
       configs = connector.taskConfigs(maxTasks);
       taskClass = connector.taskClass().getName();
     }
@@ -68,7 +68,7 @@ final class ConnectorRunner {
   }
 
   void stop() {
-    try (LoaderSwap ignored = new LoaderSwap(loader)) {
+    try (LoaderSwap ignored = Tccl.swap(loader)) {
       connector.stop();
     }
   }

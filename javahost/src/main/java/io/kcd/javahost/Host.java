@@ -475,7 +475,7 @@ final class Host {
   private Response.Builder alterOffsets(AlterOffsetsRequest req) {
     Connector c = catalog().newConnector(req.getConnectorClass());
     boolean handled;
-    try (LoaderSwap ignored = new LoaderSwap(c.getClass().getClassLoader())) {
+    try (LoaderSwap ignored = Tccl.swap(c.getClass().getClassLoader())) {
       if (c instanceof SinkConnector) {
         Map<TopicPartition, Long> offsets = new HashMap<>();
         for (OffsetEntry e : req.getOffsetsList()) {

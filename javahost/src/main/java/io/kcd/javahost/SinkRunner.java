@@ -60,7 +60,7 @@ final class SinkRunner {
     Map<String, String> cc = req.getConnectorConfigMap();
     boolean reporter = !cc.getOrDefault("errors.deadletterqueue.topic.name", "").isBlank()
         || "true".equalsIgnoreCase(cc.getOrDefault("errors.log.enable", "false").trim());
-    try (LoaderSwap ignored = new LoaderSwap(loader)) {
+    try (LoaderSwap ignored = Tccl.swap(loader)) {
       this.sinkTask = Catalog.instantiate(host.catalog().loadClass(loader, taskClass), SinkTask.class);
       this.stages = new Stages<>(host.catalog(), loader, cc,
           req.getWorkerConfigMap());
@@ -72,7 +72,7 @@ final class SinkRunner {
   }
 
   void start() {
-    try (LoaderSwap ignored = new LoaderSwap(loader)) {
+    try (LoaderSwap ignored = Tccl.swap(loader)) {
       sinkTask.start(taskConfig);
     }
   }
@@ -80,14 +80,14 @@ final class SinkRunner {
   void open(List<io.kcd.javahost.proto.TopicPartition> parts) {
     List<TopicPartition> tps = tps(parts);
     context.assignment.addAll(tps);
-    try (LoaderSwap ignored = new LoaderSwap(loader)) {
+    try (LoaderSwap ignored = Tccl.swap(loader)) {
       sinkTask.open(tps);
     }
   }
 
   void close(List<io.kcd.javahost.proto.TopicPartition> parts) {
     List<TopicPartition> tps = tps(parts);
-    try (LoaderSwap ignored = new LoaderSwap(loader)) {
+    try (LoaderSwap ignored = Tccl.swap(loader)) {
       sinkTask.close(tps);
     } finally {
       tps.forEach(context.assignment::remove);
@@ -96,7 +96,7 @@ final class SinkRunner {
 
   PutResponse put(List<io.kcd.javahost.proto.SinkRecord> records) {
     List<SinkRecord> batch = new ArrayList<>(records.size());
-    try (LoaderSwap ignored = new LoaderSwap(loader)) {
+    try (LoaderSwap ignored = Tccl.swap(loader)) {
       for (io.kcd.javahost.proto.SinkRecord r : records) {
         keep(r);
         SinkRecord sr;
@@ -127,7 +127,7 @@ final class SinkRunner {
           new OffsetAndMetadata(o.getOffset()));
     }
     Map<TopicPartition, OffsetAndMetadata> commit;
-    try (LoaderSwap ignored = new LoaderSwap(loader)) {
+    try (LoaderSwap ignored = Tccl.swap(loader)) {
       commit = sinkTask.preCommit(current);
     }
     PreCommitResponse.Builder b = PreCommitResponse.newBuilder();
@@ -143,7 +143,7 @@ final class SinkRunner {
   }
 
   void stop() {
-    try (LoaderSwap ignored = new LoaderSwap(loader)) {
+    try (LoaderSwap ignored = Tccl.swap(loader)) {
       sinkTask.stop();
     }
   }

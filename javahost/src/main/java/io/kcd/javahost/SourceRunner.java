@@ -54,7 +54,7 @@ final class SourceRunner {
     if (taskClass == null) {
       throw new ConnectException("task config has no task.class");
     }
-    try (LoaderSwap ignored = new LoaderSwap(loader)) {
+    try (LoaderSwap ignored = Tccl.swap(loader)) {
       this.sourceTask = Catalog.instantiate(host.catalog().loadClass(loader, taskClass), SourceTask.class);
       this.stages = new Stages<>(host.catalog(), loader,
           req.getConnectorConfigMap(), req.getWorkerConfigMap());
@@ -81,14 +81,14 @@ final class SourceRunner {
   }
 
   void start() {
-    try (LoaderSwap ignored = new LoaderSwap(loader)) {
+    try (LoaderSwap ignored = Tccl.swap(loader)) {
       sourceTask.start(taskConfig);
     }
   }
 
   /** commitRecord for each ack: with metadata when it reached Kafka, null when dropped. */
   void ack(List<Ack> acks) {
-    try (LoaderSwap ignored = new LoaderSwap(loader)) {
+    try (LoaderSwap ignored = Tccl.swap(loader)) {
       for (Ack a : acks) {
         SourceRecord r = unacked.remove(a.getSeq());
         if (r == null) {
@@ -113,7 +113,7 @@ final class SourceRunner {
     PollResponse.Builder b = PollResponse.newBuilder();
     if (unsent.isEmpty() && unacked.size() < MAX_UNACKED) {
       List<SourceRecord> polled;
-      try (LoaderSwap ignored = new LoaderSwap(loader)) {
+      try (LoaderSwap ignored = Tccl.swap(loader)) {
         polled = sourceTask.poll();
         if (polled != null) {
           convertAll(polled);
@@ -134,14 +134,14 @@ final class SourceRunner {
   }
 
   void commit() throws InterruptedException {
-    try (LoaderSwap ignored = new LoaderSwap(loader)) {
+    try (LoaderSwap ignored = Tccl.swap(loader)) {
       sourceTask.commit();
     }
   }
 
   /** task.stop(), from another thread than a poll in progress, as Kafka Connect calls it. */
   void stop() {
-    try (LoaderSwap ignored = new LoaderSwap(loader)) {
+    try (LoaderSwap ignored = Tccl.swap(loader)) {
       sourceTask.stop();
     }
   }

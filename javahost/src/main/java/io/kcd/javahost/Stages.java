@@ -91,7 +91,7 @@ final class Stages<R extends ConnectRecord<R>> implements Closeable {
     Map<String, Object> conf = new HashMap<>(withPrefix(source, key + "."));
     conf.put("converter.type", kind);
     Converter c = Catalog.instantiate(load(catalog, loader, cls, key), Converter.class);
-    try (LoaderSwap ignored = new LoaderSwap(c.getClass().getClassLoader())) {
+    try (LoaderSwap ignored = Tccl.swap(c.getClass().getClassLoader())) {
       c.configure(conf, kind.equals("key"));
     }
     return c;
@@ -119,7 +119,7 @@ final class Stages<R extends ConnectRecord<R>> implements Closeable {
     Map<String, Object> conf = new HashMap<>(withPrefix(source, key + "."));
     conf.put("converter.type", "header");
     HeaderConverter c = Catalog.instantiate(load(catalog, loader, cls, key), HeaderConverter.class);
-    try (LoaderSwap ignored = new LoaderSwap(c.getClass().getClassLoader())) {
+    try (LoaderSwap ignored = Tccl.swap(c.getClass().getClassLoader())) {
       c.configure(conf);
     }
     return c;
@@ -146,7 +146,7 @@ final class Stages<R extends ConnectRecord<R>> implements Closeable {
           Catalog.instantiate(load(catalog, loader, type, prefix + "type"), Transformation.class);
       Object predicateAlias = conf.remove("predicate");
       Object negate = conf.remove("negate");
-      try (LoaderSwap ignored = new LoaderSwap(t.getClass().getClassLoader())) {
+      try (LoaderSwap ignored = Tccl.swap(t.getClass().getClassLoader())) {
         t.configure(conf);
       }
       Predicate<R> p = null;
@@ -159,7 +159,7 @@ final class Stages<R extends ConnectRecord<R>> implements Closeable {
               "Missing required configuration \"" + pprefix + "type\" which has no default value.");
         }
         p = Catalog.instantiate(load(catalog, loader, ptype, pprefix + "type"), Predicate.class);
-        try (LoaderSwap ignored = new LoaderSwap(p.getClass().getClassLoader())) {
+        try (LoaderSwap ignored = Tccl.swap(p.getClass().getClassLoader())) {
           p.configure(pconf);
         }
       }
