@@ -23,6 +23,7 @@ import org.apache.kafka.connect.runtime.isolation.PluginUtils;
 import org.apache.kafka.connect.runtime.isolation.Plugins;
 import org.apache.kafka.connect.sink.SinkConnector;
 import org.apache.kafka.connect.storage.Converter;
+import org.apache.kafka.connect.storage.ConverterConfig;
 import org.apache.kafka.connect.storage.HeaderConverter;
 import org.apache.kafka.connect.transforms.Transformation;
 import org.apache.kafka.connect.transforms.predicates.Predicate;
@@ -214,6 +215,12 @@ final class Catalog {
         sub.put(k.substring(prefix.length()), v);
       }
     });
+    if (base == Converter.class || base == HeaderConverter.class) {
+      // Kafka Connect's herder passes the converter's role (key, value or
+      // header) in, as it does when it configures one; converter.type has
+      // no default, so validating without it always fails.
+      sub.put(ConverterConfig.TYPE_CONFIG, typeKey.substring(0, typeKey.indexOf('.')));
+    }
     addKeys(b, def, prefix);
     addValues(b, def, def.validate(sub), prefix);
   }

@@ -146,6 +146,31 @@ class HostTest {
   }
 
   @Test
+  @Order(3)
+  void validateConvertersWithTheirRole() throws Exception {
+    // converter.type has no default: as Kafka Connect's herder does, the
+    // host passes key/value/header in, so a plain StringConverter is valid.
+    Map<String, String> config = new HashMap<>();
+    config.put("connector.class", FILE_SOURCE);
+    config.put("topic", "t");
+    config.put("key.converter", STRING);
+    config.put("value.converter", STRING);
+    config.put("value.converter.converter.encoding", "UTF-16");
+    config.put("header.converter", STRING);
+    Response r = kcd.ok(Request.newBuilder().setValidate(ValidateRequest.newBuilder()
+        .setConnectorClass(FILE_SOURCE).putAllConfig(config)));
+    Map<String, ConfigValue> values = r.getValidate().getValuesList().stream()
+        .collect(Collectors.toMap(ConfigValue::getName, v -> v, (a, b) -> a));
+    for (ConfigValue v : values.values()) {
+      assertTrue(v.getErrorsList().isEmpty(), v.toString());
+    }
+    assertEquals("key", values.get("key.converter.converter.type").getValue());
+    assertEquals("value", values.get("value.converter.converter.type").getValue());
+    assertEquals("header", values.get("header.converter.converter.type").getValue());
+    assertEquals("UTF-16", values.get("value.converter.converter.encoding").getValue());
+  }
+
+  @Test
   @Order(4)
   void fileSourceWithStringConverter() throws Exception {
     Path in = dir.resolve("in-string.txt");
