@@ -62,7 +62,7 @@ func (h *Herder) ValidateConfig(plugin string, props Config) (ConfigInfos, error
 	if class == nil {
 		return ConfigInfos{}, errorf(ErrBadRequest, "Connector config %s contains no connector type", props.javaMap())
 	}
-	p, ok := connect.Lookup(*class)
+	p, ok := connect.LookupConfig(props.Strings())
 	if !ok {
 		return ConfigInfos{}, errorf(ErrBadRequest, "%s", pluginNotFound(*class))
 	}
@@ -85,7 +85,7 @@ func (h *Herder) checkWrite(props Config) (*connect.Plugin, map[string]string, e
 	if class == nil {
 		return nil, nil, errorf(ErrBadRequest, "Connector config %s contains no connector type", props.javaMap())
 	}
-	p, ok := connect.Lookup(*class)
+	p, ok := connect.LookupConfig(props.Strings())
 	if !ok {
 		return nil, nil, errorf(ErrBadRequest, "org.apache.kafka.connect.errors.ConnectException: %s", pluginNotFound(*class))
 	}
