@@ -90,7 +90,7 @@ func TestIntegrationJavaHostFileStreamIdentical(t *testing.T) {
 			}
 			ok, _ := runningOn(st, 1)
 			if ok && (st.Connector.Version == javaConnectVersion) != strings.HasPrefix(name, "java") {
-				return false, fmt.Errorf("runs version %q: the wrong implementation", st.Connector.Version)
+				t.Fatalf("%s runs version %q: the wrong implementation", name, st.Connector.Version) // cond runs on the test goroutine
 			}
 			return ok && st.Connector.State == "RUNNING", fmt.Errorf("status %+v", st)
 		}); err != nil {
