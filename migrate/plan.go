@@ -109,6 +109,12 @@ func planConnector(c *Connector, cat Catalogue) PlanConnector {
 	if c.IsSink() {
 		pc.Type = "sink"
 	}
+	// A class kcd knows has its type; the topics heuristic of IsSink is
+	// wrong for sources that take a topics setting of their own (Kafka
+	// Connect's MirrorSourceConnector).
+	if p, ok := cat.Lookup(pc.Class); ok && (p.Type == "source" || p.Type == "sink") {
+		pc.Type = p.Type
+	}
 	if !has(cat, pc.Class, pc.Type) {
 		pc.Missing = append(pc.Missing, "connector "+orNone(pc.Class))
 	}

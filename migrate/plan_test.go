@@ -12,6 +12,7 @@ func testCatalogue() Catalogue {
 	return NewCatalogue([]Plugin{
 		{Class: "org.apache.kafka.connect.file.FileStreamSourceConnector", Type: "source"},
 		{Class: "org.apache.kafka.connect.file.FileStreamSinkConnector", Type: "sink"},
+		{Class: "org.apache.kafka.connect.mirror.MirrorSourceConnector", Type: "source"},
 		{Class: "org.apache.kafka.connect.json.JsonConverter", Type: "converter"},
 		{Class: "org.apache.kafka.connect.storage.StringConverter", Type: "converter"},
 		{Class: "org.apache.kafka.connect.transforms.InsertField$Value", Type: "transformation"},
@@ -117,5 +118,21 @@ func TestUnstopMigrated(t *testing.T) {
 	}
 	if n := p.Connectors[0].Notes; len(n) != 1 || !strings.Contains(n[0], "stopped on Kafka Connect for the migration") {
 		t.Errorf("notes %v", n)
+	}
+}
+
+// A source connector with a topics setting of its own (MirrorSourceConnector)
+// is a source when kcd knows its class, not a sink kcd lacks.
+func TestPlanSourceWithTopics(t *testing.T) {
+	c := &Cluster{Connectors: []*Connector{
+		{Name: "mm", Target: "STARTED", Config: map[string]string{"connector.class": "org.apache.kafka.connect.mirror.MirrorSourceConnector", "topics": "orders"}},
+		{Name: "unknown", Target: "STARTED", Config: map[string]string{"connector.class": "com.example.SomeConnector", "topics": "orders"}},
+	}}
+	p := BuildPlan(c, testCatalogue())
+	if pc := p.Connectors[0]; pc.Type != "source" || pc.Target != "STARTED" || len(pc.Missing) != 0 {
+		t.Errorf("MirrorSourceConnector with topics: %+v", pc)
+	}
+	if pc := p.Connectors[1]; pc.Type != "sink" || pc.Target != "STOPPED" {
+		t.Errorf("an unknown class with topics: %+v", pc)
 	}
 }

@@ -89,6 +89,42 @@ func Lookup(name string) (*Plugin, bool) {
 	return nil, false
 }
 
+// RuntimeKey is the connector config key that picks which implementation
+// runs a class that kcd has built in and a provider (the Java connector
+// host) has too: "java" the provider's, the plugin's own Java class (e.g.
+// Kafka Connect's FileStreamSourceConnector jar); empty or "go" the
+// built-in one. Kafka Connect ignores the key, so a config that carries
+// it still runs there.
+const RuntimeKey = "kcd.runtime"
+
+// The values of RuntimeKey.
+const (
+	RuntimeGo   = "go"
+	RuntimeJava = "java"
+)
+
+// LookupConfig finds the plugin a connector config names: its
+// connector.class, by RuntimeKey's choice. An unknown RuntimeKey value
+// finds nothing.
+func LookupConfig(cfg map[string]string) (*Plugin, bool) {
+	class := cfg["connector.class"]
+	switch strings.TrimSpace(cfg[RuntimeKey]) {
+	case "", RuntimeGo:
+		return Lookup(class)
+	case RuntimeJava:
+		class = strings.TrimSpace(class)
+		if class == "" {
+			return nil, false
+		}
+		for _, pr := range currentProviders() {
+			if p, ok := pr.Lookup(class); ok {
+				return p, true
+			}
+		}
+	}
+	return nil, false
+}
+
 // Plugins lists the built-in plugins and the providers' connectors, by
 // class name; a provider's class that is also built in is left out.
 func Plugins() []*Plugin {

@@ -40,7 +40,7 @@ func (h *Herder) Offsets(ctx context.Context, name string) (ConnectorOffsets, er
 	if err != nil {
 		return ConnectorOffsets{}, err
 	}
-	p, ok := connect.Lookup(cfg[keyConnectorClass])
+	p, ok := connect.LookupConfig(cfg)
 	if !ok {
 		return ConnectorOffsets{}, fmt.Errorf("read the offsets of connector %s: %s", name, pluginNotFound(cfg[keyConnectorClass]))
 	}
@@ -164,7 +164,7 @@ func (h *Herder) stoppedConnector(ctx context.Context, name string) (*connect.Pl
 	if err != nil {
 		return nil, nil, err
 	}
-	p, ok := connect.Lookup(cfg[keyConnectorClass])
+	p, ok := connect.LookupConfig(cfg)
 	if !ok {
 		return nil, nil, fmt.Errorf("change the offsets of connector %s: %s", name, pluginNotFound(cfg[keyConnectorClass]))
 	}

@@ -101,7 +101,7 @@ func (h *Herder) typeAndVersion(ctx context.Context, name string) (ConnectorType
 	if err != nil {
 		return "", "", fmt.Errorf("read the config of connector %s: %w", name, err)
 	}
-	p, ok := connect.Lookup(cfg[keyConnectorClass])
+	p, ok := connect.LookupConfig(cfg)
 	if !ok {
 		return TypeUnknown, "", nil
 	}

@@ -62,11 +62,24 @@ func (h *Herder) ValidateConfig(plugin string, props Config) (ConfigInfos, error
 	if class == nil {
 		return ConfigInfos{}, errorf(ErrBadRequest, "Connector config %s contains no connector type", props.javaMap())
 	}
-	p, ok := connect.Lookup(*class)
+	p, ok := connect.LookupConfig(props.Strings())
 	if !ok {
-		return ConfigInfos{}, errorf(ErrBadRequest, "%s", pluginNotFound(*class))
+		return ConfigInfos{}, errorf(ErrBadRequest, "%s", classNotFound(*class, props.Strings()))
 	}
 	return h.validate(p, *class, props), nil
+}
+
+// classNotFound says why a config's class was not found: Kafka Connect's
+// message, or what its kcd.runtime (connect.RuntimeKey) asked for.
+func classNotFound(class string, cfg map[string]string) string {
+	switch rt := strings.TrimSpace(cfg[connect.RuntimeKey]); rt {
+	case "", connect.RuntimeGo:
+		return pluginNotFound(class)
+	case connect.RuntimeJava:
+		return fmt.Sprintf("%s=%s: the Java connector host has no connector class %s (is its plugin on --plugin-path?)", connect.RuntimeKey, rt, strings.TrimSpace(class))
+	default:
+		return fmt.Sprintf("%s %q is not one of %s, %s", connect.RuntimeKey, rt, connect.RuntimeGo, connect.RuntimeJava)
+	}
 }
 
 func trimConnector(s string) string {
@@ -85,9 +98,9 @@ func (h *Herder) checkWrite(props Config) (*connect.Plugin, map[string]string, e
 	if class == nil {
 		return nil, nil, errorf(ErrBadRequest, "Connector config %s contains no connector type", props.javaMap())
 	}
-	p, ok := connect.Lookup(*class)
+	p, ok := connect.LookupConfig(props.Strings())
 	if !ok {
-		return nil, nil, errorf(ErrBadRequest, "org.apache.kafka.connect.errors.ConnectException: %s", pluginNotFound(*class))
+		return nil, nil, errorf(ErrBadRequest, "org.apache.kafka.connect.errors.ConnectException: %s", classNotFound(*class, props.Strings()))
 	}
 	infos := h.validate(p, *class, props)
 	if infos.ErrorCount > 0 {

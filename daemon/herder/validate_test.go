@@ -197,6 +197,9 @@ func TestValidateFailures(t *testing.T) {
 		{"FakeSink", cfg("connector.class", "FakeSource"), "Included connector type FakeSource does not match request type FakeSink"},
 		{"x.FakeSource", cfg("connector.class", "FakeSource"), "Included connector type FakeSource does not match request type x.FakeSource"},
 		{"Nope", cfg("connector.class", "Nope"), "Failed to find any class that implements Connector and which name matches Nope, available connectors are: "},
+		// A built-in class is not the Java host's (there is none here).
+		{"FakeSource", cfg("connector.class", "FakeSource", "kcd.runtime", "java"), "kcd.runtime=java: the Java connector host has no connector class FakeSource"},
+		{"FakeSource", cfg("connector.class", "FakeSource", "kcd.runtime", "jvm"), `kcd.runtime "jvm" is not one of go, java`},
 	} {
 		_, err := h.ValidateConfig(c.plugin, c.in)
 		if !errors.Is(err, herder.ErrBadRequest) || !strings.HasPrefix(err.Error(), c.msg) {

@@ -214,7 +214,7 @@ func (s *supervisor) loadRestarts(ctx context.Context) {
 func (s *supervisor) configure(cfg map[string]string) {
 	class := cfg["connector.class"]
 	s.plugin, s.pluginErr = nil, nil
-	if p, ok := connect.Lookup(class); ok {
+	if p, ok := connect.LookupConfig(cfg); ok {
 		s.plugin = p
 	} else {
 		s.pluginErr = fmt.Errorf("failed to find any class that implements Connector and which name matches %s", class)
