@@ -26,6 +26,7 @@ import (
 	_ "github.com/kcd-project/kcd/daemon/connectors/file" // FileStreamSource/Sink, as in the Kafka Connect worker
 	"github.com/kcd-project/kcd/daemon/connectstore"
 	"github.com/kcd-project/kcd/daemon/herder"
+	"github.com/kcd-project/kcd/daemon/javahost"
 	"github.com/kcd-project/kcd/daemon/restapi"
 	"github.com/kcd-project/kcd/internal/testenv"
 	"github.com/kcd-project/kcd/raft/fsm"
@@ -72,7 +73,7 @@ func TestIntegrationConnectorRESTMatchesKafkaConnect(t *testing.T) {
 		cmp := cmp.with(t)
 		kb, cb := cmp.both(200, "GET", "/connector-plugins", "")
 		kp, cp := decode[[]map[string]any](t, "kcd plugins", kb), decode[[]map[string]any](t, "connect plugins", cb)
-		for _, want := range cp { // the worker's FileStream plugins; kcd may have more
+		for _, want := range cp { // the worker's plugins; kcd may have more
 			if !slices.ContainsFunc(kp, func(got map[string]any) bool { return mustJSON(normalize(got)) == mustJSON(normalize(want)) }) {
 				t.Errorf("kcd lacks plugin %v: %s", want, kb)
 			}
@@ -688,6 +689,7 @@ func startKcdConnect(ctx context.Context, t *testing.T) string {
 	}
 	store := connectstore.New(l)
 	quiet := slog.New(slog.DiscardHandler)
+	withJavaHost(t, quiet)
 	srv := httptest.NewServer(restapi.NewHandler(readyNode{}, restapi.Options{
 		Connect: herder.New(store, herder.Options{Logger: quiet}), Store: l, Logger: quiet,
 	}))
@@ -704,6 +706,23 @@ func startKcdConnect(ctx context.Context, t *testing.T) string {
 		l.Close()
 	})
 	return srv.URL
+}
+
+// withJavaHost gives the in-process kcd a Java connector host on the test
+// environment's plugin path, which the real worker has too: both list the
+// same plugins.
+func withJavaHost(t *testing.T, log *slog.Logger) {
+	h := javahost.New(javahost.Options{
+		Dir:        testenv.JavaHostDir(t),
+		PluginPath: strings.Split(testenv.PluginPath(t), ","),
+		Heap:       "256m",
+		Logger:     log,
+	})
+	unregister := connect.RegisterProvider(javahost.NewProvider(h))
+	t.Cleanup(func() {
+		unregister()
+		h.Close()
+	})
 }
 
 type readyNode struct{}

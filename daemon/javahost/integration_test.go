@@ -3,6 +3,7 @@ package javahost
 import (
 	"context"
 	"errors"
+	"github.com/kcd-project/kcd/internal/testenv"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -33,22 +34,7 @@ func requireHost(t *testing.T) string {
 	if testing.Short() {
 		t.Skip("integration test (needs the Java host): skipped with -short")
 	}
-	dir := os.Getenv("KCD_TEST_JAVA_HOST_DIR")
-	if dir == "" {
-		root, err := filepath.Abs("../..")
-		if err != nil {
-			t.Fatal(err)
-		}
-		dir = filepath.Join(root, "javahost", "target", "javahost")
-	}
-	if _, err := os.Stat(filepath.Join(dir, JarName)); err != nil {
-		msg := "the Java host is not built (" + filepath.Join(dir, JarName) + " is missing): build it with `mvn -B -ntp -q -f javahost/pom.xml package -DskipTests` or point KCD_TEST_JAVA_HOST_DIR at one"
-		if os.Getenv("CI") == "true" {
-			t.Fatal(msg + "; under CI=true that is a failure")
-		}
-		t.Skip(msg)
-	}
-	return dir
+	return testenv.JavaHostDir(t)
 }
 
 // filePluginDir is a plugin path holding Kafka Connect's connect-file jar

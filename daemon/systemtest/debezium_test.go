@@ -9,7 +9,6 @@ import (
 	"math/rand/v2"
 	"net/http"
 	"os"
-	"path/filepath"
 	"slices"
 	"sort"
 	"strconv"
@@ -33,26 +32,7 @@ const postgresConnector = "io.debezium.connector.postgresql.PostgresConnector"
 // without one the test is skipped, or failed under CI=true.
 func systemJavaHost(t *testing.T) string {
 	t.Helper()
-	dir := os.Getenv("KCD_TEST_JAVA_HOST_DIR")
-	if dir == "" {
-		wd, err := os.Getwd()
-		if err != nil {
-			t.Fatal(err)
-		}
-		root, err := ModuleRoot(wd)
-		if err != nil {
-			t.Fatal(err)
-		}
-		dir = filepath.Join(root, "javahost", "target", "javahost")
-	}
-	if _, err := os.Stat(filepath.Join(dir, "kcd-javahost.jar")); err != nil {
-		msg := "the Java host is not built (" + dir + "): build it with `mvn -B -ntp -q -f javahost/pom.xml package -DskipTests` or set KCD_TEST_JAVA_HOST_DIR"
-		if os.Getenv("CI") == "true" {
-			t.Fatal(msg + "; under CI=true that is a failure")
-		}
-		t.Skip(msg)
-	}
-	return dir
+	return testenv.JavaHostDir(t)
 }
 
 // dbzTarget is what Debezium needs to reach the test PostgreSQL, and the

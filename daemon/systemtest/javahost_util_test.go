@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -28,25 +27,7 @@ import (
 func javaHostArgs(t *testing.T) []string {
 	t.Helper()
 	plugins := testenv.PluginPath(t)
-	dir := os.Getenv("KCD_TEST_JAVA_HOST_DIR")
-	if dir == "" {
-		wd, err := os.Getwd()
-		if err != nil {
-			t.Fatal(err)
-		}
-		root, err := ModuleRoot(wd)
-		if err != nil {
-			t.Fatal(err)
-		}
-		dir = filepath.Join(root, "javahost", "target", "javahost")
-	}
-	if _, err := os.Stat(filepath.Join(dir, javahost.JarName)); err != nil {
-		msg := "the Java host is not built (" + filepath.Join(dir, javahost.JarName) + " is missing): build it with `mvn -B -ntp -q -f javahost/pom.xml package -DskipTests` or point KCD_TEST_JAVA_HOST_DIR at one"
-		if os.Getenv("CI") == "true" {
-			t.Fatal(msg + "; under CI=true that is a failure")
-		}
-		t.Skip(msg)
-	}
+	dir := testenv.JavaHostDir(t)
 	return []string{"--plugin-path", plugins, "--java-host-dir", dir, "--java-host-heap", "256m"}
 }
 

@@ -159,3 +159,26 @@ func moduleRoot() (string, bool) {
 // environment or else from the repository's .testenv/env, or "" — for
 // benchmarks, which Require refuses since they are not TestIntegration….
 func Lookup(name string) string { return lookup(name) }
+
+// JavaHostDir returns the folder of a built Java connector host
+// (kcd-javahost.jar and lib/): KCD_TEST_JAVA_HOST_DIR, which make test sets,
+// else javahost/target/javahost of this checkout. Without a built host the
+// test is skipped, or failed under CI=true.
+func JavaHostDir(t testing.TB) string {
+	t.Helper()
+	dir := os.Getenv("KCD_TEST_JAVA_HOST_DIR")
+	if dir == "" {
+		if root, ok := moduleRoot(); ok {
+			dir = filepath.Join(root, "javahost", "target", "javahost")
+		}
+	}
+	jar := filepath.Join(dir, "kcd-javahost.jar")
+	if _, err := os.Stat(jar); err != nil || dir == "" {
+		msg := "the Java host is not built (" + jar + " is missing): build it with `scripts/javahost.sh test` or point KCD_TEST_JAVA_HOST_DIR at one"
+		if os.Getenv("CI") == "true" {
+			t.Fatal(msg + "; under CI=true that is a failure")
+		}
+		t.Skip(msg)
+	}
+	return dir
+}
