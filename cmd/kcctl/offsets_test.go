@@ -236,6 +236,11 @@ func TestGetWorkersAndMembers(t *testing.T) {
 		}
 		return ws
 	}
+	// The node's worker registers a moment after the node answers.
+	waitUntil(t, func() (bool, string) {
+		ws := workers("worker", "list", "-o", "json")
+		return len(ws) == 1, fmt.Sprintf("workers %+v", ws)
+	})
 	if got, want := workers("get", "workers", "-o", "json"), workers("worker", "list", "-o", "json"); len(got) != 1 || !reflect.DeepEqual(got, want) {
 		t.Errorf("get workers -o json: %+v, worker list: %+v", got, want)
 	}

@@ -5,8 +5,10 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
+	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -97,6 +99,7 @@ func TestIntegrationJavaHostMirrorFailover(t *testing.T) {
 	stopProducer := make(chan struct{})
 	var produced sync.WaitGroup
 	var produceErr error
+	var lastSeq atomic.Int64 // of the newest records Kafka acknowledged
 	produced.Go(func() {
 		for seq := 0; ; seq++ {
 			select {
@@ -112,6 +115,7 @@ func TestIntegrationJavaHostMirrorFailover(t *testing.T) {
 				produceErr = err
 				return
 			}
+			lastSeq.Store(int64(seq))
 		}
 	})
 	stopped := false
@@ -202,8 +206,21 @@ func TestIntegrationJavaHostMirrorFailover(t *testing.T) {
 		t.Errorf("the killed node's Java host %d still runs", host)
 	}
 
-	// Keep producing a little on the survivors, then stop and check.
-	time.Sleep(2 * time.Second)
+	// Keep producing until the survivors mirror records written after the
+	// failover, then stop and check.
+	after := lastSeq.Load()
+	if err := WaitFor(ctx, 200*time.Millisecond, func() (bool, error) {
+		got := readTopic(ctx, t, brokers, mirrored)
+		for p := range int32(partitions) {
+			vs := got[p]
+			if len(vs) == 0 || mirrorSeq(vs[len(vs)-1]) <= after {
+				return false, nil
+			}
+		}
+		return true, nil
+	}); err != nil {
+		t.Fatalf("the survivors mirror nothing written after the failover (seq %d): %v", after, err)
+	}
 	stop()
 	if produceErr != nil {
 		t.Fatalf("producer: %v", produceErr)
@@ -334,4 +351,11 @@ func firstCopiesOf(vs []string) []string {
 		}
 	}
 	return out
+}
+
+// mirrorSeq is the sequence number of a producer value "p<partition>-<seq>".
+func mirrorSeq(v string) int64 {
+	_, s, _ := strings.Cut(v, "-")
+	n, _ := strconv.ParseInt(s, 10, 64)
+	return n
 }
