@@ -72,22 +72,10 @@ final class Stages<R extends ConnectRecord<R>> implements Closeable {
   private static Converter converter(Catalog catalog, ClassLoader connectorLoader, ClassLoader delegatingLoader,
       Map<String, String> connector, Map<String, String> worker, String kind) {
     String key = kind + ".converter";
-    Map<String, String> source;
-    ClassLoader loader;
-    String cls;
-    if (notBlank(connector.get(key))) {
-      source = connector;
-      loader = connectorLoader;
-      cls = connector.get(key);
-    } else if (notBlank(worker.get(key))) {
-      source = worker;
-      loader = delegatingLoader;
-      cls = worker.get(key);
-    } else {
-      source = Map.of();
-      loader = delegatingLoader;
-      cls = JsonConverter.class.getName();
-    }
+    Choice ch = choose(connector, worker, key, connectorLoader, delegatingLoader, JsonConverter.class.getName());
+    Map<String, String> source = ch.source();
+    ClassLoader loader = ch.loader();
+    String cls = ch.cls();
     Map<String, Object> conf = new HashMap<>(withPrefix(source, key + "."));
     conf.put("converter.type", kind);
     Converter c = Catalog.instantiate(load(catalog, loader, cls, key), Converter.class);
@@ -97,25 +85,28 @@ final class Stages<R extends ConnectRecord<R>> implements Closeable {
     return c;
   }
 
+  /** Where a converter setting comes from: its settings, the loader to find its class with, and the class. */
+  private record Choice(Map<String, String> source, ClassLoader loader, String cls) {}
+
+  /** The connector's converter if it names one, else the worker's, else Kafka Connect's default. */
+  private static Choice choose(Map<String, String> connector, Map<String, String> worker, String key,
+      ClassLoader connectorLoader, ClassLoader delegatingLoader, String defaultClass) {
+    if (notBlank(connector.get(key))) {
+      return new Choice(connector, connectorLoader, connector.get(key));
+    }
+    if (notBlank(worker.get(key))) {
+      return new Choice(worker, delegatingLoader, worker.get(key));
+    }
+    return new Choice(Map.of(), delegatingLoader, defaultClass);
+  }
+
   private static HeaderConverter headerConverter(Catalog catalog, ClassLoader connectorLoader,
       ClassLoader delegatingLoader, Map<String, String> connector, Map<String, String> worker) {
     String key = "header.converter";
-    Map<String, String> source;
-    ClassLoader loader;
-    String cls;
-    if (notBlank(connector.get(key))) {
-      source = connector;
-      loader = connectorLoader;
-      cls = connector.get(key);
-    } else if (notBlank(worker.get(key))) {
-      source = worker;
-      loader = delegatingLoader;
-      cls = worker.get(key);
-    } else {
-      source = Map.of();
-      loader = delegatingLoader;
-      cls = SimpleHeaderConverter.class.getName();
-    }
+    Choice ch = choose(connector, worker, key, connectorLoader, delegatingLoader, SimpleHeaderConverter.class.getName());
+    Map<String, String> source = ch.source();
+    ClassLoader loader = ch.loader();
+    String cls = ch.cls();
     Map<String, Object> conf = new HashMap<>(withPrefix(source, key + "."));
     conf.put("converter.type", "header");
     HeaderConverter c = Catalog.instantiate(load(catalog, loader, cls, key), HeaderConverter.class);
