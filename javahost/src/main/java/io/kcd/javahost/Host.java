@@ -216,6 +216,7 @@ final class Host {
       r = call.run().setId(id).build();
     } catch (Throwable t) {
       if (OutOfMemory.is(t)) {
+        OutOfMemory.release(); // before Errors.unwrap allocates
         OutOfMemory.answerAndHalt(conn, id, Errors.unwrap(t)); // does not return
       }
       if (t instanceof InterruptedException) {

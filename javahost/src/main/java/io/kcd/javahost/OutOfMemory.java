@@ -31,7 +31,8 @@ final class OutOfMemory {
     Thread.UncaughtExceptionHandler prev = Thread.getDefaultUncaughtExceptionHandler();
     Thread.setDefaultUncaughtExceptionHandler((t, e) -> {
       if (is(e)) {
-        halt(null, "thread " + t.getName(), e);
+        release(); // before anything here allocates
+        halt(null, "thread ", t.getName(), e, -1);
       } else if (prev != null) {
         prev.uncaughtException(t, e);
       } else {
@@ -56,20 +57,26 @@ final class OutOfMemory {
    * Only the first OutOfMemoryError answers; later ones wait for the halt.
    */
   static void answerAndHalt(Conn conn, long id, Throwable e) {
-    halt(conn, "call " + id, e, id);
+    release();
+    halt(conn, "call ", Long.toString(id), e, id);
   }
 
-  private static void halt(Conn conn, String where, Throwable e) {
-    halt(conn, where, e, -1);
+  /**
+   * Frees the reserve: the first thing to do on an OutOfMemoryError, before
+   * anything allocates (a string, an exception wrapper), or the handling
+   * itself runs out of memory and nothing halts.
+   */
+  static void release() {
+    reserve = null;
   }
 
-  private static void halt(Conn conn, String where, Throwable e, long id) {
+  private static void halt(Conn conn, String where, String what, Throwable e, long id) {
     if (!dying.compareAndSet(false, true)) {
       sleepForever();
     }
-    reserve = null; // room for what follows
+    release(); // room for what follows
     try {
-      System.err.println("Terminating due to java.lang.OutOfMemoryError in " + where + ": "
+      System.err.println("Terminating due to java.lang.OutOfMemoryError in " + where + what + ": "
           + e.getMessage());
       e.printStackTrace();
       if (conn != null) {
