@@ -39,20 +39,16 @@ func createConnector(ctx context.Context, t *testing.T, n *Node, name string, cf
 	if err != nil {
 		t.Fatal(err)
 	}
-	var last error
-	for {
-		status, err := n.do(ctx, "POST", "/connectors", body, nil)
-		if err == nil && status == 201 {
-			return
-		}
-		last = err
+	var status int
+	if err := WaitFor(ctx, 200*time.Millisecond, func() (bool, error) {
+		var err error
+		status, err = n.do(ctx, "POST", "/connectors", body, nil)
 		if status/100 == 4 && status != 409 {
 			t.Fatalf("create connector %s: %v", name, err) // refused: retrying cannot help
 		}
-		if ctx.Err() != nil {
-			t.Fatalf("create connector %s: %d %v", name, status, last)
-		}
-		time.Sleep(200 * time.Millisecond)
+		return err == nil && status == 201, err
+	}); err != nil {
+		t.Fatalf("create connector %s: %d %v", name, status, err)
 	}
 }
 
