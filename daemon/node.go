@@ -618,7 +618,8 @@ func (n *Node) startJavaHost() {
 	}
 	n.javaHost = javahost.New(javahost.Options{
 		Java: n.cfg.Java, Dir: dir, PluginPath: n.cfg.PluginPath, Heap: n.cfg.JavaHostHeap,
-		HangLimit: n.cfg.JavaHostHangLimit, Logger: n.log,
+		HangLimit: n.cfg.JavaHostHangLimit, JVMOptions: n.cfg.JavaHostJVMOptions,
+		PluginDiscovery: n.cfg.PluginDiscovery, Logger: n.log,
 		WorkerConfig: map[string]string{
 			"key.converter": worker.JSONConverter, "key.converter.schemas.enable": "true",
 			"value.converter": worker.JSONConverter, "value.converter.schemas.enable": "true",

@@ -187,6 +187,12 @@ type Config struct {
 	// JavaHostHangLimit is how long a Java plugin call may take before
 	// its task fails with the plugin thread's stack.
 	JavaHostHangLimit time.Duration `yaml:"java-host-hang-limit"`
+	// JavaHostJVMOptions are extra options of the host's JVM (a garbage
+	// collector, -Xss...); the heap bound is JavaHostHeap's.
+	JavaHostJVMOptions []string `yaml:"java-host-jvm-options"`
+	// PluginDiscovery is Kafka Connect's plugin.discovery: how the host
+	// finds plugins (only_scan, hybrid_warn, hybrid_fail, service_load).
+	PluginDiscovery string `yaml:"plugin-discovery"`
 	// File is the YAML file the config was loaded from ("" none): it may
 	// hold secrets, which config providers must not read.
 	File string `yaml:"-"`
@@ -235,6 +241,7 @@ func Default() Config {
 		ExactlyOnceSourceSupport: "enabled",
 		JavaHostHeap:             "512m",
 		JavaHostHangLimit:        5 * time.Minute,
+		PluginDiscovery:          "hybrid_warn",
 	}
 }
 
@@ -384,6 +391,21 @@ func (c *Config) Validate() error {
 	}
 	if c.JavaHostHangLimit < time.Second {
 		errs = append(errs, fmt.Errorf("java-host-hang-limit %v is below 1s", c.JavaHostHangLimit))
+	}
+	for _, o := range c.JavaHostJVMOptions {
+		switch {
+		case !strings.HasPrefix(o, "-"):
+			errs = append(errs, fmt.Errorf("java-host-jvm-options: %q is not a JVM option", o))
+		case strings.HasPrefix(o, "-Xmx") || strings.HasPrefix(o, "-XX:MaxHeapSize"):
+			errs = append(errs, fmt.Errorf("java-host-jvm-options: %q: the heap bound is java-host-heap's", o))
+		case strings.HasPrefix(o, "-Djava.security.manager") || o == "-jar" || o == "-cp" || o == "-classpath":
+			errs = append(errs, fmt.Errorf("java-host-jvm-options: %q is set by kcd: the host needs its own", o))
+		}
+	}
+	switch c.PluginDiscovery {
+	case "only_scan", "hybrid_warn", "hybrid_fail", "service_load":
+	default:
+		errs = append(errs, fmt.Errorf("plugin-discovery %q is not one of only_scan, hybrid_warn, hybrid_fail, service_load", c.PluginDiscovery))
 	}
 	for _, d := range c.PluginPath {
 		if !filepath.IsAbs(d) {
@@ -665,6 +687,12 @@ func fields() []field {
 		{"java-host-hang-limit", "How long a Java plugin call (poll, put...) may take before its task fails with the plugin thread's stack",
 			func(c *Config, v string) (err error) { c.JavaHostHangLimit, err = time.ParseDuration(v); return err },
 			func(c *Config) string { return c.JavaHostHangLimit.String() }},
+		{"java-host-jvm-options", "Extra JVM options of the Java connector host, space-separated, e.g. -XX:+UseSerialGC (the heap bound is --java-host-heap)",
+			func(c *Config, v string) error { c.JavaHostJVMOptions = strings.Fields(v); return nil },
+			func(c *Config) string { return strings.Join(c.JavaHostJVMOptions, " ") }},
+		{"plugin-discovery", "How the Java connector host finds plugins, as Kafka Connect's plugin.discovery: only_scan, hybrid_warn, hybrid_fail or service_load (fastest start, smallest memory; needs the plugins' ServiceLoader manifests)",
+			func(c *Config, v string) error { c.PluginDiscovery = strings.TrimSpace(v); return nil },
+			func(c *Config) string { return c.PluginDiscovery }},
 		{"log-level", "Log level: debug, info, warn or error",
 			func(c *Config, v string) error { c.LogLevel = v; return nil },
 			func(c *Config) string { return c.LogLevel }},

@@ -3,6 +3,7 @@ package config
 import (
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -444,6 +445,21 @@ func TestJavaHostSettings(t *testing.T) {
 	}
 	if _, err := loadWith(t, nil, "--java-host-hang-limit", "10ms"); err == nil {
 		t.Error("a hang limit of 10ms accepted")
+	}
+	cfg, err = loadWith(t, nil, "--java-host-jvm-options", " -XX:+UseSerialGC  -Xss512k ", "--plugin-discovery", "service_load")
+	if err != nil || !slices.Equal(cfg.JavaHostJVMOptions, []string{"-XX:+UseSerialGC", "-Xss512k"}) || cfg.PluginDiscovery != "service_load" {
+		t.Errorf("JVM options and discovery: %q %q, %v", cfg.JavaHostJVMOptions, cfg.PluginDiscovery, err)
+	}
+	if d := Default().PluginDiscovery; d != "hybrid_warn" {
+		t.Errorf("default plugin discovery %q, want Kafka Connect's hybrid_warn", d)
+	}
+	for _, bad := range []string{"-Xmx2g", "-XX:MaxHeapSize=1g", "-Djava.security.manager=disallow", "-jar", "UseSerialGC"} {
+		if _, err := loadWith(t, nil, "--java-host-jvm-options", bad); err == nil {
+			t.Errorf("--java-host-jvm-options %q accepted", bad)
+		}
+	}
+	if _, err := loadWith(t, nil, "--plugin-discovery", "scan_all"); err == nil {
+		t.Error("--plugin-discovery scan_all accepted")
 	}
 	c := Default()
 	if err := c.LoadFile(writeFile(t, "plugin-path: [/opt/p]\njava-host-heap: 1g\njava-host-dir: /opt/kcd/javahost\n")); err != nil ||

@@ -31,6 +31,11 @@ type Options struct {
 	Dir        string   // holds kcd-javahost.jar and lib/
 	PluginPath []string // Kafka Connect's plugin.path
 	Heap       string   // -Xmx, e.g. 512m
+	// JVMOptions are extra JVM options (before -jar).
+	JVMOptions []string
+	// PluginDiscovery is Kafka Connect's plugin.discovery (default
+	// hybrid_warn, Kafka Connect's default).
+	PluginDiscovery string
 	// HangLimit is how long a call to a plugin may take before its task
 	// fails with the plugin thread's stack (default 5m).
 	HangLimit time.Duration
@@ -311,8 +316,14 @@ func (h *Host) start() (*proc, []*hostpb.Plugin, error) {
 
 	// No -XX:+ExitOnOutOfMemoryError: the host answers the call that ran
 	// out of heap with its stack, then halts by itself (OutOfMemory.java).
-	cmd := exec.Command(h.opts.Java, "-Xmx"+h.opts.Heap,
-		"-Djava.security.manager=allow", "-jar", jar, "--plugin-path", strings.Join(h.opts.PluginPath, ","))
+	discovery := h.opts.PluginDiscovery
+	if discovery == "" {
+		discovery = "hybrid_warn"
+	}
+	args := append([]string{"-Xmx" + h.opts.Heap}, h.opts.JVMOptions...)
+	args = append(args, "-Djava.security.manager=allow", "-jar", jar,
+		"--plugin-path", strings.Join(h.opts.PluginPath, ","), "--plugin-discovery", discovery)
+	cmd := exec.Command(h.opts.Java, args...)
 	cmd.Env = append(os.Environ(), "KCD_HOST_SOCKET="+sock, "KCD_HOST_TOKEN="+token)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	pr, pw, err := os.Pipe()

@@ -38,6 +38,14 @@ const connectStartTimeout = 120 * time.Second
 // end of the test; its log is printed when the test failed.
 func StartConnectWorker(t testing.TB, props map[string]string) (url string) {
 	t.Helper()
+	url, _ = StartConnectWorkerPID(t, props)
+	return url
+}
+
+// StartConnectWorkerPID is StartConnectWorker, and also returns the
+// worker's JVM process id (the worker script execs the JVM).
+func StartConnectWorkerPID(t testing.TB, props map[string]string) (url string, pid int) {
+	t.Helper()
 	kafka := Require(t, Kafka)
 	script := Require(t, ConnectWorker)
 	pluginPath := Require(t, ConnectPluginPath)
@@ -118,7 +126,7 @@ func StartConnectWorker(t testing.TB, props map[string]string) (url string) {
 		// the config topic.
 		if get(ctx, hc, url+"/health") != nil &&
 			bytes.Contains(get(ctx, hc, url+"/connector-plugins"), []byte("FileStreamSourceConnector")) {
-			return url
+			return url, cmd.Process.Pid
 		}
 		select {
 		case <-exited:

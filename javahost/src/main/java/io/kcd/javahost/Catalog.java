@@ -33,9 +33,14 @@ final class Catalog {
   final Plugins plugins;
 
   Catalog(String pluginPath) {
+    this(pluginPath, "hybrid_warn");
+  }
+
+  /** discovery is Kafka Connect's plugin.discovery. */
+  Catalog(String pluginPath, String discovery) {
     Map<String, String> props = new HashMap<>();
     props.put("plugin.path", pluginPath);
-    props.put("plugin.discovery", "hybrid_warn");
+    props.put("plugin.discovery", discovery);
     this.plugins = new Plugins(props);
   }
 

@@ -39,13 +39,16 @@ public final class Main {
 
   static int run(String[] args) throws Exception {
     String pluginPath = null;
+    String discovery = "hybrid_warn";
     for (int i = 0; i < args.length; i++) {
       if (args[i].equals("--plugin-path") && i + 1 < args.length) {
         pluginPath = args[++i];
       } else if (args[i].startsWith("--plugin-path=")) {
         pluginPath = args[i].substring("--plugin-path=".length());
+      } else if (args[i].equals("--plugin-discovery") && i + 1 < args.length) {
+        discovery = args[++i];
       } else {
-        System.err.println("usage: kcd-javahost --plugin-path <dir>[,<dir>...]");
+        System.err.println("usage: kcd-javahost --plugin-path <dir>[,<dir>...] [--plugin-discovery only_scan|hybrid_warn|hybrid_fail|service_load]");
         return 2;
       }
     }
@@ -69,10 +72,11 @@ public final class Main {
     // Scanning plugin.path takes seconds: it runs while kcd reads the Hello,
     // and calls that need the plugins wait for it.
     String path = pluginPath == null ? "" : pluginPath;
+    String mode = discovery;
     CompletableFuture<Catalog> catalog = CompletableFuture.supplyAsync(() -> {
       long t0 = System.nanoTime();
-      Catalog c = new Catalog(path);
-      Log.info("plugins loaded from " + path + " in " + (System.nanoTime() - t0) / 1_000_000
+      Catalog c = new Catalog(path, mode);
+      Log.info("plugins loaded from " + path + " (" + mode + ") in " + (System.nanoTime() - t0) / 1_000_000
           + " ms");
       return c;
     });
