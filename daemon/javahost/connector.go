@@ -318,6 +318,9 @@ func decodeJSONMap(b []byte) (map[string]any, error) {
 	if len(b) == 0 {
 		return nil, nil
 	}
+	if m, ok := decodeFlat(b); ok {
+		return m, nil
+	}
 	d := json.NewDecoder(bytes.NewReader(b))
 	d.UseNumber()
 	var m map[string]any

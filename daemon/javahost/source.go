@@ -19,13 +19,16 @@ type sourceTask struct {
 	seqs map[*connect.SourceRecord]uint64 // records in flight: at most the runtime's in-flight limit
 	acks []*hostpb.Ack
 
-	// pending is a poll whose caller gave up waiting (Poll is called from
+	// pending is a poll whose caller gave up waiting, or the next poll,
+	// sent while the runtime handles the last batch (Poll is called from
 	// one goroutine only).
 	pending chan pollResult
+	parts   partitionCache // only Poll's goroutine uses it
 }
 
 func (t *sourceTask) Start(ctx connect.SourceTaskContext, config map[string]string) error {
 	t.seqs = map[*connect.SourceRecord]uint64{}
+	t.parts = partitionCache{}
 	t.offsets = ctx.OffsetReader()
 	return t.start(ctx, config, false)
 }
@@ -51,12 +54,7 @@ func (t *sourceTask) Poll(ctx context.Context) ([]*connect.SourceRecord, error) 
 	ch := t.pending
 	t.pending = nil
 	if ch == nil {
-		ch = make(chan pollResult, 1)
-		req := &hostpb.Request{Call: &hostpb.Request_Poll{Poll: &hostpb.PollRequest{Task: t.id, Acks: t.takeAcks()}}}
-		go func() {
-			resp, err := t.call(context.Background(), req) // bounded by the hang limit and Stop
-			ch <- pollResult{resp, err}
-		}()
+		ch = t.sendPoll()
 	}
 	var r pollResult
 	select {
@@ -73,11 +71,17 @@ func (t *sourceTask) Poll(ctx context.Context) ([]*connect.SourceRecord, error) 
 		return nil, err
 	}
 	recs := resp.GetPoll().GetRecords()
+	if len(recs) > 0 {
+		// The host polls the next batch while the runtime converts and
+		// sends this one, as Kafka Connect's task polls while its producer
+		// sends: one batch ahead at most, and only while records come.
+		t.pending = t.sendPoll()
+	}
 	out := make([]*connect.SourceRecord, 0, len(recs))
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	for _, r := range recs {
-		sp, err := decodeJSONMap(r.GetSourcePartition())
+		sp, err := t.parts.decode(r.GetSourcePartition())
 		if err != nil {
 			return nil, fmt.Errorf("record %d of the host: source partition: %w", r.GetSeq(), err)
 		}
@@ -110,6 +114,18 @@ func (t *sourceTask) Poll(ctx context.Context) ([]*connect.SourceRecord, error) 
 		out = append(out, rec)
 	}
 	return out, nil
+}
+
+// sendPoll asks the host for a batch, with the acks so far, and returns
+// where its answer arrives.
+func (t *sourceTask) sendPoll() chan pollResult {
+	ch := make(chan pollResult, 1)
+	req := &hostpb.Request{Call: &hostpb.Request_Poll{Poll: &hostpb.PollRequest{Task: t.id, Acks: t.takeAcks()}}}
+	go func() {
+		resp, err := t.call(context.Background(), req) // bounded by the hang limit and Stop
+		ch <- pollResult{resp, err}
+	}()
+	return ch
 }
 
 // CommitRecord acknowledges a record to the host with its metadata; a

@@ -45,6 +45,9 @@ final class SourceRunner {
   /** Converted records polled but not yet sent (a poll larger than one response). */
   private final ArrayDeque<io.kcd.javahost.proto.SourceRecord> unsent = new ArrayDeque<>();
   private long nextSeq = 1;
+  /** The last source partition encoded, a copy, and its JSON: records of one partition come in runs. */
+  private Map<String, ?> lastPartition;
+  private com.google.protobuf.ByteString lastPartitionJson;
 
   SourceRunner(Host host, TaskStartRequest req, ClassLoader connectorLoader) throws Exception {
     this.task = req.getTask();
@@ -168,11 +171,22 @@ final class SourceRunner {
     unsent.addAll(out);
   }
 
+  private com.google.protobuf.ByteString partitionJson(Map<String, ?> p) {
+    if (p == null) {
+      return OffsetJson.encode(null);
+    }
+    if (!p.equals(lastPartition)) {
+      lastPartitionJson = OffsetJson.encode(p);
+      lastPartition = new HashMap<>(p);
+    }
+    return lastPartitionJson;
+  }
+
   /** One record through transforms and converters; dropped when filtered out or tolerated. */
   private io.kcd.javahost.proto.SourceRecord convert(long seq, SourceRecord pre) {
     io.kcd.javahost.proto.SourceRecord.Builder b = io.kcd.javahost.proto.SourceRecord.newBuilder()
         .setSeq(seq)
-        .setSourcePartition(OffsetJson.encode(pre.sourcePartition()))
+        .setSourcePartition(partitionJson(pre.sourcePartition()))
         .setSourceOffset(OffsetJson.encode(pre.sourceOffset()));
     try {
       SourceRecord r = stages.apply(pre);
