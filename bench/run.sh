@@ -26,6 +26,11 @@
 #             and peak RSS growth per phase (skipped without the test environment's Kafka)
 #   memory    BenchmarkIdleRSS: VmRSS of idle kcd processes, and of the test environment's Kafka
 #             Connect worker when it runs
+#   javahost  BenchmarkJavaHostSideBySide: Kafka Connect's MirrorSourceConnector and Debezium's
+#             PostgresConnector on kcd (its Java connector host) and on a fresh real Kafka Connect
+#             worker, same plugins, Kafka and PostgreSQL, $BENCH_JAVAHOST_ROUNDS alternating rounds
+#             (default 3): records/s, CPU per record, POST -> RUNNING, memory; a table of both sides
+#             (needs the test environment and a built Java host: make testenv-up, make javahost)
 #
 # About 6-15 minutes on 2 cores (the switch benchmark waits up to 90 s for the cluster to settle before each switch). Everything it starts it stops; raw output goes to $BENCH_OUT
 # (default .data/bench). Data dirs are under $TMPDIR (default /tmp), which must be a disk, not tmpfs.
@@ -38,6 +43,7 @@ TASK_TRIALS=${BENCH_TASK_FAILOVER_TRIALS:-20}
 WRITES_TIME=${BENCH_WRITES_TIME:-5s}
 mkdir -p "$OUT"
 OUT=$(cd "$OUT" && pwd)
+export BENCH_OUT=$OUT
 
 echo "== make bench, $(date -u +%Y-%m-%dT%H:%MZ): $(nproc) CPUs, $(go version | cut -d' ' -f3-4), kernel $(uname -r)"
 go test -c -o "$OUT/bench.test" ./bench
@@ -90,12 +96,16 @@ run migrate -test.bench '^BenchmarkMigrateImport$/^node=worker$' -test.benchtime
 run migrate-raftonly -test.bench '^BenchmarkMigrateImport$/^node=raft-only$' -test.benchtime 1x ||
 	echo "== migrate-raftonly FAILED: see $OUT/migrate-raftonly.txt"
 run taskfailover -test.bench '^BenchmarkTaskFailover$' -test.benchtime "${TASK_TRIALS}x"
+run javahost -test.bench '^BenchmarkJavaHostSideBySide$' -test.benchtime 1x \
+	-bench.javahost.rounds "${BENCH_JAVAHOST_ROUNDS:-3}" ||
+	echo "== javahost FAILED: see $OUT/javahost.txt"
 (cd daemon/coordinator/assignor && go test -run '^$' -bench '^BenchmarkAssign' -benchmem) 2>&1 | tee "$OUT/assign.txt"
 
 echo
 echo "== summary (raw output in $OUT)"
 grep -h '^Benchmark' "$OUT/writes.txt" "$OUT/writes-3sched.txt" "$OUT/stores.txt" "$OUT/storeswitch.txt" "$OUT/failover.txt" "$OUT/memory.txt" "$OUT/migrate.txt" "$OUT/migrate-raftonly.txt" "$OUT/taskfailover.txt" "$OUT/assign.txt"
 [ -n "$fsyncs" ] && echo "fsyncs: $fsyncs"
+[ -s "$OUT/javahost-sidebyside.md" ] && { echo "== javahost: kcd and Kafka Connect side by side"; cat "$OUT/javahost-sidebyside.md"; }
 grep -h 'VmRSS\|Kafka Connect worker' "$OUT/memory.txt" | sed 's/^bench: //' || true
 grep -h '^bench: migrate: [0-9a-zW]' "$OUT/migrate.txt" "$OUT/migrate-raftonly.txt" | sed 's/^bench: //' || true
 grep -h '^bench: .*: \(innodb\|fsync\|switch .* done\)' "$OUT/stores.txt" "$OUT/storeswitch.txt" | sed 's/^bench: //' || true
