@@ -29,6 +29,7 @@ var (
 	jhDBZStream     = flag.Int("bench.javahost.dbz-stream", 20_000, "BenchmarkJavaHostSideBySide: rows inserted in one transaction while Debezium streams")
 	jhHeap          = flag.String("bench.javahost.heap", "512m", "BenchmarkJavaHostSideBySide: the Java host's heap (--java-host-heap); the Kafka Connect worker runs with -Xmx512m")
 	jhJVMOptions    = flag.String("bench.javahost.jvm-options", "-Xms256m -XX:+UseSerialGC", "BenchmarkJavaHostSideBySide: the Java host's --java-host-jvm-options (default: the test environment's Kafka Connect worker's)")
+	jhExactlyOnce   = flag.String("bench.javahost.exactly-once", "enabled", "BenchmarkJavaHostSideBySide: exactly-once source support of both sides (kcd's --exactly-once-source-support, the worker's exactly.once.source.support): enabled (kcd's default: a transaction per poll batch) or disabled (Kafka Connect's default)")
 	jhDiscovery     = flag.String("bench.javahost.plugin-discovery", "service_load", "BenchmarkJavaHostSideBySide: plugin.discovery of both sides")
 )
 
@@ -51,7 +52,10 @@ const (
 //     inserted in one transaction and streamed (JsonConverter, no schemas).
 //
 // Both sides compress with snappy (kcd's producer does; the worker gets
-// producer.compression.type=snappy). It prints a table of each side's best
+// producer.compression.type=snappy), run their plugins' JVM with the same
+// heap, collector and plugin discovery, and have exactly-once source
+// support as -bench.javahost.exactly-once says (enabled, kcd's default:
+// a transaction per poll batch; disabled, Kafka Connect's default). It prints a table of each side's best
 // and median: time from POST /connectors to RUNNING, records/s, CPU per
 // record and peak resident memory (kcd: node + Java host), and the start-up
 // and idle figures of the fresh processes. Run with -benchtime=1x; it needs
@@ -98,7 +102,8 @@ func runJavaHostSideBySide(b *testing.B) {
 	start := time.Now()
 	c := systemtest.StartCluster(b, bin, systemtest.Options{Size: 1, Bootstrap: brokers, ExtraArgs: []string{
 		"--plugin-path", plugins, "--java-host-dir", hostDir, "--java-host-heap", *jhHeap,
-		"--java-host-jvm-options", *jhJVMOptions, "--plugin-discovery", *jhDiscovery}})
+		"--java-host-jvm-options", *jhJVMOptions, "--plugin-discovery", *jhDiscovery,
+		"--exactly-once-source-support", *jhExactlyOnce}})
 	node := c.Node(1)
 	kcd := newPeer(sideKcd, "http://"+node.RESTAddr, func() []int { return append([]int{node.PID()}, children(node.PID())...) })
 	if err := waitUntil(ctx, 2*time.Minute, 20*time.Millisecond, func() (bool, error) {
@@ -112,7 +117,8 @@ func runJavaHostSideBySide(b *testing.B) {
 
 	start = time.Now()
 	url, pid := testenv.StartConnectWorkerPID(b, map[string]string{
-		"plugin.path": plugins, "plugin.discovery": *jhDiscovery, "producer.compression.type": "snappy"})
+		"plugin.path": plugins, "plugin.discovery": *jhDiscovery, "producer.compression.type": "snappy",
+		"exactly.once.source.support": *jhExactlyOnce})
 	peerConnect := newPeer(sideConnect, url, func() []int { return []int{pid} })
 	if err := waitUntil(ctx, 2*time.Minute, 20*time.Millisecond, func() (bool, error) {
 		code, body, err := peerConnect.do(ctx, "GET", "/connector-plugins", nil)
@@ -144,10 +150,10 @@ func runJavaHostSideBySide(b *testing.B) {
 			s.add("resident memory after the rounds", "MB", false, p.name, float64(u.rss)/(1<<20))
 		}
 	}
-	table := s.markdown()
+	table := fmt.Sprintf("Exactly-once source support %s on both sides.\n\n%s", *jhExactlyOnce, s.markdown())
 	fmt.Println(table)
 	if out := os.Getenv("BENCH_OUT"); out != "" {
-		if err := os.WriteFile(filepath.Join(out, "javahost-sidebyside.md"), []byte(table), 0o644); err != nil {
+		if err := os.WriteFile(filepath.Join(out, "javahost-sidebyside-eos-"+*jhExactlyOnce+".md"), []byte(table), 0o644); err != nil {
 			progress("write table: %v", err)
 		}
 	}

@@ -29,7 +29,8 @@
 #   javahost  BenchmarkJavaHostSideBySide: Kafka Connect's MirrorSourceConnector and Debezium's
 #             PostgresConnector on kcd (its Java connector host) and on a fresh real Kafka Connect
 #             worker, same plugins, Kafka and PostgreSQL, $BENCH_JAVAHOST_ROUNDS alternating rounds
-#             (default 3): records/s, CPU per record, POST -> RUNNING, memory; a table of both sides
+#             (default 3), with exactly-once source support enabled (kcd's default) and disabled
+#             (Kafka Connect's): records/s, CPU per record, POST -> RUNNING, memory; a table each
 #             (needs the test environment and a built Java host: make testenv-up, make javahost)
 #
 # About 6-15 minutes on 2 cores (the switch benchmark waits up to 90 s for the cluster to settle before each switch). Everything it starts it stops; raw output goes to $BENCH_OUT
@@ -96,16 +97,20 @@ run migrate -test.bench '^BenchmarkMigrateImport$/^node=worker$' -test.benchtime
 run migrate-raftonly -test.bench '^BenchmarkMigrateImport$/^node=raft-only$' -test.benchtime 1x ||
 	echo "== migrate-raftonly FAILED: see $OUT/migrate-raftonly.txt"
 run taskfailover -test.bench '^BenchmarkTaskFailover$' -test.benchtime "${TASK_TRIALS}x"
-run javahost -test.bench '^BenchmarkJavaHostSideBySide$' -test.benchtime 1x \
-	-bench.javahost.rounds "${BENCH_JAVAHOST_ROUNDS:-3}" ||
-	echo "== javahost FAILED: see $OUT/javahost.txt"
+for eos in enabled disabled; do
+	run javahost-eos-$eos -test.bench '^BenchmarkJavaHostSideBySide$' -test.benchtime 1x \
+		-bench.javahost.rounds "${BENCH_JAVAHOST_ROUNDS:-3}" -bench.javahost.exactly-once $eos ||
+		echo "== javahost-eos-$eos FAILED: see $OUT/javahost-eos-$eos.txt"
+done
 (cd daemon/coordinator/assignor && go test -run '^$' -bench '^BenchmarkAssign' -benchmem) 2>&1 | tee "$OUT/assign.txt"
 
 echo
 echo "== summary (raw output in $OUT)"
 grep -h '^Benchmark' "$OUT/writes.txt" "$OUT/writes-3sched.txt" "$OUT/stores.txt" "$OUT/storeswitch.txt" "$OUT/failover.txt" "$OUT/memory.txt" "$OUT/migrate.txt" "$OUT/migrate-raftonly.txt" "$OUT/taskfailover.txt" "$OUT/assign.txt"
 [ -n "$fsyncs" ] && echo "fsyncs: $fsyncs"
-[ -s "$OUT/javahost-sidebyside.md" ] && { echo "== javahost: kcd and Kafka Connect side by side"; cat "$OUT/javahost-sidebyside.md"; }
+for f in "$OUT"/javahost-sidebyside-eos-*.md; do
+	[ -s "$f" ] && { echo "== javahost: kcd and Kafka Connect side by side"; cat "$f"; }
+done
 grep -h 'VmRSS\|Kafka Connect worker' "$OUT/memory.txt" | sed 's/^bench: //' || true
 grep -h '^bench: migrate: [0-9a-zW]' "$OUT/migrate.txt" "$OUT/migrate-raftonly.txt" | sed 's/^bench: //' || true
 grep -h '^bench: .*: \(innodb\|fsync\|switch .* done\)' "$OUT/stores.txt" "$OUT/storeswitch.txt" | sed 's/^bench: //' || true
