@@ -30,7 +30,8 @@ type commitHook struct {
 	seen     []int64 // per Commit: the stored seq, -1 when none was stored
 	errs     []error
 	stopped  bool
-	afterStp int // Commits after Stop
+	afterStp int     // Commits after Stop
+	started  []int64 // per connector Start: the stored seq its context read, -1 when none
 }
 
 func (h *commitHook) snapshot() (seen []int64, errs []error, stopped bool, after int) {
@@ -44,8 +45,27 @@ type committingSource struct{ cfg map[string]string }
 func (c *committingSource) Version() string              { return "test" }
 func (c *committingSource) ConfigDef() connect.ConfigDef { return nil }
 func (c *committingSource) Stop() error                  { return nil }
-func (c *committingSource) Start(_ connect.ConnectorContext, cfg map[string]string) error {
+func (c *committingSource) Start(ctx connect.ConnectorContext, cfg map[string]string) error {
 	c.cfg = cfg
+	h, ok := commitHooks.Load(cfg["hook"])
+	r, readable := ctx.(interface{ OffsetReader() connect.OffsetReader })
+	if !ok || !readable {
+		return nil
+	}
+	rctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	off, err := r.OffsetReader().Offset(rctx, commitPart)
+	seq := int64(-1)
+	if err == nil && off != nil {
+		seq, err = strconv.ParseInt(fmt.Sprint(off["seq"]), 10, 64)
+	}
+	hk := h.(*commitHook)
+	hk.mu.Lock()
+	defer hk.mu.Unlock()
+	hk.started = append(hk.started, seq)
+	if err != nil {
+		hk.errs = append(hk.errs, err)
+	}
 	return nil
 }
 func (c *committingSource) TaskConfigs(int) ([]map[string]string, error) {
@@ -172,6 +192,41 @@ func scenarioSourceCommit(e *env, mod func(*Config)) {
 	}
 	if got, _ := e.cs.SourceOffset(context.Background(), name, commitPart); fmt.Sprint(got["seq"]) != strconv.Itoa(max-1) {
 		t.Errorf("stored offset %v, want seq %d", got, max-1)
+	}
+}
+
+// A source connector reads its stored offsets through its context, as
+// Kafka Connect's SourceConnectorContext.offsetStorageReader: nothing on
+// the first start, the last stored offset after a restart.
+func TestWorkerConnectorReadsOffsets(t *testing.T) {
+	t.Parallel()
+	e := fakeEnv(t)
+	const max = 50
+	topic, name := e.name("connoff"), e.name("connoff")
+	h := &commitHook{}
+	commitHooks.Store(name, h)
+	e.createTopic(topic, 1)
+	e.create(name, map[string]string{"connector.class": committingClass, "hook": name, "topic": topic,
+		"max": strconv.Itoa(max), "value.converter": StringConverter})
+	w := e.start(nil)
+	waitFor(t, 30*time.Second, "the last offset stored", func() (bool, string) {
+		seen, _, _, _ := h.snapshot()
+		return len(seen) > 0 && seen[len(seen)-1] == max-1, fmt.Sprintf("Commits saw %v", seen)
+	})
+	w.stop()
+	e.start(nil)
+	waitFor(t, 30*time.Second, "a second connector start", func() (bool, string) {
+		h.mu.Lock()
+		defer h.mu.Unlock()
+		return len(h.started) >= 2, fmt.Sprintf("starts read %v", h.started)
+	})
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if len(h.errs) > 0 {
+		t.Fatalf("reading offsets: %v", h.errs)
+	}
+	if h.started[0] != -1 || h.started[len(h.started)-1] != max-1 {
+		t.Fatalf("connector starts read %v, want -1 first (nothing stored) and %d last", h.started, max-1)
 	}
 }
 

@@ -63,6 +63,16 @@ func (c *connectorContext) Logger() *slog.Logger { return c.log }
 // Files is the worker's file confinement (connect.FilesOf).
 func (c *connectorContext) Files() *connect.Files { return c.sup.w.cfg.Files }
 
+// OffsetReader reads the connector's stored source offsets, as Kafka
+// Connect's SourceConnectorContext.offsetStorageReader does.
+func (c *connectorContext) OffsetReader() connect.OffsetReader { return connectorOffsets{c.sup} }
+
+type connectorOffsets struct{ sup *supervisor }
+
+func (r connectorOffsets) Offset(ctx context.Context, partition map[string]any) (map[string]any, error) {
+	return r.sup.w.store.SourceOffset(ctx, r.sup.name, partition)
+}
+
 // take returns and clears what the connector asked for.
 func (c *connectorContext) take() (err error, reconf bool) {
 	c.mu.Lock()
