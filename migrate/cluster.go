@@ -63,11 +63,22 @@ type Connector struct {
 }
 
 // IsSink tells whether the connector is a sink: Kafka Connect requires a
-// sink's config to name topics or topics.regex, and a source's not to.
+// sink's config to name topics or topics.regex, and a source's not to,
+// except for sources known to take a topics setting of their own.
 func (c *Connector) IsSink() bool {
+	if sourcesWithTopics[c.Config["connector.class"]] {
+		return false
+	}
 	_, t := c.Config["topics"]
 	_, r := c.Config["topics.regex"]
 	return t || r
+}
+
+// sourcesWithTopics are source classes whose config has a topics key.
+var sourcesWithTopics = map[string]bool{
+	"org.apache.kafka.connect.mirror.MirrorSourceConnector": true,
+	"MirrorSourceConnector":                                 true,
+	"MirrorSource":                                          true,
 }
 
 // ConnectorStatus is a connector's last reported state and its tasks'.

@@ -71,6 +71,15 @@ func (t *sourceTask) Poll(ctx context.Context) ([]*connect.SourceRecord, error) 
 		return nil, err
 	}
 	recs := resp.GetPoll().GetRecords()
+	if len(recs) == 0 && t.inFlight() >= hostMaxUnacked {
+		// The host polls no more until records are acked: wait a little
+		// for acks to gather rather than ask again at once.
+		select {
+		case <-time.After(fullHostPause):
+		case <-ctx.Done():
+		}
+		return nil, nil
+	}
 	if len(recs) > 0 {
 		// The host polls the next batch while the runtime converts and
 		// sends this one, as Kafka Connect's task polls while its producer
@@ -114,6 +123,20 @@ func (t *sourceTask) Poll(ctx context.Context) ([]*connect.SourceRecord, error) 
 		out = append(out, rec)
 	}
 	return out, nil
+}
+
+// hostMaxUnacked is the host's bound on records polled and not yet acked
+// (SourceRunner.MAX_UNACKED); at it, the host's polls return nothing.
+const hostMaxUnacked = 100_000
+
+// fullHostPause is how long Poll waits before asking a full host again.
+const fullHostPause = 50 * time.Millisecond
+
+// inFlight counts records polled and not yet acked to the host.
+func (t *sourceTask) inFlight() int {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return len(t.seqs) + len(t.acks)
 }
 
 // sendPoll asks the host for a batch, with the acks so far, and returns
