@@ -40,7 +40,7 @@ import org.apache.kafka.connect.storage.OffsetStorageReader;
  *   io.kcd.javahost.HopBaseline javahost/testplugins/target/plugin [seconds-per-size]
  * </pre>
  * It prints one line per measurement:
- * {@code hop-baseline source batch=100 ns/batch=... ns/record=... iterations=...}.
+ * {@code hop-baseline source batch=100 ns/batch=... ns/record=... cpu-ns/record=... iterations=...}.
  */
 public final class HopBaseline {
   static final String SOURCE_TASK = "io.kcd.testplugins.MisbehaveSourceTask";
@@ -85,8 +85,12 @@ public final class HopBaseline {
     int run() throws Exception;
   }
 
-  /** Warms up for seconds/2, then times whole batches for seconds and prints the result. */
+  /**
+   * Warms up for seconds/2, then times whole batches for seconds and prints the elapsed time
+   * and the CPU time of this thread (GC and JIT threads not counted) per batch and per record.
+   */
   static void report(String kind, int batch, Batch b, double seconds) throws Exception {
+    java.lang.management.ThreadMXBean threads = java.lang.management.ManagementFactory.getThreadMXBean();
     long sink = 0;
     long warm = System.nanoTime() + (long) (seconds / 2 * 1e9);
     while (System.nanoTime() < warm) {
@@ -94,6 +98,7 @@ public final class HopBaseline {
     }
     long iterations = 0;
     long records = 0;
+    long cpu0 = threads.getCurrentThreadCpuTime();
     long start = System.nanoTime();
     long end = start + (long) (seconds * 1e9);
     long now;
@@ -105,12 +110,14 @@ public final class HopBaseline {
       now = System.nanoTime();
     } while (now < end);
     long ns = now - start;
+    long cpu = threads.getCurrentThreadCpuTime() - cpu0;
     if (records != iterations * batch || sink < 0) {
       throw new IllegalStateException(kind + " batch=" + batch + ": " + records + " records in "
           + iterations + " batches");
     }
-    System.out.printf("hop-baseline %s batch=%d ns/batch=%.0f ns/record=%.1f iterations=%d%n", kind,
-        batch, (double) ns / iterations, (double) ns / records, iterations);
+    System.out.printf("hop-baseline %s batch=%d ns/batch=%.0f ns/record=%.1f cpu-ns/record=%.1f"
+        + " iterations=%d%n", kind, batch, (double) ns / iterations, (double) ns / records,
+        (double) cpu / records, iterations);
   }
 
   /** A source task as WorkerSourceTask runs it, minus the producer. */
