@@ -66,7 +66,7 @@ func newTestHost(t *testing.T, hang time.Duration) *Host {
 }
 
 // testLogger logs to the test.
-func testLogger(t *testing.T) *slog.Logger {
+func testLogger(t testing.TB) *slog.Logger {
 	lvl := slog.LevelInfo
 	if os.Getenv("KCD_TEST_LOG") == "debug" {
 		lvl = slog.LevelDebug
@@ -74,7 +74,7 @@ func testLogger(t *testing.T) *slog.Logger {
 	return slog.New(slog.NewTextHandler(tWriter{t}, &slog.HandlerOptions{Level: lvl}))
 }
 
-type tWriter struct{ t *testing.T }
+type tWriter struct{ t testing.TB }
 
 func (w tWriter) Write(p []byte) (int, error) {
 	w.t.Log(strings.TrimRight(string(p), "\n"))

@@ -18,7 +18,7 @@ const misbehaveSource = "io.kcd.testplugins.MisbehaveSourceConnector"
 // requireTestPlugins returns the plugin path of the Java build's
 // misbehaving test plugins (KCD_TEST_JAVA_TEST_PLUGINS, else
 // javahost/testplugins/target/plugin next to the host's directory).
-func requireTestPlugins(t *testing.T, hostDir string) string {
+func requireTestPlugins(t testing.TB, hostDir string) string {
 	t.Helper()
 	dir := os.Getenv("KCD_TEST_JAVA_TEST_PLUGINS")
 	if dir == "" {

@@ -8,13 +8,16 @@ import org.apache.kafka.common.config.ConfigDef;
 import org.apache.kafka.connect.connector.Task;
 import org.apache.kafka.connect.sink.SinkConnector;
 
-/** A sink connector whose put misbehaves as {@code mode} says; mode ok appends values to file. */
+/**
+ * A sink connector whose put misbehaves as {@code mode} says; mode ok appends values to file;
+ * mode bench only counts the records, so a benchmark measures the runtime around put.
+ */
 public class MisbehaveSinkConnector extends SinkConnector {
   static final ConfigDef CONFIG = new ConfigDef()
       .define("mode", ConfigDef.Type.STRING, "ok",
-          ConfigDef.ValidString.in("ok", "throw", "retry", "hang", "leak", "heap", "exit"),
+          ConfigDef.ValidString.in("ok", "throw", "retry", "hang", "leak", "heap", "exit", "bench"),
           ConfigDef.Importance.HIGH, "How put misbehaves (retry: a RetriableException; heap: each put keeps 4 MiB "
-              + "more of the heap).")
+              + "more of the heap; bench: put only counts the records).")
       .define("ask", ConfigDef.Type.LIST, "", ConfigDef.Importance.LOW,
           "What put asks of its SinkTaskContext in mode ok: commit, pause, timeout, reset.")
       .define("file", ConfigDef.Type.STRING, null, ConfigDef.Importance.MEDIUM,

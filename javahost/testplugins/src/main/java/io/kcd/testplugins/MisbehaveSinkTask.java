@@ -17,13 +17,15 @@ import org.apache.kafka.connect.sink.SinkTask;
 
 /**
  * put misbehaves as mode says; mode ok asks of its context what ask says and
- * appends each value and a newline to file.
+ * appends each value and a newline to file; mode bench only counts the records.
  */
 public class MisbehaveSinkTask extends SinkTask {
   private String mode;
   private String file;
   private List<String> ask;
   private volatile boolean stopping;
+  /** Mode bench: the records put got. */
+  private long count;
 
   @Override
   public String version() {
@@ -41,6 +43,9 @@ public class MisbehaveSinkTask extends SinkTask {
   @Override
   public void put(Collection<SinkRecord> records) {
     switch (mode) {
+      case "bench":
+        count += records.size();
+        return;
       case "throw":
         throw new ConnectException("misbehave: put throws");
       case "retry":
@@ -108,6 +113,11 @@ public class MisbehaveSinkTask extends SinkTask {
     } catch (IOException e) {
       throw new ConnectException("append to " + file, e);
     }
+  }
+
+  /** The records put got, for a benchmark to check that they arrived. */
+  public long count() {
+    return count;
   }
 
   @Override

@@ -12,7 +12,9 @@ import org.apache.kafka.connect.source.SourceConnector;
  * A source connector whose tasks emit "t&lt;task&gt;-&lt;n&gt;" records and then
  * misbehave as {@code mode} says: ok (keep going), throw (poll throws), hang
  * (poll never returns), leak (threads that never end), heap (each poll keeps 4 MiB
- * more of the heap, until the host runs out of it), exit (System.exit).
+ * more of the heap, until the host runs out of it), exit (System.exit); or, in
+ * mode bench, returns the same {@code batch} pre-built records on every poll at
+ * once, so a benchmark measures the runtime around poll rather than the plugin.
  */
 public class MisbehaveSourceConnector extends SourceConnector {
   static final String VERSION = "1.0.0";
@@ -20,13 +22,16 @@ public class MisbehaveSourceConnector extends SourceConnector {
       .define("topic", ConfigDef.Type.STRING, ConfigDef.NO_DEFAULT_VALUE,
           ConfigDef.Importance.HIGH, "Topic to write to.")
       .define("mode", ConfigDef.Type.STRING, "ok",
-          ConfigDef.ValidString.in("ok", "throw", "hang", "leak", "heap", "exit"),
-          ConfigDef.Importance.HIGH, "How the tasks misbehave after 'after' records.")
+          ConfigDef.ValidString.in("ok", "throw", "hang", "leak", "heap", "exit", "bench"),
+          ConfigDef.Importance.HIGH, "How the tasks misbehave after 'after' records; bench: "
+              + "every poll returns 'batch' pre-built records of about 100 bytes.")
       .define("after", ConfigDef.Type.INT, 10, ConfigDef.Range.atLeast(0),
           ConfigDef.Importance.MEDIUM, "Records each task emits before misbehaving.")
       .define("interval.ms", ConfigDef.Type.INT, 0, ConfigDef.Range.atLeast(0),
           ConfigDef.Importance.LOW, "Pause of each poll of mode ok, so a healthy task runs at a "
-              + "steady pace.");
+              + "steady pace.")
+      .define("batch", ConfigDef.Type.INT, 1, ConfigDef.Range.atLeast(1),
+          ConfigDef.Importance.LOW, "Records each poll of mode bench returns.");
 
   private Map<String, String> props;
 

@@ -9,7 +9,10 @@ import org.apache.kafka.connect.errors.ConnectException;
 import org.apache.kafka.connect.source.SourceRecord;
 import org.apache.kafka.connect.source.SourceTask;
 
-/** Emits "t&lt;task&gt;-&lt;n&gt;" with partition {task: i} and offset {seq: n}. */
+/**
+ * Emits "t&lt;task&gt;-&lt;n&gt;" with partition {task: i} and offset {seq: n}; in mode
+ * bench, the same batch of pre-built records on every poll.
+ */
 public class MisbehaveSourceTask extends SourceTask {
   private String topic;
   private String mode;
@@ -19,6 +22,8 @@ public class MisbehaveSourceTask extends SourceTask {
   private long next;
   private int emitted;
   private volatile boolean stopping;
+  /** Mode bench: what every poll returns. */
+  private List<SourceRecord> bench;
 
   @Override
   public String version() {
@@ -33,6 +38,10 @@ public class MisbehaveSourceTask extends SourceTask {
     after = c.getInt("after");
     intervalMs = c.getInt("interval.ms");
     task = Integer.parseInt(props.getOrDefault("task.index", "0"));
+    if ("bench".equals(mode)) {
+      bench = benchBatch(c.getInt("batch"));
+      return;
+    }
     Map<String, Object> off = context.offsetStorageReader().offset(Map.of("task", task));
     if (off != null && off.get("seq") instanceof Number) {
       next = ((Number) off.get("seq")).longValue() + 1;
@@ -41,6 +50,9 @@ public class MisbehaveSourceTask extends SourceTask {
 
   @Override
   public List<SourceRecord> poll() throws InterruptedException {
+    if (bench != null) {
+      return bench;
+    }
     if (emitted >= after) {
       misbehave();
     }
@@ -56,6 +68,18 @@ public class MisbehaveSourceTask extends SourceTask {
       emitted++;
     }
     return out;
+  }
+
+  /** n records with a String value of 100 bytes, each its own offset in one source partition. */
+  private List<SourceRecord> benchBatch(int n) {
+    String pad = "x".repeat(100);
+    List<SourceRecord> out = new ArrayList<>(n);
+    for (int i = 0; i < n; i++) {
+      String v = ("t" + task + "-" + i + "-" + pad).substring(0, 100);
+      out.add(new SourceRecord(Map.of("task", task), Map.of("seq", (long) i), topic, null,
+          null, null, Schema.STRING_SCHEMA, v));
+    }
+    return List.copyOf(out);
   }
 
   private void misbehave() throws InterruptedException {
