@@ -26,6 +26,8 @@
 #             and peak RSS growth per phase (skipped without the test environment's Kafka)
 #   memory    BenchmarkIdleRSS: VmRSS of idle kcd processes, and of the test environment's Kafka
 #             Connect worker when it runs
+#   javahost-hop bench/javahost-hop.sh: a source poll and a sink put of 1, 100 and 1,000 records
+#             through the Java host's socket against the same calls in one JVM (Kafka Connect's way)
 #   javahost  BenchmarkJavaHostSideBySide: Kafka Connect's MirrorSourceConnector and Debezium's
 #             PostgresConnector on kcd (its Java connector host) and on a fresh real Kafka Connect
 #             worker, same plugins, Kafka and PostgreSQL, $BENCH_JAVAHOST_ROUNDS alternating rounds
@@ -97,6 +99,9 @@ run migrate -test.bench '^BenchmarkMigrateImport$/^node=worker$' -test.benchtime
 run migrate-raftonly -test.bench '^BenchmarkMigrateImport$/^node=raft-only$' -test.benchtime 1x ||
 	echo "== migrate-raftonly FAILED: see $OUT/migrate-raftonly.txt"
 run taskfailover -test.bench '^BenchmarkTaskFailover$' -test.benchtime "${TASK_TRIALS}x"
+# The socket hop per batch against an in-JVM call (bench/javahost-hop.sh: needs Java 17 and Maven).
+echo "== javahost-hop (load average before: $(cut -d' ' -f1-3 /proc/loadavg))"
+bench/javahost-hop.sh 2>&1 | tee "$OUT/javahost-hop.txt" || echo "== javahost-hop FAILED: see $OUT/javahost-hop.txt"
 for eos in enabled disabled; do
 	run javahost-eos-$eos -test.bench '^BenchmarkJavaHostSideBySide$' -test.benchtime 1x \
 		-bench.javahost.rounds "${BENCH_JAVAHOST_ROUNDS:-3}" -bench.javahost.exactly-once $eos ||
