@@ -15,6 +15,7 @@ type settings struct {
 	logErrors     bool          // errors.log.enable
 	logMessages   bool          // errors.log.include.messages
 	retryMax      time.Duration // errors.retry.delay.max.ms
+	retryTimeout  time.Duration // errors.retry.timeout; 0: no retries, <0: without end
 
 	// Source: topic.creation.default.*.
 	topicPartitions  int32
@@ -61,6 +62,12 @@ func parseSettings(name string, cfg map[string]string, defaults Config) (setting
 	s.logMessages = p.bool("errors.log.include.messages")
 	if ms := p.int("errors.retry.delay.max.ms", 0, 1); ms > 0 {
 		s.retryMax = time.Duration(ms) * time.Millisecond
+	}
+	switch ms := p.int("errors.retry.timeout", 0, -1); {
+	case ms < 0:
+		s.retryTimeout = -1
+	default:
+		s.retryTimeout = time.Duration(ms) * time.Millisecond
 	}
 	s.topicPartitions = int32(p.int("topic.creation.default.partitions", -1, -1))
 	s.topicReplication = int16(p.int("topic.creation.default.replication.factor", -1, -1))
