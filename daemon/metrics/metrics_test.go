@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -244,9 +245,11 @@ func BenchmarkScrape1000Tasks(b *testing.B) {
 			}
 			w := &discard{h: http.Header{}}
 			b.ReportAllocs()
+			cpu := cpuTime()
 			for b.Loop() {
 				h.ServeHTTP(w, req)
 			}
+			reportCPU(b, cpu)
 			b.ReportMetric(float64(w.n)/float64(b.N), "bytes/scrape")
 		})
 	}
@@ -257,11 +260,13 @@ func BenchmarkScrape1000Tasks(b *testing.B) {
 func BenchmarkRender1000Tasks(b *testing.B) {
 	h := New(Sources{Worker: newFakeWorker(1000)})
 	b.ReportAllocs()
+	cpu := cpuTime()
 	for b.Loop() {
 		if _, err := h.render(time.Now()); err != nil {
 			b.Fatal(err)
 		}
 	}
+	reportCPU(b, cpu)
 }
 
 type discard struct {
@@ -278,8 +283,25 @@ func BenchmarkWorkerSeries1000Tasks(b *testing.B) {
 	f := newFakeWorker(1000)
 	var w taskWriter
 	b.ReportAllocs()
+	cpu := cpuTime()
 	for b.Loop() {
 		w.b = w.b[:0]
 		w.write(f, time.Now())
 	}
+	reportCPU(b, cpu)
+}
+
+// cpuTime is the CPU time the process used so far. On a machine shared
+// with other work, CPU time per operation says more than wall time.
+func cpuTime() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// reportCPU reports the CPU time per operation since start, GC included.
+func reportCPU(b *testing.B, start time.Duration) {
+	b.ReportMetric(float64(cpuTime()-start)/float64(b.N), "cpu-ns/op")
 }

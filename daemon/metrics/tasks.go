@@ -1,9 +1,7 @@
 package metrics
 
 import (
-	"cmp"
 	"math"
-	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -19,8 +17,9 @@ import (
 type taskWriter struct {
 	stats  worker.Stats
 	states []worker.UnitState
-	labels []byte // the tasks' label sets, end to end
-	ends   []int  // ends[i]: where task i's labels end in labels
+	counts map[string]*[8]int // tasks per connector and status
+	labels []byte             // the tasks' label sets, end to end
+	ends   []int              // ends[i]: where task i's labels end in labels
 	b      []byte
 }
 
@@ -65,7 +64,7 @@ func appendValue(b []byte, v float64) []byte {
 func appendLabel(b []byte, name, value string) []byte {
 	b = append(b, name...)
 	b = append(b, `="`...)
-	if strings.ContainsAny(value, "\\\"\n") {
+	if needsEscape(value) {
 		for i := 0; i < len(value); i++ {
 			switch c := value[i]; c {
 			case '\\':
@@ -82,6 +81,15 @@ func appendLabel(b []byte, name, value string) []byte {
 		b = append(b, value...)
 	}
 	return append(b, '"')
+}
+
+func needsEscape(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c == '\\' || c == '"' || c == '\n' {
+			return true
+		}
+	}
+	return false
 }
 
 func (w *taskWriter) taskLabels(i int) []byte {
@@ -152,9 +160,6 @@ func seconds(d time.Duration) float64 { return d.Seconds() }
 func (w *taskWriter) write(src Worker, now time.Time) {
 	src.StatsInto(&w.stats)
 	w.states = src.States(w.states[:0])
-	slices.SortFunc(w.states, func(a, b worker.UnitState) int {
-		return cmp.Or(strings.Compare(a.ID.Connector, b.ID.Connector), cmp.Compare(a.ID.Task, b.ID.Task))
-	})
 	w.labels, w.ends = w.labels[:0], w.ends[:0]
 	for i := range w.stats.Tasks {
 		id := w.stats.Tasks[i].ID
@@ -265,23 +270,25 @@ func (w *taskWriter) writeStates() {
 		lb = appendLabel(lb, "status", statusName(s.State))
 		w.line(task.name, "", lb, 1)
 	}
-	// Per connector and status; states are sorted by connector.
+	// Per connector and status.
 	counts := family{"kcd_worker_connector_tasks", "gauge", "Tasks of the connector on this worker, by status. Kafka Connect: connect-worker-metrics connector-running-task-count, connector-paused-task-count, connector-failed-task-count, connector-unassigned-task-count, connector-restarting-task-count (and connector-total-task-count as their sum)."}
 	w.header(counts)
-	var n [8]int
-	for i := 0; i < len(w.states); {
-		c := w.states[i].ID.Connector
-		clear(n[:])
-		tasks := 0
-		for ; i < len(w.states) && w.states[i].ID.Connector == c; i++ {
-			if w.states[i].ID.Task >= 0 {
-				n[statusIndex(w.states[i].State)]++
-				tasks++
-			}
-		}
-		if tasks == 0 {
+	if w.counts == nil {
+		w.counts = map[string]*[8]int{}
+	}
+	clear(w.counts)
+	for _, s := range w.states {
+		if s.ID.Task < 0 {
 			continue
 		}
+		n := w.counts[s.ID.Connector]
+		if n == nil {
+			n = new([8]int)
+			w.counts[s.ID.Connector] = n
+		}
+		n[statusIndex(s.State)]++
+	}
+	for c, n := range w.counts {
 		for k, st := range statuses {
 			lb = appendLabel(lb[:0], "connector", c)
 			lb = append(lb, ',')

@@ -165,15 +165,20 @@ func storeMax(a *atomic.Int64, v int64) {
 	}
 }
 
-// Stats returns the worker's counters.
+// Stats returns the worker's counters, its tasks sorted by connector and
+// task.
 func (w *Worker) Stats() Stats {
 	var st Stats
 	w.StatsInto(&st)
+	slices.SortFunc(st.Tasks, func(a, b TaskStats) int {
+		return cmp.Or(cmp.Compare(a.ID.Connector, b.ID.Connector), cmp.Compare(a.ID.Task, b.ID.Task))
+	})
 	return st
 }
 
-// StatsInto fills st with the worker's counters, reusing st.Tasks: a
-// scraper that calls it again and again allocates only when tasks grow.
+// StatsInto fills st with the worker's counters, its tasks in no
+// particular order, reusing st.Tasks: a scraper that calls it again and
+// again allocates only when tasks grow.
 func (w *Worker) StatsInto(st *Stats) {
 	u := w.budget.usage()
 	tasks := st.Tasks[:0]
@@ -183,9 +188,6 @@ func (w *Worker) StatsInto(st *Stats) {
 		tasks = append(tasks, t.snapshot())
 	}
 	w.mu.Unlock()
-	slices.SortFunc(tasks, func(a, b TaskStats) int {
-		return cmp.Or(cmp.Compare(a.ID.Connector, b.ID.Connector), cmp.Compare(a.ID.Task, b.ID.Task))
-	})
 	st.Tasks = tasks
 }
 
