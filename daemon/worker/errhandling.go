@@ -71,48 +71,47 @@ func isRetriable(err error) bool {
 // RetryWithToleranceOperator; it doubles up to errors.retry.delay.max.ms.
 const retryDelayMin = 300 * time.Millisecond
 
-// retrying runs op, a stage of a record's processing, as Kafka Connect's
-// RetryWithToleranceOperator does: an attempt that fails with a
-// RetriableError is tried again while errors.retry.timeout has not passed
-// (0, the default: never; -1: without end). It returns op's last error and
-// how many attempts failed.
-func (tr *taskRun) retrying(op func() error) (failures int, err error) {
-	var deadline time.Time
+// retrying retries op, a stage of a record's processing whose first
+// attempt failed with err, as Kafka Connect's RetryWithToleranceOperator
+// does: an attempt that fails with a RetriableError is tried again while
+// errors.retry.timeout has not passed (0, the default: never; -1: without
+// end). Every failed attempt after the first counts as a failure and a
+// retry. It returns op's last error.
+func (tr *taskRun) retrying(err error, op func() error) error {
+	t := tr.settings.retryTimeout
+	if t == 0 || !isRetriable(err) {
+		return err
+	}
+	deadline := time.Now().Add(t)
 	for attempt := 1; ; attempt++ {
-		err = op()
-		if err == nil {
-			return failures, nil
-		}
-		failures++
-		t := tr.settings.retryTimeout
-		if !isRetriable(err) || t == 0 {
-			return failures, err
-		}
-		if deadline.IsZero() {
-			deadline = time.Now().Add(t)
-		}
 		d := min(retryDelayMin<<min(attempt-1, 20), tr.settings.retryMax)
 		if t > 0 {
 			left := time.Until(deadline)
 			if left <= 0 {
-				return failures, err
+				return err
 			}
 			d = min(d, left)
 		}
 		tr.stats.retries.Add(1)
 		if !tr.sleep(d) {
-			return failures, err
+			return err
 		}
+		if err = op(); err == nil || !isRetriable(err) {
+			if err != nil {
+				tr.stats.failures.Add(1)
+			}
+			return err
+		}
+		tr.stats.failures.Add(1)
 	}
 }
 
-// recordFailed counts a record whose processing failed after failures
-// failed attempts, and logs it when errors.log.enable says so (with its
-// key and value under errors.log.include.messages). It returns the error
-// that fails the task under errors.tolerance=none, nil when the record is
-// skipped.
-func (tr *taskRun) recordFailed(failures int, err error, what string, attrs ...any) error {
-	tr.stats.failed(failures, tr.settings.tolerateAll)
+// recordFailed counts a record whose processing ended in err, and logs it
+// when errors.log.enable says so (with its key and value under
+// errors.log.include.messages). It returns the error that fails the task
+// under errors.tolerance=none, nil when the record is skipped.
+func (tr *taskRun) recordFailed(err error, what string, attrs ...any) error {
+	tr.stats.failed(tr.settings.tolerateAll)
 	if tr.settings.logErrors {
 		tr.stats.logged.Add(1)
 		tr.log.Warn(what, append(attrs, "err", err)...)

@@ -263,17 +263,12 @@ func (st *sinkRun) process(fetches kgo.Fetches) error {
 			hs := headers[:len(r.Headers):len(r.Headers)]
 			headers = headers[len(r.Headers):]
 			err := st.convert(r, sr, hs)
-			failures := 0
 			if err != nil {
-				failures = 1
-				if isRetriable(err) && tr.settings.retryTimeout != 0 {
-					var more int
-					more, err = tr.retrying(func() error {
-						*sr = connect.SinkRecord{}
-						return st.convert(r, sr, hs)
-					})
-					failures += more
-				}
+				tr.stats.failures.Add(1)
+				err = tr.retrying(err, func() error {
+					*sr = connect.SinkRecord{}
+					return st.convert(r, sr, hs)
+				})
 			}
 			if err == nil {
 				orig[len(batch)] = r
@@ -285,7 +280,7 @@ func (st *sinkRun) process(fetches kgo.Fetches) error {
 			if tr.settings.logMessages {
 				attrs = append(attrs, "key", r.Key, "value", r.Value)
 			}
-			if convErr = tr.recordFailed(failures, err, "skipping a record that cannot be converted", attrs...); convErr != nil {
+			if convErr = tr.recordFailed(err, "skipping a record that cannot be converted", attrs...); convErr != nil {
 				return
 			}
 			stage, class := stageOf(err, stageValueConverter, st.cs.valueClass)

@@ -201,7 +201,8 @@ func (c sinkContext) ReportErrant(ctx context.Context, rec *connect.SinkRecord, 
 	if cause == nil {
 		cause = errors.New("reported errant by the task")
 	}
-	if err := tr.recordFailed(1, cause, "a record the task reported errant", "topic", rec.Topic, "partition", rec.Partition, "offset", rec.Offset); err != nil {
+	tr.stats.failures.Add(1)
+	if err := tr.recordFailed(cause, "a record the task reported errant", "topic", rec.Topic, "partition", rec.Partition, "offset", rec.Offset); err != nil {
 		err := fmt.Errorf("tolerance exceeded in error handler: the task reported %s-%d@%d: %w", rec.Topic, rec.Partition, rec.Offset, cause)
 		st.ctl.errant.CompareAndSwap(nil, &err)
 		tr.signal()

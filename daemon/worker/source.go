@@ -442,22 +442,18 @@ func (st *sourceRun) convertOrSkip(b *sendBatch, r *connect.SourceRecord, rec *k
 	if err == nil {
 		return false, nil
 	}
-	failures := 1
-	if isRetriable(err) && tr.settings.retryTimeout != 0 {
-		var more int
-		more, err = tr.retrying(func() error {
-			*rec = kgo.Record{}
-			return st.convert(b, r, rec)
-		})
-		if failures += more; err == nil {
-			return false, nil
-		}
+	tr.stats.failures.Add(1)
+	if err = tr.retrying(err, func() error {
+		*rec = kgo.Record{}
+		return st.convert(b, r, rec)
+	}); err == nil {
+		return false, nil
 	}
 	attrs := []any{"topic", r.Topic}
 	if tr.settings.logMessages {
 		attrs = append(attrs, "key", r.Key, "value", r.Value)
 	}
-	return true, tr.recordFailed(failures, err, "skipping a record that cannot be converted", attrs...)
+	return true, tr.recordFailed(err, "skipping a record that cannot be converted", attrs...)
 }
 
 // convertSerialized fills rec with the bytes of a serialized record as
@@ -525,7 +521,8 @@ func (st *sourceRun) acked(seq uint64, r *connect.SourceRecord, kr *kgo.Record, 
 		ok = false
 		st.fail(fenced(err))
 	case err != nil && tr.settings.tolerateAll:
-		_ = tr.recordFailed(1, err, "skipping a record Kafka refused", "topic", kr.Topic)
+		tr.stats.failures.Add(1)
+		_ = tr.recordFailed(err, "skipping a record Kafka refused", "topic", kr.Topic)
 		// Committed with empty metadata, as Kafka Connect does: a task
 		// that keeps records until committed (the Java host) lets it go.
 		if r != nil {
@@ -535,7 +532,8 @@ func (st *sourceRun) acked(seq uint64, r *connect.SourceRecord, kr *kgo.Record, 
 		}
 	case err != nil:
 		ok = false
-		tr.stats.failed(1, false)
+		tr.stats.failures.Add(1)
+		tr.stats.failed(false)
 		st.fail(fmt.Errorf("produce to %s: %w", kr.Topic, err))
 	case kr == nil && r != nil:
 		// A dropped record, or one skipped because it could not be

@@ -117,10 +117,10 @@ func (t *taskStats) commit(ok bool, d time.Duration) {
 	storeMax(&t.peakCommitNanos, int64(d))
 }
 
-// failed counts a record that ended in an error (after attempts failed
-// attempts); skipped when errors.tolerance=all let the task go on.
-func (t *taskStats) failed(attempts int, skipped bool) {
-	t.failures.Add(int64(attempts))
+// failed counts a record that ended in an error; skipped when
+// errors.tolerance=all let the task go on. Its failed attempts are counted
+// where they fail.
+func (t *taskStats) failed(skipped bool) {
 	t.errors.Add(1)
 	if skipped {
 		t.skipped.Add(1)
