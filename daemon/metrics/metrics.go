@@ -12,6 +12,7 @@ package metrics
 import (
 	"bytes"
 	"compress/gzip"
+	"io"
 	"net/http"
 	"strings"
 	"sync"
@@ -73,12 +74,16 @@ type Sources struct {
 type Handler struct {
 	src Sources
 	reg *prometheus.Registry
+	// scrapes holds the buffers of scrapes: each scrape takes its own, so
+	// that a client that reads slowly holds up no other.
+	scrapes sync.Pool // *scrape
+}
 
-	mu    sync.Mutex // one scrape at a time: they share w and buf
-	w     taskWriter
-	buf   bytes.Buffer
-	gz    *gzip.Writer
-	start time.Time
+// scrape is what one scrape writes into, reused by later ones.
+type scrape struct {
+	w   taskWriter
+	buf bytes.Buffer
+	gz  *gzip.Writer
 }
 
 // maxKeptBuffer bounds the buffers a handler keeps between scrapes.
@@ -86,7 +91,8 @@ const maxKeptBuffer = 16 << 20
 
 // New returns the handler for src.
 func New(src Sources) *Handler {
-	h := &Handler{src: src, reg: prometheus.NewRegistry(), start: time.Now()}
+	h := &Handler{src: src, reg: prometheus.NewRegistry()}
+	h.scrapes.New = func() any { return new(scrape) }
 	h.reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	h.reg.MustRegister(nodeCollector{src})
 	if src.Store != nil {
@@ -98,64 +104,64 @@ func New(src Sources) *Handler {
 // ServeHTTP writes the metrics in the text format (version 0.0.4, which
 // every Prometheus reads), gzipped when the client takes it.
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	body, err := h.render(time.Now())
+	sc := h.scrapes.Get().(*scrape)
+	defer h.scrapes.Put(sc)
+	defer sc.trim()
+	body, err := h.render(sc, time.Now())
 	if err != nil {
 		http.Error(w, "gather metrics: "+err.Error(), http.StatusInternalServerError)
 		return
 	}
 	w.Header().Set("Content-Type", string(expfmt.NewFormat(expfmt.TypeTextPlain)))
-	if strings.Contains(r.Header.Get("Accept-Encoding"), "gzip") {
-		w.Header().Set("Content-Encoding", "gzip")
-		if h.gz == nil {
-			h.gz, _ = gzip.NewWriterLevel(w, gzip.BestSpeed)
-		} else {
-			h.gz.Reset(w)
-		}
-		_, _ = h.gz.Write(body)
-		_ = h.gz.Close()
-		h.gz.Reset(nil)
-	} else {
+	if !strings.Contains(r.Header.Get("Accept-Encoding"), "gzip") {
 		_, _ = w.Write(body)
+		return
 	}
-	h.trim()
+	w.Header().Set("Content-Encoding", "gzip")
+	if sc.gz == nil {
+		sc.gz, _ = gzip.NewWriterLevel(w, gzip.BestSpeed)
+	} else {
+		sc.gz.Reset(w)
+	}
+	_, _ = sc.gz.Write(body)
+	_ = sc.gz.Close()
+	sc.gz.Reset(io.Discard) // let go of w
 }
 
-// render gathers every metric into the handler's buffer.
-func (h *Handler) render(now time.Time) ([]byte, error) {
-	h.buf.Reset()
+// render gathers every metric into sc's buffers.
+func (h *Handler) render(sc *scrape, now time.Time) ([]byte, error) {
+	sc.buf.Reset()
 	mfs, err := h.reg.Gather()
 	if err != nil {
 		return nil, err
 	}
-	enc := expfmt.NewEncoder(&h.buf, expfmt.NewFormat(expfmt.TypeTextPlain))
+	enc := expfmt.NewEncoder(&sc.buf, expfmt.NewFormat(expfmt.TypeTextPlain))
 	for _, mf := range mfs {
 		if err := enc.Encode(mf); err != nil {
 			return nil, err
 		}
 	}
-	h.w.b = append(h.w.b[:0], h.buf.Bytes()...)
+	sc.w.b = append(sc.w.b[:0], sc.buf.Bytes()...)
 	if h.src.Member != nil {
-		h.w.writeRebalance(h.src.Member, now)
+		sc.w.writeRebalance(h.src.Member, now)
 	}
 	if h.src.Worker != nil {
-		h.w.write(h.src.Worker, now)
+		sc.w.write(h.src.Worker, now)
 	}
-	return h.w.b, nil
+	return sc.w.b, nil
 }
 
 // trim drops buffers grown past maxKeptBuffer, so that one scrape of a
 // huge worker does not pin its memory for good.
-func (h *Handler) trim() {
-	if cap(h.w.b) > maxKeptBuffer {
-		h.w.b = nil
+func (sc *scrape) trim() {
+	if cap(sc.w.b) > maxKeptBuffer {
+		sc.w.b = nil
 	}
-	if h.buf.Cap() > maxKeptBuffer {
-		h.buf = bytes.Buffer{}
+	if sc.buf.Cap() > maxKeptBuffer {
+		sc.buf = bytes.Buffer{}
 	}
-	if cap(h.w.labels) > maxKeptBuffer {
-		h.w.labels = nil
+	if cap(sc.w.labels) > maxKeptBuffer {
+		sc.w.labels = nil
 	}
 }
 

@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -259,10 +260,11 @@ func BenchmarkScrape1000Tasks(b *testing.B) {
 // and formats them, without the HTTP response.
 func BenchmarkRender1000Tasks(b *testing.B) {
 	h := New(Sources{Worker: newFakeWorker(1000)})
+	sc := new(scrape)
 	b.ReportAllocs()
 	cpu := cpuTime()
 	for b.Loop() {
-		if _, err := h.render(time.Now()); err != nil {
+		if _, err := h.render(sc, time.Now()); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -304,4 +306,24 @@ func cpuTime() time.Duration {
 // reportCPU reports the CPU time per operation since start, GC included.
 func reportCPU(b *testing.B, start time.Duration) {
 	b.ReportMetric(float64(cpuTime()-start)/float64(b.N), "cpu-ns/op")
+}
+
+// Scrapes at the same time each get their own buffers.
+func TestConcurrentScrapes(t *testing.T) {
+	h := New(fakeSources(50))
+	var wg sync.WaitGroup
+	for range 8 {
+		wg.Go(func() {
+			for range 20 {
+				rec := httptest.NewRecorder()
+				h.ServeHTTP(rec, httptest.NewRequest("GET", "/metrics", nil))
+				p := expfmt.NewTextParser(model.UTF8Validation)
+				if _, err := p.TextToMetricFamilies(rec.Body); err != nil {
+					t.Errorf("a concurrent scrape does not parse: %v", err)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
 }
