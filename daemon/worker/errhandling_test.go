@@ -1,11 +1,15 @@
 package worker
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"net/http"
 	"path/filepath"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -15,6 +19,7 @@ import (
 	"github.com/kcd-project/kcd/daemon/connect"
 	"github.com/kcd-project/kcd/daemon/connect/data"
 	"github.com/kcd-project/kcd/daemon/connectstore"
+	"github.com/kcd-project/kcd/internal/testenv"
 )
 
 func TestWorkerRetryTimeout(t *testing.T)      { t.Parallel(); scenarioRetryTimeout(fakeEnv(t)) }
@@ -108,4 +113,99 @@ func scenarioRetryTimeout(e *env) {
 		return ts.Errors.Retries >= 3 && ts.Errors.Failures == ts.Errors.Retries+3 && ts.Errors.Errors == 3 && ts.Skipped == 3
 	})
 	e.waitState(hopeless, 0, connectstore.StateRunning)
+}
+
+// The dead letter queue records of kcd and of a real Kafka Connect 4.3
+// worker for the same malformed records: the same context headers in the
+// same order with the same values, but for the connector name and the
+// stack trace (Java frames), and a message that starts with Kafka
+// Connect's (kcd's also names the cause).
+func TestIntegrationDeadLetterHeadersMatchKafkaConnect(t *testing.T) {
+	connectURL := testenv.Require(t, testenv.ConnectURL)
+	e := kafkaEnv(t)
+	topic, kcDLQ, kcdDLQ := e.name("dlqcmp"), e.name("dlq-kc"), e.name("dlq-kcd")
+	e.createTopic(topic, 1)
+	cl, err := kgo.NewClient(kgo.SeedBrokers(e.seeds...), kgo.DefaultProduceTopic(topic))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	for _, v := range []string{"not json", `{"schema":{"type":"string","optional":false},"payload":"ok"}`, `{"schema":{"type":"string"},"payload":`} {
+		cl.Produce(context.Background(), &kgo.Record{Value: []byte(v), Headers: []kgo.RecordHeader{{Key: "mine", Value: []byte("1")}}}, nil)
+	}
+	if err := cl.Flush(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	cfg := func(name, dlq, file string) map[string]string {
+		return map[string]string{"connector.class": "org.apache.kafka.connect.file.FileStreamSinkConnector", "name": name, "file": file, "topics": topic,
+			"key.converter": "org.apache.kafka.connect.json.JsonConverter", "value.converter": "org.apache.kafka.connect.json.JsonConverter",
+			"errors.tolerance": "all", "errors.deadletterqueue.topic.name": dlq, "errors.deadletterqueue.topic.replication.factor": "1",
+			"errors.deadletterqueue.context.headers.enable": "true"}
+	}
+	dir := t.TempDir()
+	kcName, kcdName := e.name("kc"), e.name("kcd")
+	body, _ := json.Marshal(map[string]any{"name": kcName, "config": cfg(kcName, kcDLQ, filepath.Join(dir, "kc.txt"))})
+	resp, err := http.Post(connectURL+"/connectors", "application/json", bytes.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusCreated {
+		t.Fatalf("create the connector on Kafka Connect: %d", resp.StatusCode)
+	}
+	t.Cleanup(func() {
+		req, _ := http.NewRequest(http.MethodDelete, connectURL+"/connectors/"+kcName, nil)
+		if resp, err := http.DefaultClient.Do(req); err == nil {
+			resp.Body.Close()
+		}
+	})
+	e.create(kcdName, cfg(kcdName, kcdDLQ, filepath.Join(dir, "kcd.txt")))
+	e.start(nil)
+
+	headers := func(r *kgo.Record) ([]string, map[string]string) {
+		var keys []string
+		hs := map[string]string{}
+		for _, h := range r.Headers {
+			keys = append(keys, h.Key)
+			hs[h.Key] = string(h.Value)
+		}
+		return keys, hs
+	}
+	kc := e.consumeN(kcDLQ, 2, 500*time.Millisecond)
+	kcd := e.consumeN(kcdDLQ, 2, 500*time.Millisecond)
+	if len(kc) != 2 || len(kcd) != 2 {
+		t.Fatalf("dead letters: Kafka Connect %d, kcd %d; want 2 each", len(kc), len(kcd))
+	}
+	const p = "__connect.errors."
+	for i := range kc {
+		kcKeys, kcH := headers(kc[i])
+		kcdKeys, kcdH := headers(kcd[i])
+		if !slices.Equal(kcKeys, kcdKeys) {
+			t.Errorf("dead letter %d: kcd's headers %q, Kafka Connect's %q", i, kcdKeys, kcKeys)
+		}
+		for _, k := range kcKeys {
+			switch k {
+			case p + "connector.name", p + "exception.stacktrace":
+			case p + "exception.message":
+				if !strings.HasPrefix(kcdH[k], strings.TrimSpace(kcH[k])) {
+					t.Errorf("dead letter %d: kcd's message %q does not start with Kafka Connect's %q", i, kcdH[k], kcH[k])
+				}
+			default:
+				if kcdH[k] != kcH[k] {
+					t.Errorf("dead letter %d: %s is %q in kcd, %q in Kafka Connect", i, k, kcdH[k], kcH[k])
+				}
+			}
+		}
+		if !bytes.Equal(kc[i].Value, kcd[i].Value) || !kc[i].Timestamp.Equal(kcd[i].Timestamp) {
+			t.Errorf("dead letter %d: kcd's %q at %v, Kafka Connect's %q at %v", i, kcd[i].Value, kcd[i].Timestamp, kc[i].Value, kc[i].Timestamp)
+		}
+		t.Logf("Kafka Connect's exception.stacktrace starts %q", firstLine(kcH[p+"exception.stacktrace"]))
+	}
+}
+
+func firstLine(s string) string {
+	if i := strings.IndexByte(s, '\n'); i >= 0 {
+		return s[:i]
+	}
+	return s
 }
