@@ -209,3 +209,17 @@ func firstLine(s string) string {
 	}
 	return s
 }
+
+// errors.retry.timeout takes any long, as Kafka Connect's ConfigDef does.
+func TestRetryTimeoutSetting(t *testing.T) {
+	for v, want := range map[string]time.Duration{"": 0, "0": 0, "-1": -1, "-5": 0, "1500": 1500 * time.Millisecond} {
+		s, err := parseSettings("c", map[string]string{"errors.retry.timeout": v}, Config{})
+		if err != nil || s.retryTimeout != want {
+			t.Errorf("errors.retry.timeout=%q: %v, %v; want %v", v, s.retryTimeout, err, want)
+		}
+	}
+	if _, err := parseSettings("c", map[string]string{"errors.retry.timeout": "soon"}, Config{}); err == nil ||
+		err.Error() != "invalid value soon for configuration errors.retry.timeout: not a number" {
+		t.Errorf("errors.retry.timeout=soon: %v", err)
+	}
+}
