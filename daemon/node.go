@@ -28,6 +28,7 @@ import (
 	"github.com/kcd-project/kcd/daemon/importer"
 	"github.com/kcd-project/kcd/daemon/javahost"
 	"github.com/kcd-project/kcd/daemon/loglevels"
+	"github.com/kcd-project/kcd/daemon/metrics"
 	"github.com/kcd-project/kcd/daemon/restapi"
 	"github.com/kcd-project/kcd/daemon/secrets"
 	"github.com/kcd-project/kcd/daemon/store/activestore"
@@ -85,6 +86,8 @@ type Node struct {
 	files *connect.Files
 	// configKeys encrypt connector and task configs at rest (nil: plain).
 	configKeys *connectstore.Keyring
+	// storeTimer times the store's operations for GET /metrics.
+	storeTimer *metrics.StoreTimer
 }
 
 // New returns a node for cfg; it does nothing until Start.
@@ -140,6 +143,7 @@ func (n *Node) Start(ctx context.Context) (err error) {
 		return err
 	}
 	opts := restapi.Options{Logger: n.log.With("subsys", "rest"), Hosts: restapi.HostPolicyFor(n.cfg.RESTAllowedHosts, n.cfg.RESTAddr), NodeClient: n.nodeClient(90 * time.Second), Auth: auth}
+	n.storeTimer = metrics.NewStoreTimer()
 	if n.cfg.HasRole(config.RoleRaft) {
 		if n.joinToken, err = n.configuredJoinToken(); err != nil {
 			return err
@@ -153,7 +157,7 @@ func (n *Node) Start(ctx context.Context) (err error) {
 			Resolve: store.ResolveSettings, Mask: store.MaskSettings,
 			Logger: n.log,
 		})
-		n.store = connectstore.Seal(n.active, n.configKeys)
+		n.store = connectstore.Seal(metrics.TimeStore(n.active, n.storeTimer), n.configKeys)
 		opts.Cluster, opts.Store = raftCluster{n: n.raft, drain: n.drainMember}, guardStore(n.active)
 		opts.PeerStore = guardStore(n.active.ForAPI())
 		opts.StoreAdmin = storeAdmin{n.active}
@@ -221,6 +225,7 @@ func (n *Node) Start(ctx context.Context) (err error) {
 		defer n.wg.Done()
 		loggers.follow(ctx) // loggers.go
 	}()
+	opts.Metrics = metrics.New(n.metricsSources())
 	// Requests run under a context that Close cancels once in-flight ones
 	// had a moment to finish: a request waiting for a leader (a removed or
 	// cut-off node has none) must not hold the stop for its whole wait.
@@ -627,4 +632,23 @@ func (n *Node) startJavaHost() {
 	})
 	n.unregister = connect.RegisterProvider(javahost.NewProvider(n.javaHost))
 	n.log.Info("java connector host configured; it starts when a connector needs it", "plugin_path", strings.Join(n.cfg.PluginPath, ","), "dir", dir)
+}
+
+// metricsSources are the parts of the node GET /metrics reads: those it
+// runs (a worker-only node has no Raft member, coordinator or backend).
+func (n *Node) metricsSources() metrics.Sources {
+	src := metrics.Sources{Store: n.storeTimer}
+	if n.worker != nil {
+		src.Worker, src.Member = n.worker, n.member
+	}
+	if n.raft != nil {
+		src.Raft = n.raft
+	}
+	if n.coord != nil {
+		src.Coordinator = n.coord
+	}
+	if n.active != nil {
+		src.Backend = n.active
+	}
+	return src
 }

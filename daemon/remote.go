@@ -8,6 +8,7 @@ import (
 	"github.com/kcd-project/kcd/daemon/connect/converter"
 	"github.com/kcd-project/kcd/daemon/connectstore"
 	"github.com/kcd-project/kcd/daemon/herder"
+	"github.com/kcd-project/kcd/daemon/metrics"
 	"github.com/kcd-project/kcd/daemon/restapi"
 	"github.com/kcd-project/kcd/daemon/store/remotestore"
 )
@@ -24,7 +25,7 @@ func (n *Node) startRemote(ctx context.Context, opts *restapi.Options, kafkaSeed
 	if err != nil {
 		return fmt.Errorf("store of a worker-only node: %w", err)
 	}
-	n.store = connectstore.Seal(rs, n.configKeys)
+	n.store = connectstore.Seal(metrics.TimeStore(rs, n.storeTimer), n.configKeys)
 	opts.Cluster = seedCluster{rs: rs}
 	opts.Connect = herder.New(connectstore.New(n.store), herder.Options{
 		Converters:           converter.Classes(),

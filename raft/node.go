@@ -55,12 +55,14 @@ type Node struct {
 	waitMu  sync.Mutex
 	waiters map[uint64]chan fsm.Result
 
-	leader    atomic.Uint64
-	term      atomic.Uint64
-	applied   atomic.Uint64
-	commit    atomic.Uint64
-	appliedMu sync.Mutex
-	appliedCh chan struct{} // closed and replaced whenever applied moves
+	leader atomic.Uint64
+	term   atomic.Uint64
+	// proposals and proposalsFailed count Propose calls (Proposals).
+	proposals, proposalsFailed atomic.Uint64
+	applied                    atomic.Uint64
+	commit                     atomic.Uint64
+	appliedMu                  sync.Mutex
+	appliedCh                  chan struct{} // closed and replaced whenever applied moves
 
 	reads *readBatcher
 	// propq feeds runProposer.
@@ -423,6 +425,25 @@ func (n *Node) Err() error {
 // Propose replicates cmd and returns its result once this node has applied
 // it. cmd.ID is set by Propose.
 func (n *Node) Propose(ctx context.Context, cmd fsm.Command) (fsm.Result, error) {
+	n.proposals.Add(1)
+	res, err := n.propose(ctx, cmd)
+	if err != nil {
+		n.proposalsFailed.Add(1)
+	}
+	return res, err
+}
+
+// Proposals counts the commands proposed through Propose since the node
+// started, and those that failed (refused, timed out, or applied with an
+// error).
+func (n *Node) Proposals() (total, failed uint64) {
+	return n.proposals.Load(), n.proposalsFailed.Load()
+}
+
+// CommitIndex is the highest log index this member knows committed.
+func (n *Node) CommitIndex() uint64 { return n.commit.Load() }
+
+func (n *Node) propose(ctx context.Context, cmd fsm.Command) (fsm.Result, error) {
 	if n.isCorrupt() {
 		// Its result would come from this member's own, corrupt, state.
 		return fsm.Result{}, n.Corrupt()

@@ -70,6 +70,34 @@ type Coordinator struct {
 	// isolated: units (and keys) already reported as left out because the
 	// store cannot hold their keys (bounded).
 	isolated map[string]bool
+
+	stats Stats // under mu
+}
+
+// Stats are the coordinator's counters since the process started, over
+// every term it led.
+type Stats struct {
+	Leading bool
+	Epoch   Epoch // the last one it wrote
+	// Workers with a session, and units assigned, as of the last rebalance.
+	Sessions, Units int
+	// Rebalances it wrote, the moves in them, and the time they took.
+	Rebalances, Moves               int64
+	RebalanceTime, MaxRebalanceTime time.Duration
+	LastRebalance                   time.Time
+	RebalanceFailures               int64
+}
+
+// Stats returns the coordinator's counters.
+func (c *Coordinator) Stats() Stats {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	s := c.stats
+	s.Leading = c.lead != nil
+	if c.lead != nil {
+		s.Sessions = len(c.lead.sessions)
+	}
+	return s
 }
 
 // session is a worker's session with this coordinator.
@@ -664,6 +692,7 @@ func (c *Coordinator) rebalance(ctx context.Context, st *leadState) error {
 	c.mu.Unlock()
 	fail := func(err error) error {
 		c.mu.Lock()
+		c.stats.RebalanceFailures++
 		st.dirty = true
 		for _, t := range triggers {
 			st.triggers = appendTrigger(st.triggers, t)
@@ -822,6 +851,15 @@ func (c *Coordinator) rebalance(ctx context.Context, st *leadState) error {
 	}
 	c.mu.Lock()
 	st.epoch, st.epochRev, st.journal = next, rev, journal
+	c.stats.Epoch, c.stats.Units = next, len(sn.units)
+	if len(moves) > 0 || len(triggers) > 0 {
+		took := time.Since(start)
+		c.stats.Rebalances++
+		c.stats.Moves += int64(len(moves))
+		c.stats.RebalanceTime += took
+		c.stats.MaxRebalanceTime = max(c.stats.MaxRebalanceTime, took)
+		c.stats.LastRebalance = time.Now()
+	}
 	c.admit(st, sn)
 	for id := range stored {
 		if s := st.sessions[id]; s != nil && s.info == sn.infos[id].info {

@@ -78,6 +78,10 @@ type Member struct {
 	epoch      Epoch
 	leader     uint64
 	running    func() []Unit
+	// rebalances counts the epochs this member saw the assignment move to
+	// after its first; lastRebalance is when it saw the last one.
+	rebalances    int64
+	lastRebalance time.Time
 
 	// hold, set by tests only, is called by the member's loops
 	// ("heartbeat", "watchdog", "watch") before each step; it blocks to
@@ -376,6 +380,10 @@ func (m *Member) answered(sent time.Time, reply HeartbeatReply) bool {
 	}
 	now := m.holdsLocked()
 	changed := was != now || m.epoch.Term != reply.Epoch.Term
+	if reply.Epoch != m.epoch && m.epoch != (Epoch{}) {
+		m.rebalances++
+		m.lastRebalance = time.Now()
+	}
 	m.epoch, m.leader = reply.Epoch, reply.Leader
 	m.mu.Unlock()
 	if resync {
@@ -628,4 +636,13 @@ func (m *Member) apply(ctx context.Context, w store.Watcher, rev int64) (int64, 
 			}
 		}
 	}
+}
+
+// Rebalances tells the assignment epoch the member last heard of, the
+// coordinator it heard it from, how many times it saw the epoch move on
+// since it started, and when it last did (zero: never).
+func (m *Member) Rebalances() (epoch Epoch, leader uint64, completed int64, last time.Time) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.epoch, m.leader, m.rebalances, m.lastRebalance
 }

@@ -104,6 +104,9 @@ var routeRoles = map[string]restauth.Role{
 	"GET /admin/loggers":          roleRead,
 	"GET /admin/loggers/{logger}": roleRead,
 	"PUT /admin/loggers/{logger}": roleAdmin,
+
+	// Metrics: what a dashboard reads, as any other read endpoint.
+	"GET /metrics": roleRead,
 }
 
 // forwardedUserHeader names, on a request a node forwards, the user whose

@@ -79,6 +79,8 @@ type Options struct {
 	Worker LocalWorker
 	// Loggers serves /admin/loggers (loggers.go); nil answers 503 there.
 	Loggers Loggers
+	// Metrics serves GET /metrics (metrics.go); nil answers 503 there.
+	Metrics http.Handler
 	// HealthChecks are checked by GET /health after the node's readiness
 	// (health.go); each reports one part of the node.
 	HealthChecks []HealthCheck
@@ -106,7 +108,7 @@ func NewHandler(node Node, opts Options) http.Handler {
 		opts.LeaderWait = 5 * time.Second
 	}
 	a := &api{
-		node: node, cluster: opts.Cluster, store: opts.Store, connect: opts.Connect, coord: opts.Coordinator, storeAdmin: opts.StoreAdmin, importer: opts.Importer, peerStore: opts.PeerStore, worker: opts.Worker, loggers: opts.Loggers, log: opts.Logger, leaderWait: opts.LeaderWait,
+		node: node, cluster: opts.Cluster, store: opts.Store, connect: opts.Connect, coord: opts.Coordinator, storeAdmin: opts.StoreAdmin, importer: opts.Importer, peerStore: opts.PeerStore, worker: opts.Worker, loggers: opts.Loggers, metrics: opts.Metrics, log: opts.Logger, leaderWait: opts.LeaderWait,
 		forwardClient: opts.NodeClient,
 		healthChecks:  append([]HealthCheck{readyCheck(node)}, opts.HealthChecks...),
 	}
@@ -202,6 +204,7 @@ func (a *api) routes() []route {
 	routes = append(routes, a.workerRoutes()...)     // workers, assignments, rebalances, events (workers.go, events.go)
 	routes = append(routes, a.importRoutes()...)     // imports and export (imports.go)
 	routes = append(routes, a.loggerRoutes()...)     // /admin/loggers (loggers.go)
+	routes = append(routes, a.metricsRoutes()...)    // /metrics (metrics.go)
 	return routes
 }
 
@@ -216,6 +219,7 @@ type api struct {
 	peerStore     store.Store
 	worker        LocalWorker
 	loggers       Loggers
+	metrics       http.Handler
 	log           *slog.Logger
 	leaderWait    time.Duration
 	forwardClient *http.Client

@@ -369,3 +369,21 @@ func withMemoryLimit() (restore func()) {
 	prev := debug.SetMemoryLimit(lim)
 	return func() { debug.SetMemoryLimit(prev) }
 }
+
+// BenchmarkStatsInto1000Tasks is what a metrics scrape reads of a worker
+// running 1,000 tasks, half sources, half sinks.
+func BenchmarkStatsInto1000Tasks(b *testing.B) {
+	w := &Worker{budget: newBudget(1000, 1<<20, nil), tasks: map[TaskID]*taskStats{}}
+	for i := range 1000 {
+		t := newTaskStats(TaskID{Connector: fmt.Sprintf("c%d", i/10), Task: i % 10}, i%2 == 1)
+		if !t.sink {
+			t.budget = newBudget(100, 1<<16, w.budget)
+		}
+		w.tasks[t.id] = t
+	}
+	var st Stats
+	b.ReportAllocs()
+	for b.Loop() {
+		w.StatsInto(&st)
+	}
+}

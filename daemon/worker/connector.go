@@ -149,6 +149,16 @@ func (s *supervisor) reconcileConnector(ctx context.Context) {
 }
 
 func (s *supervisor) startConnector() error {
+	s.w.startups.connAttempts.Add(1)
+	if err := s.doStartConnector(); err != nil {
+		s.w.startups.connFailed.Add(1)
+		return err
+	}
+	s.w.startups.connOK.Add(1)
+	return nil
+}
+
+func (s *supervisor) doStartConnector() error {
 	if s.pluginErr != nil {
 		return s.pluginErr
 	}

@@ -26,6 +26,8 @@ type ConverterFactory func(class string) (Converter, error)
 // converters are the key, value and header converters of one task.
 type converters struct {
 	key, value, header Converter
+	// Their class names, for the dead letter queue's context headers.
+	keyClass, valueClass, headerClass string
 }
 
 // newConverters builds a task's converters: the connector's own when its
@@ -43,7 +45,19 @@ func (w *Worker) newConverters(config map[string]string) (converters, error) {
 	if cs.header, err = w.converter(config, "header", false); err != nil {
 		return cs, err
 	}
+	cs.keyClass = converterClass(w.converterSetting(config, "key.converter"))
+	cs.valueClass = converterClass(w.converterSetting(config, "value.converter"))
+	cs.headerClass = converterClass(w.converterSetting(config, "header.converter"))
 	return cs, nil
+}
+
+// converterSetting is the connector's converter class setting prop, or
+// the worker's default.
+func (w *Worker) converterSetting(config map[string]string, prop string) string {
+	if c := strings.TrimSpace(config[prop]); c != "" {
+		return c
+	}
+	return w.cfg.ConverterDefaults[prop]
 }
 
 func (w *Worker) converter(config map[string]string, kind string, isKey bool) (Converter, error) {

@@ -2,8 +2,10 @@ package worker
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 	"sync"
 
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -31,14 +33,9 @@ func newDeadLetters(tr *taskRun) *deadLetters { return &deadLetters{tr: tr} }
 // errors.deadletterqueue.context.headers.enable.
 const dlqHeaderPrefix = "__connect.errors."
 
-// send sends a record that could not be converted.
-func (d *deadLetters) send(r *kgo.Record, cause error) {
-	d.sendStage(r, cause, "VALUE_CONVERTER", nil)
-}
-
-// sendStage sends the original record r that failed at stage; done, when
-// set, is called once the queue has it (or could not take it).
-func (d *deadLetters) sendStage(r *kgo.Record, cause error, stage string, done func(error)) {
+// sendStage sends the original record r that failed at stage, in class;
+// done, when set, is called once the queue has it (or could not take it).
+func (d *deadLetters) sendStage(r *kgo.Record, cause error, stage, class string, done func(error)) {
 	if d == nil {
 		if done != nil {
 			done(nil)
@@ -50,6 +47,8 @@ func (d *deadLetters) sendStage(r *kgo.Record, cause error, stage string, done f
 	if !d.topicOK {
 		if err := tr.w.topics.ensure(tr.ctx, tr.settings.dlqTopic, 1, tr.settings.dlqRF); err != nil {
 			d.ensureMu.Unlock()
+			tr.stats.dlqRequests.Add(1)
+			tr.stats.dlqFailed.Add(1)
 			if done != nil {
 				done(fmt.Errorf("create the dead letter queue %s: %w", tr.settings.dlqTopic, err))
 			}
@@ -58,20 +57,11 @@ func (d *deadLetters) sendStage(r *kgo.Record, cause error, stage string, done f
 		d.topicOK = true
 	}
 	d.ensureMu.Unlock()
-	rec := &kgo.Record{Topic: tr.settings.dlqTopic, Key: r.Key, Value: r.Value, Headers: r.Headers, Context: tr.w.produceCtx}
+	// As Kafka Connect's DeadLetterQueueReporter: the original key, value,
+	// headers and timestamp, to a partition the producer picks.
+	rec := &kgo.Record{Topic: tr.settings.dlqTopic, Key: r.Key, Value: r.Value, Headers: r.Headers, Timestamp: r.Timestamp, Context: tr.w.produceCtx}
 	if tr.settings.dlqHeaders {
-		h := func(k, v string) kgo.RecordHeader {
-			return kgo.RecordHeader{Key: dlqHeaderPrefix + k, Value: []byte(v)}
-		}
-		rec.Headers = append(append([]kgo.RecordHeader(nil), r.Headers...),
-			h("topic", r.Topic),
-			h("partition", strconv.Itoa(int(r.Partition))),
-			h("offset", strconv.FormatInt(r.Offset, 10)),
-			h("connector.name", tr.id.Connector),
-			h("task.id", strconv.Itoa(tr.id.Task)),
-			h("stage", stage),
-			h("exception.message", tr.sup.mask(cause.Error())), // may echo a secret of the config
-		)
+		rec.Headers = contextHeaders(r, tr.id, stage, class, cause, tr.sup.mask)
 	}
 	// Bounded: past the task's in-flight limit, wait for the queue first.
 	if d.count() >= tr.w.cfg.Limits.TaskInFlightRecords {
@@ -80,8 +70,10 @@ func (d *deadLetters) sendStage(r *kgo.Record, cause error, stage string, done f
 	d.mu.Lock()
 	d.pending++
 	d.mu.Unlock()
+	tr.stats.dlqRequests.Add(1)
 	tr.w.client.Produce(rec.Context, rec, func(_ *kgo.Record, err error) {
 		if err != nil {
+			tr.stats.dlqFailed.Add(1)
 			err = fmt.Errorf("send to the dead letter queue %s: %w", tr.settings.dlqTopic, err)
 		}
 		d.mu.Lock()
@@ -137,4 +129,46 @@ func (d *deadLetters) failure() error {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	return d.err
+}
+
+// contextHeaders are r's headers followed by Kafka Connect's error context
+// headers (errors.deadletterqueue.context.headers.enable), in its order;
+// partition and offset as decimal strings, as Kafka Connect writes them.
+// The message and stack trace go through mask: they may echo a secret of
+// the connector's config.
+func contextHeaders(r *kgo.Record, id TaskID, stage, class string, cause error, mask func(string) string) []kgo.RecordHeader {
+	h := func(k, v string) kgo.RecordHeader {
+		return kgo.RecordHeader{Key: dlqHeaderPrefix + k, Value: []byte(v)}
+	}
+	exc := exceptionClass(cause)
+	msg := mask(exceptionMessage(cause))
+	return append(append(make([]kgo.RecordHeader, 0, len(r.Headers)+10), r.Headers...),
+		h("topic", r.Topic),
+		h("partition", strconv.Itoa(int(r.Partition))),
+		h("offset", strconv.FormatInt(r.Offset, 10)),
+		h("connector.name", id.Connector),
+		h("task.id", strconv.Itoa(id.Task)),
+		h("stage", stage),
+		h("class.name", class),
+		h("exception.class.name", exc),
+		h("exception.message", msg),
+		h("exception.stacktrace", stackTrace(exc, cause, mask)),
+	)
+}
+
+// stackTrace writes cause as Java prints an exception: its class and
+// message, then each cause in the chain. kcd has no Java frames to show.
+func stackTrace(exc string, cause error, mask func(string) string) string {
+	var b strings.Builder
+	b.WriteString(exc)
+	b.WriteString(": ")
+	b.WriteString(mask(cause.Error()))
+	b.WriteByte('\n')
+	for e := errors.Unwrap(cause); e != nil; e = errors.Unwrap(e) {
+		if _, ok := e.(*stageError); ok {
+			continue
+		}
+		fmt.Fprintf(&b, "Caused by: %s\n", mask(e.Error()))
+	}
+	return b.String()
 }

@@ -2,6 +2,7 @@ package worker
 
 import (
 	"fmt"
+	"math"
 	"strconv"
 	"strings"
 	"time"
@@ -15,6 +16,7 @@ type settings struct {
 	logErrors     bool          // errors.log.enable
 	logMessages   bool          // errors.log.include.messages
 	retryMax      time.Duration // errors.retry.delay.max.ms
+	retryTimeout  time.Duration // errors.retry.timeout; 0: no retries, <0: without end
 
 	// Source: topic.creation.default.*.
 	topicPartitions  int32
@@ -61,6 +63,14 @@ func parseSettings(name string, cfg map[string]string, defaults Config) (setting
 	s.logMessages = p.bool("errors.log.include.messages")
 	if ms := p.int("errors.retry.delay.max.ms", 0, 1); ms > 0 {
 		s.retryMax = time.Duration(ms) * time.Millisecond
+	}
+	// Any long, as Kafka Connect takes it: -1 retries without end, and
+	// another negative value as 0.
+	switch ms := p.int("errors.retry.timeout", 0, math.MinInt64); {
+	case ms == -1:
+		s.retryTimeout = -1
+	case ms > 0:
+		s.retryTimeout = time.Duration(min(ms, math.MaxInt64/int64(time.Millisecond))) * time.Millisecond
 	}
 	s.topicPartitions = int32(p.int("topic.creation.default.partitions", -1, -1))
 	s.topicReplication = int16(p.int("topic.creation.default.replication.factor", -1, -1))
@@ -142,7 +152,11 @@ func (p *parser) int(k string, def, lowest int64) int64 {
 	}
 	n, err := strconv.ParseInt(v, 10, 64)
 	if err != nil || n < lowest {
-		p.fail(k, v, fmt.Sprintf("not a number ≥ %d", lowest))
+		if lowest == math.MinInt64 {
+			p.fail(k, v, "not a number")
+		} else {
+			p.fail(k, v, fmt.Sprintf("not a number ≥ %d", lowest))
+		}
 		return def
 	}
 	return n

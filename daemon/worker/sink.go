@@ -241,6 +241,7 @@ func (st *sinkRun) process(fetches kgo.Fetches) error {
 	fetches.EachRecord(func(r *kgo.Record) { nh += len(r.Headers) })
 	headers := make([]connect.Header, nh)
 	var convErr error
+	var read int64
 	// By partition: ownership is checked and the next offset noted once
 	// per partition, not once per record.
 	fetches.EachPartition(func(p kgo.FetchTopicPartition) {
@@ -257,29 +258,33 @@ func (st *sinkRun) process(fetches kgo.Fetches) error {
 				continue // a transaction marker: only the fetch position passes it
 			}
 			last = r.Offset
+			read++
 			sr := &slab[len(batch)]
 			hs := headers[:len(r.Headers):len(r.Headers)]
 			headers = headers[len(r.Headers):]
 			err := st.convert(r, sr, hs)
+			if err != nil {
+				tr.stats.failures.Add(1)
+				err = tr.retrying(err, func() error {
+					*sr = connect.SinkRecord{}
+					return st.convert(r, sr, hs)
+				})
+			}
 			if err == nil {
 				orig[len(batch)] = r
 				batch = append(batch, sr)
 				continue
 			}
 			*sr = connect.SinkRecord{} // the slot takes the next record
-			if !tr.settings.tolerateAll {
-				convErr = fmt.Errorf("tolerance exceeded in error handler: %w", err)
+			attrs := []any{"topic", r.Topic, "partition", r.Partition, "offset", r.Offset}
+			if tr.settings.logMessages {
+				attrs = append(attrs, "key", r.Key, "value", r.Value)
+			}
+			if convErr = tr.recordFailed(err, "skipping a record that cannot be converted", attrs...); convErr != nil {
 				return
 			}
-			tr.stats.skipped.Add(1)
-			if tr.settings.logErrors {
-				attrs := []any{"topic", r.Topic, "partition", r.Partition, "offset", r.Offset, "err", err}
-				if tr.settings.logMessages {
-					attrs = append(attrs, "key", r.Key, "value", r.Value)
-				}
-				tr.log.Warn("skipping a record that cannot be converted", attrs...)
-			}
-			st.dlq.send(r, err)
+			stage, class := stageOf(err, stageValueConverter, st.cs.valueClass)
+			st.dlq.sendStage(r, err, stage, class, nil)
 		}
 		// The committed offset follows the last data record, as Kafka
 		// Connect's does: before a marker that ends the partition.
@@ -288,13 +293,16 @@ func (st *sinkRun) process(fetches kgo.Fetches) error {
 		}
 		pos[tp] = p.Records[len(p.Records)-1].Offset + 1
 	})
+	tr.stats.read.Add(read)
 	if convErr != nil {
 		return convErr
 	}
 	storeMax(&tr.stats.peakBatch, int64(len(batch)))
 	if len(batch) > 0 {
 		st.ctl.setBatch(slab[:len(batch)], orig[:len(batch)])
+		start := time.Now()
 		done, err := st.put(batch)
+		tr.stats.batch(len(batch), time.Since(start))
 		st.ctl.setBatch(nil, nil)
 		clear(orig) // the fetched records go with the batch
 		if err != nil || !done {
@@ -468,16 +476,16 @@ func (st *sinkRun) convert(r *kgo.Record, sr *connect.SinkRecord, headers []conn
 	}
 	var err error
 	if sr.KeySchema, sr.Key, err = st.cs.key.ToConnectData(r.Topic, r.Key); err != nil {
-		return fmt.Errorf("convert the key of %s-%d@%d: %w", r.Topic, r.Partition, r.Offset, err)
+		return &stageError{stageKeyConverter, st.cs.keyClass, fmt.Errorf("convert the key of %s-%d@%d: %w", r.Topic, r.Partition, r.Offset, err)}
 	}
 	if sr.ValueSchema, sr.Value, err = st.cs.value.ToConnectData(r.Topic, r.Value); err != nil {
-		return fmt.Errorf("convert the value of %s-%d@%d: %w", r.Topic, r.Partition, r.Offset, err)
+		return &stageError{stageValueConverter, st.cs.valueClass, fmt.Errorf("convert the value of %s-%d@%d: %w", r.Topic, r.Partition, r.Offset, err)}
 	}
 	if len(r.Headers) > 0 {
 		for i, h := range r.Headers {
 			s, v, err := st.cs.header.ToConnectData(r.Topic, h.Value)
 			if err != nil {
-				return fmt.Errorf("convert header %s of %s-%d@%d: %w", h.Key, r.Topic, r.Partition, r.Offset, err)
+				return &stageError{stageHeaderConverter, st.cs.headerClass, fmt.Errorf("convert header %s of %s-%d@%d: %w", h.Key, r.Topic, r.Partition, r.Offset, err)}
 			}
 			headers[i].Key, headers[i].Schema, headers[i].Value = h.Key, s, v
 		}
@@ -507,9 +515,15 @@ func (st *sinkRun) commit(ctx context.Context) error {
 	if err := st.dlq.wait(ctx); err != nil {
 		return err
 	}
+	start := time.Now()
 	commit, ok, err := st.preCommitted(maps.Clone(st.consumed))
-	if err != nil || !ok {
+	if err != nil {
+		tr.stats.commit(false, time.Since(start))
 		return err
+	}
+	if !ok {
+		tr.stats.skips.Add(1)
+		return nil
 	}
 	changed := map[connect.TopicPartition]int64{}
 	for tp, o := range commit {
@@ -529,9 +543,11 @@ func (st *sinkRun) commit(ctx context.Context) error {
 		group.Add(kadm.Offset{Topic: tp.Topic, Partition: tp.Partition, At: o, LeaderEpoch: -1})
 	}
 	if err := tr.w.store.PutSinkOffsets(cctx, tr.id.Connector, offs, tr.w.cfg.Assignment.Fence(tr.id.Connector, tr.id.Task)); err != nil {
+		tr.stats.commit(false, time.Since(start))
 		tr.log.Warn("store sink offsets; committing later", "err", err)
 		return nil
 	}
+	tr.stats.commit(true, time.Since(start))
 	maps.Copy(st.committed, changed)
 	resp, err := tr.w.admin.CommitOffsets(cctx, tr.settings.groupID, group)
 	if err == nil {

@@ -262,7 +262,7 @@ func scenarioErrorTolerance(e *env) {
 		"errors.tolerance": "all", "errors.log.enable": "true", "errors.deadletterqueue.topic.name": dlq,
 		"errors.deadletterqueue.topic.replication.factor": "-1", "errors.deadletterqueue.context.headers.enable": "true"})
 	e.create(strict, map[string]string{"connector.class": "FileStreamSink", "file": filepath.Join(t.TempDir(), "x"), "topics": topic})
-	e.start(nil)
+	w := e.start(nil)
 
 	waitFor(t, 30*time.Second, "the good records in the file", func() (bool, string) {
 		got := readLines(t, out)
@@ -270,18 +270,50 @@ func scenarioErrorTolerance(e *env) {
 	})
 	dead := e.consumeN(dlq, 3, 300*time.Millisecond)
 	for i, r := range dead {
+		// Kafka Connect 4.3's DeadLetterQueueReporter: these headers, in
+		// this order, after the record's own.
+		var keys []string
 		hs := map[string]string{}
 		for _, h := range r.Headers {
+			keys = append(keys, h.Key)
 			hs[h.Key] = string(h.Value)
 		}
-		if string(r.Value) != fmt.Sprintf("not json %d", 10*i+3) || hs["__connect.errors.topic"] != topic ||
-			hs["__connect.errors.offset"] != fmt.Sprint(10*i+3) || hs["__connect.errors.connector.name"] != tolerant || hs["__connect.errors.exception.message"] == "" {
-			t.Errorf("dead letter %d: %q %v", i, r.Value, hs)
+		p := "__connect.errors."
+		wantKeys := []string{p + "topic", p + "partition", p + "offset", p + "connector.name", p + "task.id", p + "stage",
+			p + "class.name", p + "exception.class.name", p + "exception.message", p + "exception.stacktrace"}
+		if !slices.Equal(keys, wantKeys) {
+			t.Errorf("dead letter %d: headers %q, want %q", i, keys, wantKeys)
+		}
+		want := map[string]string{
+			p + "topic": topic, p + "partition": "0", p + "offset": fmt.Sprint(10*i + 3),
+			p + "connector.name": tolerant, p + "task.id": "0", p + "stage": "VALUE_CONVERTER",
+			p + "class.name":           "org.apache.kafka.connect.json.JsonConverter",
+			p + "exception.class.name": "org.apache.kafka.connect.errors.DataException",
+		}
+		for k, v := range want {
+			if hs[k] != v {
+				t.Errorf("dead letter %d: %s = %q, want %q", i, k, hs[k], v)
+			}
+		}
+		if !strings.HasPrefix(hs[p+"exception.message"], "Converting byte[] to Kafka Connect data failed due to serialization error") ||
+			!strings.HasPrefix(hs[p+"exception.stacktrace"], "org.apache.kafka.connect.errors.DataException: ") {
+			t.Errorf("dead letter %d: message %q, stack trace %q", i, hs[p+"exception.message"], hs[p+"exception.stacktrace"])
+		}
+		if string(r.Value) != fmt.Sprintf("not json %d", 10*i+3) {
+			t.Errorf("dead letter %d: value %q", i, r.Value)
 		}
 	}
 	if len(dead) != 3 {
 		t.Errorf("%d dead letters, want 3", len(dead))
 	}
+	// The tolerant task keeps running, and its error metrics count the
+	// three records.
+	e.waitState(tolerant, 0, connectstore.StateRunning)
+	waitFor(t, 10*time.Second, "the error counters", func() (bool, string) {
+		ts, ok := w.Stats().Task(tolerant, 0)
+		want := ErrorStats{Failures: 3, Errors: 3, Logged: 3, DLQRequests: 3, LastErrorUTC: ts.Errors.LastErrorUTC}
+		return ok && ts.Errors == want && ts.Skipped == 3 && ts.Errors.LastErrorUTC > 0 && ts.Records == 27 && ts.Read == 30, fmt.Sprintf("%+v", ts)
+	})
 	st := e.waitState(strict, 0, connectstore.StateFailed)
 	if !strings.Contains(st.Trace, "tolerance exceeded") || !strings.Contains(st.Trace, topic+"-0@3") {
 		t.Errorf("strict task's trace: %q", st.Trace)

@@ -201,15 +201,12 @@ func (c sinkContext) ReportErrant(ctx context.Context, rec *connect.SinkRecord, 
 	if cause == nil {
 		cause = errors.New("reported errant by the task")
 	}
-	if !tr.settings.tolerateAll {
+	tr.stats.failures.Add(1)
+	if err := tr.recordFailed(cause, "a record the task reported errant", "topic", rec.Topic, "partition", rec.Partition, "offset", rec.Offset); err != nil {
 		err := fmt.Errorf("tolerance exceeded in error handler: the task reported %s-%d@%d: %w", rec.Topic, rec.Partition, rec.Offset, cause)
 		st.ctl.errant.CompareAndSwap(nil, &err)
 		tr.signal()
 		return err
-	}
-	tr.stats.skipped.Add(1)
-	if tr.settings.logErrors {
-		tr.log.Warn("a record the task reported errant", "topic", rec.Topic, "partition", rec.Partition, "offset", rec.Offset, "err", cause)
 	}
 	if st.dlq == nil {
 		return nil
@@ -222,7 +219,7 @@ func (c sinkContext) ReportErrant(ctx context.Context, rec *connect.SinkRecord, 
 		}
 	}
 	done := make(chan error, 1)
-	st.dlq.sendStage(orig, cause, stageTaskPut, func(err error) { done <- err })
+	st.dlq.sendStage(orig, cause, stageTaskPut, taskClass(tr.plugin.Class), func(err error) { done <- err })
 	select {
 	case err := <-done:
 		return err
@@ -306,6 +303,3 @@ func (st *sinkRun) preCommitted(next map[connect.TopicPartition]int64) (map[conn
 }
 
 var _ connect.SinkTaskControl = sinkContext{}
-
-// stageTaskPut is the stage Kafka Connect's ErrantRecordReporter sends.
-const stageTaskPut = "TASK_PUT"

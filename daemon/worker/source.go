@@ -180,10 +180,12 @@ func (st *sourceRun) loop() error {
 			continue
 		}
 		var recs []*connect.SourceRecord
+		start := time.Now()
 		err := safe("Poll", func() (err error) {
 			recs, err = st.task.Poll(tr.ctx)
 			return err
 		})
+		st.polled(recs, time.Since(start))
 		if err != nil {
 			if tr.ctx.Err() != nil {
 				return nil
@@ -232,6 +234,23 @@ func (st *sourceRun) loop() error {
 			}
 		}
 	}
+}
+
+// polled counts a Poll batch that took d.
+func (st *sourceRun) polled(recs []*connect.SourceRecord, d time.Duration) {
+	n := 0
+	for _, r := range recs {
+		if r != nil {
+			n++
+		}
+	}
+	if n == 0 {
+		return
+	}
+	s := st.tr.stats
+	s.polled.Add(int64(n))
+	s.batch(n, d)
+	storeMax(&s.peakBatch, int64(n))
 }
 
 func retryBackoff(tr *taskRun, n int) time.Duration {
@@ -346,14 +365,9 @@ func (st *sourceRun) prepare(b *sendBatch, r *connect.SourceRecord, i int) error
 	if r.Topic == "" {
 		return errors.New("the task returned a record without a topic")
 	}
-	if err := st.convert(b, r, rec); err != nil {
-		if !tr.settings.tolerateAll {
-			return fmt.Errorf("tolerance exceeded in error handler: %w", err)
-		}
-		tr.stats.skipped.Add(1)
-		if tr.settings.logErrors {
-			tr.log.Warn("skipping a record that cannot be converted", "topic", r.Topic, "err", err)
-		}
+	if skip, err := st.convertOrSkip(b, r, rec); err != nil {
+		return err
+	} else if skip {
 		*rec = kgo.Record{}
 		b.skipped[i], b.sizes[i] = true, 0
 		if st.committer != nil {
@@ -418,6 +432,28 @@ func (st *sourceRun) convert(b *sendBatch, r *connect.SourceRecord, rec *kgo.Rec
 		rec.Headers = headers
 	}
 	return nil
+}
+
+// convertOrSkip converts r into rec, retrying as errors.retry.timeout
+// says; skip is true when it failed and errors.tolerance=all skips it.
+func (st *sourceRun) convertOrSkip(b *sendBatch, r *connect.SourceRecord, rec *kgo.Record) (skip bool, err error) {
+	tr := st.tr
+	err = st.convert(b, r, rec)
+	if err == nil {
+		return false, nil
+	}
+	tr.stats.failures.Add(1)
+	if err = tr.retrying(err, func() error {
+		*rec = kgo.Record{}
+		return st.convert(b, r, rec)
+	}); err == nil {
+		return false, nil
+	}
+	attrs := []any{"topic", r.Topic}
+	if tr.settings.logMessages {
+		attrs = append(attrs, "key", r.Key, "value", r.Value)
+	}
+	return true, tr.recordFailed(err, "skipping a record that cannot be converted", attrs...)
 }
 
 // convertSerialized fills rec with the bytes of a serialized record as
@@ -485,10 +521,8 @@ func (st *sourceRun) acked(seq uint64, r *connect.SourceRecord, kr *kgo.Record, 
 		ok = false
 		st.fail(fenced(err))
 	case err != nil && tr.settings.tolerateAll:
-		tr.stats.skipped.Add(1)
-		if tr.settings.logErrors {
-			tr.log.Warn("skipping a record Kafka refused", "topic", kr.Topic, "err", err)
-		}
+		tr.stats.failures.Add(1)
+		_ = tr.recordFailed(err, "skipping a record Kafka refused", "topic", kr.Topic)
 		// Committed with empty metadata, as Kafka Connect does: a task
 		// that keeps records until committed (the Java host) lets it go.
 		if r != nil {
@@ -498,6 +532,8 @@ func (st *sourceRun) acked(seq uint64, r *connect.SourceRecord, kr *kgo.Record, 
 		}
 	case err != nil:
 		ok = false
+		tr.stats.failures.Add(1)
+		tr.stats.failed(false)
 		st.fail(fmt.Errorf("produce to %s: %w", kr.Topic, err))
 	case kr == nil && r != nil:
 		// A dropped record, or one skipped because it could not be
@@ -575,11 +611,14 @@ func (st *sourceRun) commit(ctx context.Context) {
 	offs := slices.Collect(maps.Values(d))
 	cctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
+	start := time.Now()
 	if err := tr.w.store.PutSourceOffsets(cctx, tr.id.Connector, offs, tr.w.cfg.Assignment.Fence(tr.id.Connector, tr.id.Task)); err != nil {
+		tr.stats.commit(false, time.Since(start))
 		st.tracker.giveBack(d)
 		tr.log.Warn("commit source offsets", "err", err)
 		return
 	}
+	tr.stats.commit(true, time.Since(start))
 	if st.notifier != nil {
 		st.notifier.notify()
 	}

@@ -36,6 +36,8 @@ type supervisor struct {
 	// masker hides the connector's secrets in what the supervisor, the
 	// connector and its tasks log and in the statuses it reports.
 	masker atomic.Pointer[secrets.Masker]
+	// states is reported's states, published for Worker.States.
+	states atomic.Pointer[map[int]string]
 
 	conn  connState
 	slots map[int]*taskSlot
@@ -91,13 +93,16 @@ func (s *supervisor) run(ctx context.Context) {
 		case <-s.pokeCh:
 		default:
 		}
-		if gone := s.reconcile(ctx); gone {
+		gone := s.reconcile(ctx)
+		s.publishStates()
+		if gone {
 			return
 		}
 		timer.Reset(s.nextWake())
 		select {
 		case <-ctx.Done():
 			s.teardown(!s.w.halted.Load())
+			s.publishStates()
 			return
 		case <-s.pokeCh:
 		case res := <-s.sink.listed:

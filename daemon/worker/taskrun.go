@@ -98,6 +98,7 @@ func (s *supervisor) startTask(id int, config map[string]string, paused bool, pa
 	resolved, rerr := s.w.cfg.ConfigProviders.Transform(config)
 	tr.config = resolved
 	s.w.register(tr.stats)
+	s.w.startups.taskAttempts.Add(1)
 	go func() {
 		var err error
 		if rerr != nil {
@@ -119,6 +120,7 @@ func (tr *taskRun) started() {
 	tr.mu.Lock()
 	tr.running, tr.startedAt = true, time.Now()
 	tr.mu.Unlock()
+	tr.w.startups.taskOK.Add(1)
 	tr.sup.poke()
 }
 
@@ -126,7 +128,11 @@ func (tr *taskRun) finish(err error) {
 	tr.w.unregister(tr.stats)
 	tr.mu.Lock()
 	tr.err = err
+	startFailed := !tr.running && err != nil
 	tr.mu.Unlock()
+	if startFailed {
+		tr.w.startups.taskFailed.Add(1)
+	}
 	tr.hardStop()
 	close(tr.done)
 	tr.sup.poke()

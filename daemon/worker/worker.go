@@ -71,8 +71,10 @@ type Worker struct {
 	tasks  map[TaskID]*taskStats
 	conns  map[string]bool // connector instances running here
 	starts map[TaskID]int  // starts per connector instance and task
-	wg     sync.WaitGroup
-	exited chan *supervisor
+	// startups counts starts and their outcomes (Startups).
+	startups startupStats
+	wg       sync.WaitGroup
+	exited   chan *supervisor
 }
 
 // New returns a worker for cfg; it does nothing until Run.

@@ -1,0 +1,344 @@
+package metrics
+
+import (
+	"math"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/kcd-project/kcd/daemon/worker"
+)
+
+// taskWriter writes the worker's series in Prometheus's text format by
+// hand: at 1,000 tasks they are tens of thousands of lines, which
+// client_golang's registry (a protobuf message per series) gathers about
+// ten times slower. It reuses its buffers from scrape to scrape; one
+// scrape at a time (Handler holds its lock).
+type taskWriter struct {
+	stats  worker.Stats
+	states []worker.UnitState
+	counts map[string]*[8]int // tasks per connector and status
+	labels []byte             // the tasks' label sets, end to end
+	ends   []int              // ends[i]: where task i's labels end in labels
+	b      []byte
+}
+
+// family is one metric family: its name, type, and help, which names the
+// Kafka Connect metric it stands for.
+type family struct{ name, typ, help string }
+
+func (w *taskWriter) header(f family) {
+	w.b = append(w.b, "# HELP "...)
+	w.b = append(w.b, f.name...)
+	w.b = append(w.b, ' ')
+	w.b = append(w.b, f.help...)
+	w.b = append(w.b, "\n# TYPE "...)
+	w.b = append(w.b, f.name...)
+	w.b = append(w.b, ' ')
+	w.b = append(w.b, f.typ...)
+	w.b = append(w.b, '\n')
+}
+
+// line writes name{labels} v; suffix goes after the name (_sum, _count).
+func (w *taskWriter) line(name, suffix string, labels []byte, v float64) {
+	w.b = append(w.b, name...)
+	w.b = append(w.b, suffix...)
+	if len(labels) > 0 {
+		w.b = append(w.b, '{')
+		w.b = append(w.b, labels...)
+		w.b = append(w.b, '}')
+	}
+	w.b = append(w.b, ' ')
+	w.b = appendValue(w.b, v)
+	w.b = append(w.b, '\n')
+}
+
+func appendValue(b []byte, v float64) []byte {
+	if v == math.Trunc(v) && math.Abs(v) < 1<<53 {
+		return strconv.AppendInt(b, int64(v), 10)
+	}
+	return strconv.AppendFloat(b, v, 'g', -1, 64)
+}
+
+// appendLabel appends name="value", escaped as the text format wants.
+func appendLabel(b []byte, name, value string) []byte {
+	b = append(b, name...)
+	b = append(b, `="`...)
+	if needsEscape(value) {
+		for i := 0; i < len(value); i++ {
+			switch c := value[i]; c {
+			case '\\':
+				b = append(b, `\\`...)
+			case '"':
+				b = append(b, `\"`...)
+			case '\n':
+				b = append(b, `\n`...)
+			default:
+				b = append(b, c)
+			}
+		}
+	} else {
+		b = append(b, value...)
+	}
+	return append(b, '"')
+}
+
+func needsEscape(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c == '\\' || c == '"' || c == '\n' {
+			return true
+		}
+	}
+	return false
+}
+
+func (w *taskWriter) taskLabels(i int) []byte {
+	start := 0
+	if i > 0 {
+		start = w.ends[i-1]
+	}
+	return w.labels[start:w.ends[i]]
+}
+
+// perTask writes one family with one series per task that want selects.
+func (w *taskWriter) perTask(f family, want func(*worker.TaskStats) bool, v func(*worker.TaskStats) float64) {
+	w.header(f)
+	for i := range w.stats.Tasks {
+		t := &w.stats.Tasks[i]
+		if want(t) {
+			w.b = append(w.b, f.name...)
+			w.b = append(w.b, w.taskLabels(i)...)
+			w.b = appendValue(w.b, v(t))
+			w.b = append(w.b, '\n')
+		}
+	}
+}
+
+// perTaskInt is perTask for an integer value.
+func (w *taskWriter) perTaskInt(f family, want func(*worker.TaskStats) bool, v func(*worker.TaskStats) int64) {
+	w.header(f)
+	for i := range w.stats.Tasks {
+		t := &w.stats.Tasks[i]
+		if want(t) {
+			w.b = append(w.b, f.name...)
+			w.b = append(w.b, w.taskLabels(i)...)
+			w.b = strconv.AppendInt(w.b, v(t), 10)
+			w.b = append(w.b, '\n')
+		}
+	}
+}
+
+// summary writes a family of type summary (no quantiles): _sum and _count.
+func (w *taskWriter) summary(f family, want func(*worker.TaskStats) bool, sum func(*worker.TaskStats) float64, count func(*worker.TaskStats) int64) {
+	w.header(f)
+	for i := range w.stats.Tasks {
+		t := &w.stats.Tasks[i]
+		if want(t) {
+			l := w.taskLabels(i)
+			w.b = append(w.b, f.name...)
+			w.b = append(w.b, "_sum"...)
+			w.b = append(w.b, l...)
+			w.b = appendValue(w.b, sum(t))
+			w.b = append(w.b, '\n')
+			w.b = append(w.b, f.name...)
+			w.b = append(w.b, "_count"...)
+			w.b = append(w.b, l...)
+			w.b = strconv.AppendInt(w.b, count(t), 10)
+			w.b = append(w.b, '\n')
+		}
+	}
+}
+
+func anyTask(*worker.TaskStats) bool    { return true }
+func isSource(t *worker.TaskStats) bool { return !t.Sink }
+func isSink(t *worker.TaskStats) bool   { return t.Sink }
+
+func seconds(d time.Duration) float64 { return d.Seconds() }
+
+// write appends the worker's series to w.b: what src reports now, so that
+// the series of a task that went away go with it.
+func (w *taskWriter) write(src Worker, now time.Time) {
+	src.StatsInto(&w.stats)
+	w.states = src.States(w.states[:0])
+	w.labels, w.ends = w.labels[:0], w.ends[:0]
+	for i := range w.stats.Tasks {
+		id := w.stats.Tasks[i].ID
+		w.labels = append(w.labels, '{')
+		w.labels = appendLabel(w.labels, "connector", id.Connector)
+		w.labels = append(w.labels, `,task="`...)
+		w.labels = strconv.AppendInt(w.labels, int64(id.Task), 10)
+		w.labels = append(w.labels, `"} `...)
+		w.ends = append(w.ends, len(w.labels))
+	}
+	w.writeStates()
+	w.writeWorker(src.Startups())
+
+	// connector-task-metrics
+	w.perTaskInt(family{"kcd_connector_task_batch_size_max", "gauge", "The largest batch of records the task handed over: a Poll batch (source) or Put batch (sink). Kafka Connect: connector-task-metrics batch-size-max."},
+		anyTask, func(t *worker.TaskStats) int64 { return t.PeakBatch })
+	w.perTaskInt(family{"kcd_connector_task_batch_records_total", "counter", "Records in the batches the task handed over. Kafka Connect: connector-task-metrics batch-size-avg, which is rate(kcd_connector_task_batch_records_total) / rate(kcd_source_task_poll_batch_seconds_count or kcd_sink_task_put_batch_seconds_count)."},
+		anyTask, func(t *worker.TaskStats) int64 { return t.BatchRecords })
+	w.perTaskInt(family{"kcd_connector_task_offset_commit_success_total", "counter", "Offset commits that completed. Kafka Connect: connector-task-metrics offset-commit-success-percentage (with the failures)."},
+		anyTask, func(t *worker.TaskStats) int64 { return t.Commits })
+	w.perTaskInt(family{"kcd_connector_task_offset_commit_failure_total", "counter", "Offset commits that failed. Kafka Connect: connector-task-metrics offset-commit-failure-percentage (with the successes)."},
+		anyTask, func(t *worker.TaskStats) int64 { return t.CommitFailures })
+	w.summary(family{"kcd_connector_task_offset_commit_seconds", "summary", "Time offset commits took. Kafka Connect: connector-task-metrics offset-commit-avg-time-ms."},
+		anyTask, func(t *worker.TaskStats) float64 { return seconds(t.CommitTime) }, func(t *worker.TaskStats) int64 { return t.Commits + t.CommitFailures })
+	w.perTask(family{"kcd_connector_task_offset_commit_max_seconds", "gauge", "The longest offset commit. Kafka Connect: connector-task-metrics offset-commit-max-time-ms."},
+		anyTask, func(t *worker.TaskStats) float64 { return seconds(t.PeakCommitTime) })
+
+	// source-task-metrics
+	w.perTaskInt(family{"kcd_source_task_record_poll_total", "counter", "Records the source task's Poll returned. Kafka Connect: source-task-metrics source-record-poll-total; source-record-poll-rate is its rate()."},
+		isSource, func(t *worker.TaskStats) int64 { return t.Polled })
+	w.perTaskInt(family{"kcd_source_task_record_write_total", "counter", "Records of the source task that Kafka acknowledged. Kafka Connect: source-task-metrics source-record-write-total; source-record-write-rate is its rate()."},
+		isSource, func(t *worker.TaskStats) int64 { return t.Records })
+	w.summary(family{"kcd_source_task_poll_batch_seconds", "summary", "Time the source task's Poll took for a batch. Kafka Connect: source-task-metrics poll-batch-avg-time-ms."},
+		isSource, func(t *worker.TaskStats) float64 { return seconds(t.BatchTime) }, func(t *worker.TaskStats) int64 { return t.Batches })
+	w.perTask(family{"kcd_source_task_poll_batch_max_seconds", "gauge", "The longest Poll of a batch. Kafka Connect: source-task-metrics poll-batch-max-time-ms."},
+		isSource, func(t *worker.TaskStats) float64 { return seconds(t.PeakBatchTime) })
+	w.perTaskInt(family{"kcd_source_task_record_active_count", "gauge", "Records the source task polled that Kafka has not acknowledged yet. Kafka Connect: source-task-metrics source-record-active-count."},
+		isSource, func(t *worker.TaskStats) int64 { return t.InFlightRecords })
+	w.perTaskInt(family{"kcd_source_task_record_active_count_max", "gauge", "The most records of the source task in flight at once. Kafka Connect: source-task-metrics source-record-active-count-max."},
+		isSource, func(t *worker.TaskStats) int64 { return t.PeakInFlightRecords })
+
+	// sink-task-metrics
+	w.perTaskInt(family{"kcd_sink_task_record_read_total", "counter", "Records the sink task read from Kafka. Kafka Connect: sink-task-metrics sink-record-read-total; sink-record-read-rate is its rate()."},
+		isSink, func(t *worker.TaskStats) int64 { return t.Read })
+	w.perTaskInt(family{"kcd_sink_task_record_send_total", "counter", "Records the sink task's Put took. Kafka Connect: sink-task-metrics sink-record-send-total; sink-record-send-rate is its rate()."},
+		isSink, func(t *worker.TaskStats) int64 { return t.Records })
+	w.summary(family{"kcd_sink_task_put_batch_seconds", "summary", "Time the sink task's Put took for a batch. Kafka Connect: sink-task-metrics put-batch-avg-time-ms."},
+		isSink, func(t *worker.TaskStats) float64 { return seconds(t.BatchTime) }, func(t *worker.TaskStats) int64 { return t.Batches })
+	w.perTask(family{"kcd_sink_task_put_batch_max_seconds", "gauge", "The longest Put of a batch. Kafka Connect: sink-task-metrics put-batch-max-time-ms."},
+		isSink, func(t *worker.TaskStats) float64 { return seconds(t.PeakBatchTime) })
+	w.perTaskInt(family{"kcd_sink_task_offset_commit_completion_total", "counter", "Offset commits of the sink task that completed. Kafka Connect: sink-task-metrics offset-commit-completion-total."},
+		isSink, func(t *worker.TaskStats) int64 { return t.Commits })
+	w.perTaskInt(family{"kcd_sink_task_offset_commit_skip_total", "counter", "Offset commits of the sink task skipped because its Flush or PreCommit asked to commit later. Kafka Connect: sink-task-metrics offset-commit-skip-total."},
+		isSink, func(t *worker.TaskStats) int64 { return t.CommitSkips })
+	w.perTaskInt(family{"kcd_sink_task_partition_count", "gauge", "Topic partitions assigned to the sink task. Kafka Connect: sink-task-metrics partition-count."},
+		isSink, func(t *worker.TaskStats) int64 { return int64(len(t.Partitions)) })
+	w.perTaskInt(family{"kcd_sink_task_record_lag", "gauge", "Records the sink task is behind over its partitions, as of its last fetch; absent while unknown. Kafka Connect: sink-task-metrics sink-record-lag-max (a sum here)."},
+		func(t *worker.TaskStats) bool { return t.Sink && t.Lag >= 0 }, func(t *worker.TaskStats) int64 { return t.Lag })
+
+	// task-error-metrics
+	w.perTaskInt(family{"kcd_task_error_record_failures_total", "counter", "Failed attempts to process a record, retries included. Kafka Connect: task-error-metrics total-record-failures."},
+		anyTask, func(t *worker.TaskStats) int64 { return t.Errors.Failures })
+	w.perTaskInt(family{"kcd_task_error_record_errors_total", "counter", "Records whose processing ended in an error. Kafka Connect: task-error-metrics total-record-errors."},
+		anyTask, func(t *worker.TaskStats) int64 { return t.Errors.Errors })
+	w.perTaskInt(family{"kcd_task_error_records_skipped_total", "counter", "Records skipped under errors.tolerance=all. Kafka Connect: task-error-metrics total-records-skipped."},
+		anyTask, func(t *worker.TaskStats) int64 { return t.Skipped })
+	w.perTaskInt(family{"kcd_task_error_retries_total", "counter", "Retries of a failed operation (errors.retry.timeout). Kafka Connect: task-error-metrics total-retries."},
+		anyTask, func(t *worker.TaskStats) int64 { return t.Errors.Retries })
+	w.perTaskInt(family{"kcd_task_error_errors_logged_total", "counter", "Errors logged (errors.log.enable). Kafka Connect: task-error-metrics total-errors-logged."},
+		anyTask, func(t *worker.TaskStats) int64 { return t.Errors.Logged })
+	w.perTaskInt(family{"kcd_task_error_deadletterqueue_produce_requests_total", "counter", "Records sent to the dead letter queue. Kafka Connect: task-error-metrics deadletterqueue-produce-requests."},
+		anyTask, func(t *worker.TaskStats) int64 { return t.Errors.DLQRequests })
+	w.perTaskInt(family{"kcd_task_error_deadletterqueue_produce_failures_total", "counter", "Records the dead letter queue did not take. Kafka Connect: task-error-metrics deadletterqueue-produce-failures."},
+		anyTask, func(t *worker.TaskStats) int64 { return t.Errors.DLQFailures })
+	w.perTask(family{"kcd_task_error_last_error_timestamp_seconds", "gauge", "When the task last met an error (Unix seconds); 0: never. Kafka Connect: task-error-metrics last-error-timestamp."},
+		anyTask, func(t *worker.TaskStats) float64 { return float64(t.Errors.LastErrorUTC) / 1000 })
+}
+
+// The statuses a connector or task can have, lower-case as Kafka Connect's
+// status metric says them.
+var statuses = []string{"unassigned", "running", "paused", "failed", "restarting", "stopped"}
+
+// writeStates writes connector-metrics status, connector-task-metrics
+// status, and the per-connector task counts of connect-worker-metrics.
+func (w *taskWriter) writeStates() {
+	conn := family{"kcd_connector_status", "gauge", "1 for the status this worker last reported of the connector it runs. Kafka Connect: connector-metrics status."}
+	task := family{"kcd_connector_task_status", "gauge", "1 for the status this worker last reported of the task it runs. Kafka Connect: connector-task-metrics status."}
+	w.header(conn)
+	var lb []byte
+	for _, s := range w.states {
+		if s.ID.Task >= 0 {
+			continue
+		}
+		lb = appendLabel(lb[:0], "connector", s.ID.Connector)
+		lb = append(lb, ',')
+		lb = appendLabel(lb, "status", statusName(s.State))
+		w.line(conn.name, "", lb, 1)
+	}
+	w.header(task)
+	for _, s := range w.states {
+		if s.ID.Task < 0 {
+			continue
+		}
+		lb = appendLabel(lb[:0], "connector", s.ID.Connector)
+		lb = append(lb, ',')
+		lb = appendLabel(lb, "task", strconv.Itoa(s.ID.Task))
+		lb = append(lb, ',')
+		lb = appendLabel(lb, "status", statusName(s.State))
+		w.line(task.name, "", lb, 1)
+	}
+	// Per connector and status.
+	counts := family{"kcd_worker_connector_tasks", "gauge", "Tasks of the connector on this worker, by status. Kafka Connect: connect-worker-metrics connector-running-task-count, connector-paused-task-count, connector-failed-task-count, connector-unassigned-task-count, connector-restarting-task-count (and connector-total-task-count as their sum)."}
+	w.header(counts)
+	if w.counts == nil {
+		w.counts = map[string]*[8]int{}
+	}
+	clear(w.counts)
+	for _, s := range w.states {
+		if s.ID.Task < 0 {
+			continue
+		}
+		n := w.counts[s.ID.Connector]
+		if n == nil {
+			n = new([8]int)
+			w.counts[s.ID.Connector] = n
+		}
+		n[statusIndex(s.State)]++
+	}
+	for c, n := range w.counts {
+		for k, st := range statuses {
+			lb = appendLabel(lb[:0], "connector", c)
+			lb = append(lb, ',')
+			lb = appendLabel(lb, "status", st)
+			w.line(counts.name, "", lb, float64(n[k]))
+		}
+	}
+}
+
+func statusIndex(state string) int {
+	for i, s := range statuses {
+		if strings.EqualFold(s, state) {
+			return i
+		}
+	}
+	return len(statuses) // unknown: counted nowhere shown
+}
+
+// statusName is state lower-case, without allocating for the known ones.
+func statusName(state string) string {
+	if i := statusIndex(state); i < len(statuses) {
+		return statuses[i]
+	}
+	return strings.ToLower(state)
+}
+
+// writeWorker writes connect-worker-metrics without labels.
+func (w *taskWriter) writeWorker(s worker.Startups) {
+	conns, tasks := 0, 0
+	for _, u := range w.states {
+		if u.ID.Task < 0 {
+			conns++
+		} else {
+			tasks++
+		}
+	}
+	for _, m := range []struct {
+		f family
+		v int64
+	}{
+		{family{"kcd_worker_connector_count", "gauge", "Connectors on this worker. Kafka Connect: connect-worker-metrics connector-count."}, int64(conns)},
+		{family{"kcd_worker_task_count", "gauge", "Tasks on this worker. Kafka Connect: connect-worker-metrics task-count."}, int64(tasks)},
+		{family{"kcd_worker_connector_startup_attempts_total", "counter", "Connector starts this worker attempted. Kafka Connect: connect-worker-metrics connector-startup-attempts-total."}, s.ConnectorAttempts},
+		{family{"kcd_worker_connector_startup_success_total", "counter", "Connector starts that succeeded. Kafka Connect: connect-worker-metrics connector-startup-success-total."}, s.ConnectorSuccesses},
+		{family{"kcd_worker_connector_startup_failure_total", "counter", "Connector starts that failed. Kafka Connect: connect-worker-metrics connector-startup-failure-total."}, s.ConnectorFailures},
+		{family{"kcd_worker_task_startup_attempts_total", "counter", "Task starts this worker attempted. Kafka Connect: connect-worker-metrics task-startup-attempts-total."}, s.TaskAttempts},
+		{family{"kcd_worker_task_startup_success_total", "counter", "Task starts that succeeded. Kafka Connect: connect-worker-metrics task-startup-success-total."}, s.TaskSuccesses},
+		{family{"kcd_worker_task_startup_failure_total", "counter", "Task starts that failed. Kafka Connect: connect-worker-metrics task-startup-failure-total."}, s.TaskFailures},
+	} {
+		w.header(m.f)
+		w.line(m.f.name, "", nil, float64(m.v))
+	}
+}
