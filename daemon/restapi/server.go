@@ -145,7 +145,7 @@ func NewHandler(node Node, opts Options) http.Handler {
 		}
 		writeError(w, jaxrsError(http.StatusNotFound))
 	}))
-	h := jsonOnly(mux)
+	h := jsonOnly(acceptsJSON(mux, mux))
 	if opts.Auth != nil {
 		h = authorize(opts.Auth, mux, opts.Logger, h)
 	}
