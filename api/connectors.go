@@ -52,6 +52,16 @@ type ConnectorOffset struct {
 	Offset    map[string]any `json:"offset"`
 }
 
+// ActiveTopics is the answer of GET /connectors/{name}/topics: the
+// connector's name to the topics its tasks used since the last reset
+// (PUT /connectors/{name}/topics/reset).
+type ActiveTopics map[string]ActiveTopicsInfo
+
+// ActiveTopicsInfo is the topics of one connector in ActiveTopics.
+type ActiveTopicsInfo struct {
+	Topics []string `json:"topics"`
+}
+
 // Message is the answer of PATCH and DELETE /connectors/{name}/offsets:
 // what the server did.
 type Message struct {

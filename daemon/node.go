@@ -170,6 +170,8 @@ func (n *Node) Start(ctx context.Context) (err error) {
 			Logger:               n.log.With("subsys", "herder"),
 			Owners:               n.unitOwners,
 			MaxTasksPerConnector: n.cfg.MaxTasksPerConnector,
+			NoTopicTracking:      !n.cfg.TopicTrackingEnable,
+			NoTopicTrackingReset: !n.cfg.TopicTrackingAllowReset,
 			Files:                n.files,
 		})
 		coord, err := coordinator.New(coordinator.Config{

@@ -30,6 +30,8 @@ func (n *Node) startRemote(ctx context.Context, opts *restapi.Options, kafkaSeed
 		Converters:           converter.Classes(),
 		HeaderConverters:     append(converter.Classes(), herder.SimpleHeaderConverter),
 		MaxTasksPerConnector: n.cfg.MaxTasksPerConnector,
+		NoTopicTracking:      !n.cfg.TopicTrackingEnable,
+		NoTopicTrackingReset: !n.cfg.TopicTrackingAllowReset,
 		Files:                n.files,
 		Logger:               n.log.With("subsys", "herder"),
 		Owners:               n.unitOwners,

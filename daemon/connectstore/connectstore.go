@@ -14,6 +14,7 @@
 //	connect/restart/<name>             RestartRequest
 //	connect/status/<name>/connector    Status
 //	connect/status/<name>/task/<id>    Status
+//	connect/topic/<name>/<topic>       TopicStatus (topics.go)
 //	connect/offset/<name>/<hash>       SourceOffset (hash of the partition's JSON)
 //	connect/sinkoffset/<name>/<topic>/<partition>   SinkOffset
 package connectstore
@@ -246,6 +247,15 @@ func (c *Store) CreateConnector(ctx context.Context, name string, config map[str
 			return false, err
 		}
 	}
+	if _, found, err := c.s.Get(ctx, configKey(name)); err != nil {
+		return false, err
+	} else if !found {
+		// Topics of an earlier connector of this name whose delete was cut
+		// short: a new connector starts with none, as in Kafka Connect.
+		if err := c.ResetTopics(ctx, name); err != nil {
+			return false, err
+		}
+	}
 	_, ok, err := c.s.Batch(ctx,
 		[]store.Cond{{Key: configKey(name), ModRevision: 0}},
 		[]store.Op{
@@ -278,7 +288,7 @@ func (c *Store) DeleteConnector(ctx context.Context, name string) (deleted bool,
 			return false, err
 		}
 		if !found {
-			return false, c.removeStatuses(ctx, name)
+			return false, errors.Join(c.removeStatuses(ctx, name), c.ResetTopics(ctx, name))
 		}
 		statuses, _, err := c.s.Scan(ctx, statusPrefix(name), 0)
 		if err != nil {
@@ -304,6 +314,9 @@ func (c *Store) DeleteConnector(ctx context.Context, name string) (deleted bool,
 			if err := c.deleteKeys(ctx, keys); err != nil {
 				return true, fmt.Errorf("connector deleted; removing its statuses: %w", err)
 			}
+		}
+		if err := c.ResetTopics(ctx, name); err != nil {
+			return true, fmt.Errorf("connector deleted; removing its topics: %w", err)
 		}
 		return true, nil
 	}

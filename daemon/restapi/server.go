@@ -192,6 +192,8 @@ func (a *api) routes() []route {
 		{"GET", "/connectors/{name}/offsets", a.withConnect(a.getOffsets)},
 		{"PATCH", "/connectors/{name}/offsets", a.withConnect(a.alterOffsets)},
 		{"DELETE", "/connectors/{name}/offsets", a.withConnect(a.resetOffsets)},
+		{"GET", "/connectors/{name}/topics", a.withConnect(a.getTopics)},
+		{"PUT", "/connectors/{name}/topics/reset", a.withConnect(a.resetTopics)},
 		{"GET", "/connector-plugins", a.withConnect(a.listPlugins)},
 		{"GET", "/connector-plugins/{plugin}/config", a.withConnect(a.pluginConfig)},
 		{"PUT", "/connector-plugins/{plugin}/config/validate", a.withConnect(a.validateConfig)},
