@@ -167,6 +167,7 @@ func (n *Node) Start(ctx context.Context) (err error) {
 		opts.Connect = herder.New(connectstore.New(n.store), herder.Options{
 			Converters:           converter.Classes(),
 			HeaderConverters:     append(converter.Classes(), herder.SimpleHeaderConverter),
+			ConverterConfig:      converterConfig,
 			Logger:               n.log.With("subsys", "herder"),
 			Owners:               n.unitOwners,
 			MaxTasksPerConnector: n.cfg.MaxTasksPerConnector,

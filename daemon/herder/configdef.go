@@ -57,8 +57,7 @@ func (k *key) info() ConfigKeyInfo {
 	}
 }
 
-// ownKeys turns a connector's ConfigDef into keys. The SDK cannot say
-// "optional with a null default": a key without a default is required.
+// ownKeys turns a connector's ConfigDef into keys.
 func ownKeys(def connect.ConfigDef) []*key {
 	out := make([]*key, 0, len(def))
 	for _, ck := range def {
