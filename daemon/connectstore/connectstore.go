@@ -60,6 +60,10 @@ var ErrNotFound = errors.New("connectstore: connector not found")
 // ConnectorConfig is a connector's configuration as the user gave it.
 type ConnectorConfig struct {
 	Config map[string]string `json:"config"`
+	// Nulls are the settings the user gave as null, which Kafka Connect
+	// keeps and shows (a connector's own settings may be null). Connectors
+	// and tasks see them as absent.
+	Nulls []string `json:"nulls,omitempty"`
 }
 
 // TargetState is what the user asked the connector to be.
@@ -218,20 +222,28 @@ func (c *Store) Connectors(ctx context.Context) ([]string, error) {
 
 // Config returns a connector's config and the revision it was written at.
 func (c *Store) Config(ctx context.Context, name string) (map[string]string, int64, error) {
+	cc, rev, err := c.ConnectorConfig(ctx, name)
+	return cc.Config, rev, err
+}
+
+// ConnectorConfig returns a connector's config with the settings given as
+// null, and the revision it was written at.
+func (c *Store) ConnectorConfig(ctx context.Context, name string) (ConnectorConfig, int64, error) {
 	var cc ConnectorConfig
 	found, rev, err := getJSON(ctx, c.s, configKey(name), &cc)
 	if err != nil {
-		return nil, 0, err
+		return ConnectorConfig{}, 0, err
 	}
 	if !found {
-		return nil, 0, ErrNotFound
+		return ConnectorConfig{}, 0, ErrNotFound
 	}
-	return cc.Config, rev, nil
+	return cc, rev, nil
 }
 
-// CreateConnector stores a new connector's config and target state in one
-// atomic write. created is false when the connector already existed.
-func (c *Store) CreateConnector(ctx context.Context, name string, config map[string]string, target string) (created bool, err error) {
+// CreateConnector stores a new connector's config (with the settings given
+// as null, nulls) and target state in one atomic write. created is false
+// when the connector already existed.
+func (c *Store) CreateConnector(ctx context.Context, name string, config map[string]string, target string, nulls ...string) (created bool, err error) {
 	if err := CheckName(name); err != nil {
 		return false, err
 	}
@@ -259,16 +271,17 @@ func (c *Store) CreateConnector(ctx context.Context, name string, config map[str
 	_, ok, err := c.s.Batch(ctx,
 		[]store.Cond{{Key: configKey(name), ModRevision: 0}},
 		[]store.Op{
-			store.Put(configKey(name), mustJSON(ConnectorConfig{Config: config})),
+			store.Put(configKey(name), mustJSON(ConnectorConfig{Config: config, Nulls: nulls})),
 			store.Put(targetKey(name), mustJSON(TargetState{State: target})),
 		})
 	return ok, err
 }
 
-// UpdateConfig replaces an existing connector's config when it is still at
-// revision rev (from Config); ok is false when it changed meanwhile.
-func (c *Store) UpdateConfig(ctx context.Context, name string, config map[string]string, rev int64) (ok bool, err error) {
-	_, ok, err = c.s.CompareAndSet(ctx, configKey(name), rev, mustJSON(ConnectorConfig{Config: config}))
+// UpdateConfig replaces an existing connector's config (with the settings
+// given as null, nulls) when it is still at revision rev (from Config); ok
+// is false when it changed meanwhile.
+func (c *Store) UpdateConfig(ctx context.Context, name string, config map[string]string, rev int64, nulls ...string) (ok bool, err error) {
+	_, ok, err = c.s.CompareAndSet(ctx, configKey(name), rev, mustJSON(ConnectorConfig{Config: config, Nulls: nulls}))
 	return ok, err
 }
 

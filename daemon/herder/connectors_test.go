@@ -52,7 +52,7 @@ func TestCreateConnector(t *testing.T) {
 	if !errors.Is(err, herder.ErrAlreadyExists) || err.Error() != "Connector c1 already exists" {
 		t.Errorf("second create: %v", err)
 	}
-	if got, _ := h.Config(ctx, "c1"); got["file"] != "/tmp/x" {
+	if got, _ := h.Config(ctx, "c1"); got["file"] == nil || *got["file"] != "/tmp/x" {
 		t.Errorf("the failed create changed the config: %v", got)
 	}
 }
@@ -118,7 +118,8 @@ func TestRejectedWritesStoreNothing(t *testing.T) {
 	if after := revision(t, s); after != before {
 		t.Errorf("rejected requests wrote to the store: revision %d -> %d", before, after)
 	}
-	got, _ := h.Config(ctx, "keep")
+	gotNulls, _ := h.Config(ctx, "keep")
+	got := herder.Config(gotNulls).Strings()
 	if want := sourceConfig("keep", "batch.size", "10").Strings(); !maps.Equal(got, want) {
 		t.Errorf("config %v, want %v", got, want)
 	}
@@ -219,7 +220,8 @@ func TestConcurrentPatchesLoseNothing(t *testing.T) {
 			t.Error(err)
 		}
 	}
-	got, _ := h.Config(ctx, "c")
+	gotNulls, _ := h.Config(ctx, "c")
+	got := herder.Config(gotNulls).Strings()
 	for i := range n {
 		if got[fmt.Sprintf("extra.%d", i)] != "v" {
 			t.Errorf("patch %d lost: %v", i, got)

@@ -69,7 +69,11 @@ func (h *Herder) PluginConfig(name, version string) ([]ConfigKeyInfo, error) {
 		return out, nil
 	}
 	for i, classes := range [][]string{h.opts.Converters, h.opts.HeaderConverters, h.opts.Transformations, h.opts.Predicates} {
-		if class, ok := resolveClass(classes, name, ""); ok {
+		suffix := ""
+		if i < 2 {
+			suffix = "Converter" // IntegerConverter is "Integer" too
+		}
+		if class, ok := resolveClass(classes, name, suffix); ok {
 			if err := checkVersion(class, h.opts.PluginVersion, version); err != nil {
 				return nil, err
 			}

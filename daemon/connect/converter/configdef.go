@@ -58,7 +58,7 @@ var jsonConfigDef = connect.ConfigDef{
 	{Name: "decimal.format", Type: connect.TypeString, Default: connect.Default("BASE64"), Importance: connect.Low,
 		Documentation: "Controls which format this converter will serialize decimals in. This value is case insensitive and can be either 'BASE64' (default) or 'NUMERIC'",
 		Group:         "Serialization", Order: 0, Width: connect.WidthMedium, DisplayName: "Decimal Format",
-		Validator: caseInsensitiveOneOf("BASE64", "NUMERIC")},
+		Validator: caseInsensitiveOneOf("NUMERIC", "BASE64")}, // Java's HashSet order, as its message lists them
 	{Name: "replace.null.with.default", Type: connect.TypeBoolean, Default: connect.Default("true"), Importance: connect.Low,
 		Documentation: "Whether to replace fields that have a default value and that are null to the default value. When set to true, the default value is used, otherwise null is used.",
 		Group:         "Serialization", Order: 1, Width: connect.WidthMedium, DisplayName: "Replace null with default"},
