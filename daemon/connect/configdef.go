@@ -43,13 +43,13 @@ const (
 
 // ConfigKey describes one setting.
 type ConfigKey struct {
-	Name          string
-	Type          ConfigType
-	Default       *string // nil: no default, so the setting is required, unless NullDefault
+	Name    string
+	Type    ConfigType
+	Default *string // nil: no default, so the setting is required, unless NullDefault
 	// NullDefault makes a setting without Default optional: its default is
 	// null, as Kafka Connect shows it ("default_value": null, "required":
 	// false). A connector reads it as absent.
-	NullDefault bool
+	NullDefault   bool
 	Importance    Importance
 	Documentation string
 	Group         string
