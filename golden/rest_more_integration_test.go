@@ -399,3 +399,35 @@ func jsonDiff(path string, a, b any, out *[]string) {
 		*out = append(*out, fmt.Sprintf("%s: %s, %s", path, mustJSON(a), mustJSON(b)))
 	}
 }
+
+// TestIntegrationJavaOffsetChecksMatchKafkaConnect: a Java plugin run by
+// the connector host checks an offsets change with its own alterOffsets,
+// as on Kafka Connect: Kafka Connect's FileStreamSourceConnector (asked
+// for with kcd.runtime=java) refuses what Kafka Connect's worker refuses,
+// and confirms what it accepts.
+func TestIntegrationJavaOffsetChecksMatchKafkaConnect(t *testing.T) {
+	connectURL := testenv.Require(t, testenv.ConnectURL)
+	brokers := testenv.Require(t, testenv.Kafka)
+	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
+	defer cancel()
+	k := side{"kcd", startKcdConnect(ctx, t)}
+	c := side{"Kafka Connect", connectURL}
+	p := fmt.Sprintf("kcd-golden-javaoffs-%d-", time.Now().UnixNano())
+	t.Cleanup(func() { deleteConnectors(t, c, p, brokers) })
+	cmp := comparer{t: t, k: k, c: c, prefix: p}
+
+	file := filepath.Join(t.TempDir(), "in.txt")
+	src := p + "src"
+	cmp.same(201, "POST", "/connectors", fmt.Sprintf(`{"name":%q,"config":{"connector.class":"FileStreamSource","kcd.runtime":"java","file":%q,"topic":%q},"initial_state":"STOPPED"}`, src, file, p+"topic"))
+	cmp.waitState(ctx, src, "STOPPED", 0)
+	for _, offs := range []string{
+		fmt.Sprintf(`{"offsets":[{"partition":{"filename":%q},"offset":{"position":"seven"}}]}`, file),
+		fmt.Sprintf(`{"offsets":[{"partition":{"filename":%q},"offset":{"position":-1}}]}`, file),
+		fmt.Sprintf(`{"offsets":[{"partition":{"file":%q},"offset":{"position":5}}]}`, file),
+	} {
+		cmp.refused(400, 500, "PATCH", "/connectors/"+src+"/offsets", offs)
+	}
+	cmp.same(200, "PATCH", "/connectors/"+src+"/offsets", fmt.Sprintf(`{"offsets":[{"partition":{"filename":%q},"offset":{"position":5}},{"partition":{"filename":"other"},"offset":null}]}`, file))
+	cmp.eventually(200, "GET", "/connectors/"+src+"/offsets")
+	cmp.same(200, "DELETE", "/connectors/"+src+"/offsets", "")
+}
