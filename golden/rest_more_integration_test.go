@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -13,6 +14,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/kcd-project/kcd/daemon"
 	"github.com/kcd-project/kcd/daemon/config"
@@ -430,4 +433,82 @@ func TestIntegrationJavaOffsetChecksMatchKafkaConnect(t *testing.T) {
 	cmp.same(200, "PATCH", "/connectors/"+src+"/offsets", fmt.Sprintf(`{"offsets":[{"partition":{"filename":%q},"offset":{"position":5}},{"partition":{"filename":"other"},"offset":null}]}`, file))
 	cmp.eventually(200, "GET", "/connectors/"+src+"/offsets")
 	cmp.same(200, "DELETE", "/connectors/"+src+"/offsets", "")
+}
+
+// TestIntegrationPrimitiveConvertersSinkLikeKafkaConnect: the same records,
+// read by a FileStreamSink through the primitive converters (as value and
+// header converters) on kcd and on Kafka Connect, make the same files.
+func TestIntegrationPrimitiveConvertersSinkLikeKafkaConnect(t *testing.T) {
+	connectURL := testenv.Require(t, testenv.ConnectURL)
+	brokers := testenv.Require(t, testenv.Kafka)
+	ctx, cancel := context.WithTimeout(t.Context(), 3*time.Minute)
+	defer cancel()
+	k := side{"kcd", startKcdNode(t, brokers)}
+	c := side{"Kafka Connect", connectURL}
+	p := fmt.Sprintf("kcd-golden-prim-%d-", time.Now().UnixNano())
+	t.Cleanup(func() { deleteConnectors(t, c, p, brokers) })
+	cmp := comparer{t: t, k: k, c: c, prefix: p}
+
+	be := func(n int, v uint64) []byte {
+		b := make([]byte, n)
+		for i := range n {
+			b[n-1-i] = byte(v >> (8 * i))
+		}
+		return b
+	}
+	cases := []struct {
+		class  string
+		values [][]byte
+	}{
+		{"org.apache.kafka.connect.converters.IntegerConverter", [][]byte{be(4, 5), be(4, 0xffffffff), be(4, 0x7fffffff), nil}},
+		{"org.apache.kafka.connect.converters.LongConverter", [][]byte{be(8, 1234567890123), be(8, 1<<63)}},
+		{"org.apache.kafka.connect.converters.ShortConverter", [][]byte{be(2, 0x8000), be(2, 7)}},
+		{"org.apache.kafka.connect.converters.DoubleConverter", [][]byte{be(8, math.Float64bits(1.5)), be(8, math.Float64bits(math.Pi)), be(8, math.Float64bits(math.Inf(-1))), be(8, math.Float64bits(1e21)), be(8, math.Float64bits(1e-7))}},
+		{"org.apache.kafka.connect.converters.FloatConverter", [][]byte{be(4, uint64(math.Float32bits(3.14159))), be(4, uint64(math.Float32bits(float32(math.NaN())))), be(4, uint64(math.Float32bits(1e10)))}},
+		{"org.apache.kafka.connect.converters.BooleanConverter", [][]byte{{1}, {0}}},
+	}
+	cl, err := kgo.NewClient(kgo.SeedBrokers(brokers))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	dir := t.TempDir()
+	for i, tc := range cases {
+		topic := fmt.Sprintf("%stopic%d", p, i)
+		createTopic(ctx, t, brokers, topic)
+		for _, v := range tc.values {
+			r := &kgo.Record{Topic: topic, Value: v, Headers: []kgo.RecordHeader{{Key: "n", Value: be(8, 42)}}}
+			if err := cl.ProduceSync(ctx, r).FirstErr(); err != nil {
+				t.Fatal(err)
+			}
+		}
+		for _, s := range []side{k, c} {
+			out := filepath.Join(dir, fmt.Sprintf("%d-%s.txt", i, s.name[:3]))
+			body := fmt.Sprintf(`{"connector.class":"FileStreamSink","file":%q,"topics":%q,"value.converter":%q,"header.converter":"org.apache.kafka.connect.converters.LongConverter","key.converter":"org.apache.kafka.connect.converters.ByteArrayConverter"}`, out, topic, tc.class)
+			if r := s.do(t, "PUT", "/connectors/"+fmt.Sprintf("%ssink%d", p, i)+"/config", body); r.status != 201 {
+				t.Fatalf("%s: create the sink of %s: %d %s", s.name, tc.class, r.status, r.body)
+			}
+		}
+	}
+	for i, tc := range cases {
+		cmp.waitState(ctx, fmt.Sprintf("%ssink%d", p, i), "RUNNING", 1)
+		var files [2]string
+		for j, s := range []side{k, c} {
+			out := filepath.Join(dir, fmt.Sprintf("%d-%s.txt", i, s.name[:3]))
+			for {
+				b, _ := os.ReadFile(out)
+				if strings.Count(string(b), "\n") >= len(tc.values) {
+					files[j] = string(b)
+					break
+				}
+				if ctx.Err() != nil {
+					t.Fatalf("%s: %s wrote %q, want %d lines", s.name, tc.class, b, len(tc.values))
+				}
+				time.Sleep(100 * time.Millisecond)
+			}
+		}
+		if files[0] != files[1] {
+			t.Errorf("%s: kcd wrote %q, Kafka Connect %q", tc.class, files[0], files[1])
+		}
+	}
 }
