@@ -173,7 +173,7 @@ func (a *api) routes() []route {
 		{"DELETE", "/kcd/v1/store/keys/{key...}", a.deleteKey},
 
 		// Kafka Connect's connector API (connectors.go, connector_state.go,
-		// offsets.go, plugins.go).
+		// offsets.go, topics.go, plugins.go).
 		{"GET", "/connectors", a.withConnect(a.listConnectors)},
 		{"POST", "/connectors", a.withConnect(a.createConnector)},
 		{"GET", "/connectors/{name}", a.withConnect(a.getConnector)},
