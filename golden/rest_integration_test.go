@@ -36,8 +36,8 @@ import (
 // requests to kcd and to the real Kafka Connect worker, and compares status
 // codes and bodies, after normalizing what must differ (worker ids,
 // versions, traces, order, other connectors on the worker). The
-// differences kcd keeps on purpose are listed in knownDifferences and
-// checked too.
+// differences kcd keeps on purpose (docs/compatibility.md) are checked
+// too, with comparer.differs.
 //
 // kcd is served here by the REST handler over a local store, with a
 // stand-in worker (fakeWorker) that writes task configs and statuses as
