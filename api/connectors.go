@@ -20,6 +20,38 @@ type ConnectorInfo struct {
 	Config map[string]string `json:"config"`
 	Tasks  []TaskID          `json:"tasks"`
 	Type   ConnectorType     `json:"type"`
+	// Nulls are the settings the config holds as null (not in Config):
+	// Kafka Connect keeps a null value of a connector's own setting, and
+	// the server writes them as null in "config". A client reads them as
+	// "" in Config.
+	Nulls []string `json:"-"`
+}
+
+// MarshalJSON writes Nulls as null values in "config".
+func (c ConnectorInfo) MarshalJSON() ([]byte, error) {
+	type plain ConnectorInfo
+	if len(c.Nulls) == 0 {
+		return json.Marshal(plain(c))
+	}
+	return json.Marshal(struct {
+		plain
+		Config map[string]*string `json:"config"`
+	}{plain(c), ConfigWithNulls(c.Config, c.Nulls)})
+}
+
+// ConfigWithNulls is config with each of nulls added as a null value, as
+// GET /connectors/{name}/config shows it.
+func ConfigWithNulls(config map[string]string, nulls []string) map[string]*string {
+	out := make(map[string]*string, len(config)+len(nulls))
+	for k, v := range config {
+		out[k] = &v
+	}
+	for _, k := range nulls {
+		if _, ok := out[k]; !ok {
+			out[k] = nil
+		}
+	}
+	return out
 }
 
 // TaskID names one task of a connector.
@@ -50,6 +82,16 @@ type ConnectorOffsets struct {
 type ConnectorOffset struct {
 	Partition map[string]any `json:"partition"`
 	Offset    map[string]any `json:"offset"`
+}
+
+// ActiveTopics is the answer of GET /connectors/{name}/topics: the
+// connector's name to the topics its tasks used since the last reset
+// (PUT /connectors/{name}/topics/reset).
+type ActiveTopics map[string]ActiveTopicsInfo
+
+// ActiveTopicsInfo is the topics of one connector in ActiveTopics.
+type ActiveTopicsInfo struct {
+	Topics []string `json:"topics"`
 }
 
 // Message is the answer of PATCH and DELETE /connectors/{name}/offsets:

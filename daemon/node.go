@@ -171,9 +171,12 @@ func (n *Node) Start(ctx context.Context) (err error) {
 		opts.Connect = herder.New(connectstore.New(n.store), herder.Options{
 			Converters:           converter.Classes(),
 			HeaderConverters:     append(converter.Classes(), herder.SimpleHeaderConverter),
+			ConverterConfig:      converterConfig,
 			Logger:               n.log.With("subsys", "herder"),
 			Owners:               n.unitOwners,
 			MaxTasksPerConnector: n.cfg.MaxTasksPerConnector,
+			NoTopicTracking:      !n.cfg.TopicTrackingEnable,
+			NoTopicTrackingReset: !n.cfg.TopicTrackingAllowReset,
 			Files:                n.files,
 		})
 		coord, err := coordinator.New(coordinator.Config{

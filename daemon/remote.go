@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/kcd-project/kcd/daemon/config"
+	"github.com/kcd-project/kcd/daemon/connect"
 	"github.com/kcd-project/kcd/daemon/connect/converter"
 	"github.com/kcd-project/kcd/daemon/connectstore"
 	"github.com/kcd-project/kcd/daemon/herder"
@@ -30,7 +31,10 @@ func (n *Node) startRemote(ctx context.Context, opts *restapi.Options, kafkaSeed
 	opts.Connect = herder.New(connectstore.New(n.store), herder.Options{
 		Converters:           converter.Classes(),
 		HeaderConverters:     append(converter.Classes(), herder.SimpleHeaderConverter),
+		ConverterConfig:      converterConfig,
 		MaxTasksPerConnector: n.cfg.MaxTasksPerConnector,
+		NoTopicTracking:      !n.cfg.TopicTrackingEnable,
+		NoTopicTrackingReset: !n.cfg.TopicTrackingAllowReset,
 		Files:                n.files,
 		Logger:               n.log.With("subsys", "herder"),
 		Owners:               n.unitOwners,
@@ -43,4 +47,11 @@ func (n *Node) startRemote(ctx context.Context, opts *restapi.Options, kafkaSeed
 		opts.HealthChecks = append(opts.HealthChecks, n.workerHealth)
 	}
 	return nil
+}
+
+// converterConfig is the settings of a converter class kcd ships, for the
+// herder (herder.Options.ConverterConfig).
+func converterConfig(class string) connect.ConfigDef {
+	def, _ := converter.ConfigDef(class)
+	return def
 }

@@ -36,8 +36,8 @@ import (
 // requests to kcd and to the real Kafka Connect worker, and compares status
 // codes and bodies, after normalizing what must differ (worker ids,
 // versions, traces, order, other connectors on the worker). The
-// differences kcd keeps on purpose are listed in knownDifferences and
-// checked too.
+// differences kcd keeps on purpose (docs/compatibility.md) are checked
+// too, with comparer.differs.
 //
 // kcd is served here by the REST handler over a local store, with a
 // stand-in worker (fakeWorker) that writes task configs and statuses as
@@ -419,14 +419,14 @@ func (m comparer) differs(kcdStatus, connectStatus int, method, path, body strin
 	}
 }
 
-// message compares the answers of an offsets change, whose message says
-// whether the connector manages its offsets itself: kcd's FileStream
-// connectors do not declare it (herder.OffsetValidator), Kafka Connect's do.
+// message compares the answers of an offsets change: the message says
+// whether the connector confirmed the change (connect.OffsetAlterer), as
+// both sides' FileStream connectors do.
 func (m comparer) message(status int, method, path, body string) {
 	m.t.Helper()
 	kb, cb := m.both(status, method, path, body)
 	km, cm := decode[herder.Message](m.t, "kcd", kb), decode[herder.Message](m.t, "connect", cb)
-	if km.Message != cm.Message && !strings.HasPrefix(km.Message, "The Connect framework-managed offsets for this connector have been") {
+	if km.Message != cm.Message {
 		m.t.Errorf("%s %s: message kcd %q, Kafka Connect %q", method, path, km.Message, cm.Message)
 	}
 }
@@ -561,10 +561,8 @@ func normalize(v any) any {
 }
 
 // normalizeSetting evens out a setting's definition (ConfigKeyInfo) or a
-// validate entry ({"definition","value"}): plugin versions; the converters
-// each side has (kcd ships fewer); and "file" of the FileStream
-// connectors, which Kafka Connect defines with a null default and kcd's SDK
-// can only give "" (a key without a default is required).
+// validate entry ({"definition","value"}): plugin versions and the
+// converters each side has (kcd ships fewer).
 func normalizeSetting(x map[string]any) {
 	def, _ := x["definition"].(map[string]any)
 	val, _ := x["value"].(map[string]any)
@@ -599,13 +597,6 @@ func normalizeSetting(x map[string]any) {
 	case name == "key.converter" || name == "value.converter" || name == "header.converter" || strings.HasSuffix(name, ".type"):
 		if val != nil {
 			val["recommended_values"] = "<classes>"
-		}
-	case name == "file":
-		if def["default_value"] == "" {
-			def["default_value"] = nil
-		}
-		if val != nil && val["value"] == "" {
-			val["value"] = nil
 		}
 	}
 }

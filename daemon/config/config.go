@@ -126,6 +126,13 @@ type Config struct {
 	// (tasks.max): larger values are refused by validate and create, and
 	// fail the connector on a worker. The same on every node.
 	MaxTasksPerConnector int `yaml:"max-tasks-per-connector"`
+	// TopicTrackingEnable and TopicTrackingAllowReset are Kafka Connect's
+	// topic.tracking.enable and topic.tracking.allow.reset: workers record
+	// the topics each connector's tasks use (GET
+	// /connectors/{name}/topics), and PUT /connectors/{name}/topics/reset
+	// forgets them. Both default to true.
+	TopicTrackingEnable     bool `yaml:"topic-tracking-enable"`
+	TopicTrackingAllowReset bool `yaml:"topic-tracking-allow-reset"`
 	// RESTMaxConnections bounds the REST API's open connections; the last
 	// eighth of them is kept for worker heartbeats and /health.
 	RESTMaxConnections int `yaml:"rest-max-connections"`
@@ -233,10 +240,13 @@ func Default() Config {
 		TaskInFlightRecords:   100_000,
 		StaleReadMax:          30 * time.Second,
 		MaxTasksPerConnector:  1000,
-		RESTMaxConnections:    512,
-		LogLevel:              "info",
-		LogFormat:             "text",
-		Store:                 StoreConfig{Backend: DefaultStoreBackend},
+
+		TopicTrackingEnable:     true,
+		TopicTrackingAllowReset: true,
+		RESTMaxConnections:      512,
+		LogLevel:                "info",
+		LogFormat:               "text",
+		Store:                   StoreConfig{Backend: DefaultStoreBackend},
 
 		ExactlyOnceSourceSupport: "enabled",
 		JavaHostHeap:             "512m",
@@ -628,6 +638,15 @@ func fields() []field {
 			func(c *Config) string { return c.ExactlyOnceSourceSupport }},
 		countField("max-tasks-per-connector", "The most tasks a connector may have (tasks.max); larger values are refused. The same on every node",
 			func(c *Config) *int { return &c.MaxTasksPerConnector }),
+		{"topic-tracking-enable", "Record the topics each connector's tasks use, for GET /connectors/{name}/topics (Kafka Connect's topic.tracking.enable)",
+			func(c *Config, v string) (err error) { c.TopicTrackingEnable, err = strconv.ParseBool(v); return err },
+			func(c *Config) string { return strconv.FormatBool(c.TopicTrackingEnable) }},
+		{"topic-tracking-allow-reset", "Allow PUT /connectors/{name}/topics/reset (Kafka Connect's topic.tracking.allow.reset)",
+			func(c *Config, v string) (err error) {
+				c.TopicTrackingAllowReset, err = strconv.ParseBool(v)
+				return err
+			},
+			func(c *Config) string { return strconv.FormatBool(c.TopicTrackingAllowReset) }},
 		countField("rest-max-connections", "The most open connections of the REST API; the last eighth is kept for worker heartbeats and /health",
 			func(c *Config) *int { return &c.RESTMaxConnections }),
 		{"rest-allowed-hosts", "Host names the REST API answers to in the Host header, comma-separated (* any); default: only localhost and loopback addresses when rest-addr is on loopback (against DNS rebinding), else any",

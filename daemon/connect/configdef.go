@@ -43,9 +43,13 @@ const (
 
 // ConfigKey describes one setting.
 type ConfigKey struct {
-	Name          string
-	Type          ConfigType
-	Default       *string // nil: no default, so the setting is required
+	Name    string
+	Type    ConfigType
+	Default *string // nil: no default, so the setting is required, unless NullDefault
+	// NullDefault makes a setting without Default optional: its default is
+	// null, as Kafka Connect shows it ("default_value": null, "required":
+	// false). A connector reads it as absent.
+	NullDefault   bool
 	Importance    Importance
 	Documentation string
 	Group         string
@@ -59,8 +63,8 @@ type ConfigKey struct {
 	Recommended []string
 }
 
-// Required tells whether the setting has no default.
-func (k ConfigKey) Required() bool { return k.Default == nil }
+// Required tells whether the setting has no default, not even null.
+func (k ConfigKey) Required() bool { return k.Default == nil && !k.NullDefault }
 
 // ConfigDef is a connector's list of settings.
 type ConfigDef []ConfigKey

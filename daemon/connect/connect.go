@@ -39,6 +39,28 @@ type ConfigValidator interface {
 	ValidateConfig(config map[string]string) map[string][]string
 }
 
+// OffsetAlterer is implemented by connectors that check a change of their
+// offsets (PATCH or DELETE /connectors/{name}/offsets) before kcd stores
+// it: Kafka Connect's SourceConnector.alterOffsets and
+// SinkConnector.alterOffsets. It is called on a fresh instance that was
+// not started. An error refuses the whole change, its text the answer's
+// message. confirmed tells that the connector has taken the change into
+// account wherever it keeps offsets itself (Kafka Connect's true), which
+// changes the answer's message.
+type OffsetAlterer interface {
+	AlterOffsets(config map[string]string, offsets []PartitionOffset) (confirmed bool, err error)
+}
+
+// PartitionOffset is one partition's new offset in an offsets change; a
+// nil Offset resets the partition. A source partition and offset are as
+// the request gave them, numbers as json.Number. A sink's partition is
+// {"kafka_topic": string, "kafka_partition": int32} and its offset
+// {"kafka_offset": int64}, parsed as Kafka Connect does.
+type PartitionOffset struct {
+	Partition map[string]any
+	Offset    map[string]any
+}
+
 // SourceConnector is a connector whose tasks read from an external system
 // into Kafka.
 type SourceConnector interface {

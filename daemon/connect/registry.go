@@ -29,6 +29,19 @@ type Plugin struct {
 	// Aliases are extra names it answers to; the simple class name and the
 	// simple name without "Connector" are always aliases.
 	Aliases []string
+	// TaskClass is the class name of its tasks, which the worker adds to
+	// each task config as "task.class", as Kafka Connect does. Empty: the
+	// class name with its "Connector" suffix replaced by "Task"
+	// (FileStreamSourceConnector: FileStreamSourceTask).
+	TaskClass string
+}
+
+// TaskClassName is p.TaskClass, or the name derived from p.Class.
+func (p *Plugin) TaskClassName() string {
+	if p.TaskClass != "" {
+		return p.TaskClass
+	}
+	return strings.TrimSuffix(p.Class, "Connector") + "Task"
 }
 
 var (

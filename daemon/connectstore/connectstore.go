@@ -14,6 +14,7 @@
 //	connect/restart/<name>             RestartRequest
 //	connect/status/<name>/connector    Status
 //	connect/status/<name>/task/<id>    Status
+//	connect/topic/<name>/<topic>       TopicStatus (topics.go)
 //	connect/offset/<name>/<hash>       SourceOffset (hash of the partition's JSON)
 //	connect/sinkoffset/<name>/<topic>/<partition>   SinkOffset
 package connectstore
@@ -59,6 +60,10 @@ var ErrNotFound = errors.New("connectstore: connector not found")
 // ConnectorConfig is a connector's configuration as the user gave it.
 type ConnectorConfig struct {
 	Config map[string]string `json:"config"`
+	// Nulls are the settings the user gave as null, which Kafka Connect
+	// keeps and shows (a connector's own settings may be null). Connectors
+	// and tasks see them as absent.
+	Nulls []string `json:"nulls,omitempty"`
 }
 
 // TargetState is what the user asked the connector to be.
@@ -217,20 +222,28 @@ func (c *Store) Connectors(ctx context.Context) ([]string, error) {
 
 // Config returns a connector's config and the revision it was written at.
 func (c *Store) Config(ctx context.Context, name string) (map[string]string, int64, error) {
+	cc, rev, err := c.ConnectorConfig(ctx, name)
+	return cc.Config, rev, err
+}
+
+// ConnectorConfig returns a connector's config with the settings given as
+// null, and the revision it was written at.
+func (c *Store) ConnectorConfig(ctx context.Context, name string) (ConnectorConfig, int64, error) {
 	var cc ConnectorConfig
 	found, rev, err := getJSON(ctx, c.s, configKey(name), &cc)
 	if err != nil {
-		return nil, 0, err
+		return ConnectorConfig{}, 0, err
 	}
 	if !found {
-		return nil, 0, ErrNotFound
+		return ConnectorConfig{}, 0, ErrNotFound
 	}
-	return cc.Config, rev, nil
+	return cc, rev, nil
 }
 
-// CreateConnector stores a new connector's config and target state in one
-// atomic write. created is false when the connector already existed.
-func (c *Store) CreateConnector(ctx context.Context, name string, config map[string]string, target string) (created bool, err error) {
+// CreateConnector stores a new connector's config (with the settings given
+// as null, nulls) and target state in one atomic write. created is false
+// when the connector already existed.
+func (c *Store) CreateConnector(ctx context.Context, name string, config map[string]string, target string, nulls ...string) (created bool, err error) {
 	if err := CheckName(name); err != nil {
 		return false, err
 	}
@@ -246,19 +259,29 @@ func (c *Store) CreateConnector(ctx context.Context, name string, config map[str
 			return false, err
 		}
 	}
+	if _, found, err := c.s.Get(ctx, configKey(name)); err != nil {
+		return false, err
+	} else if !found {
+		// Topics of an earlier connector of this name whose delete was cut
+		// short: a new connector starts with none, as in Kafka Connect.
+		if err := c.ResetTopics(ctx, name); err != nil {
+			return false, err
+		}
+	}
 	_, ok, err := c.s.Batch(ctx,
 		[]store.Cond{{Key: configKey(name), ModRevision: 0}},
 		[]store.Op{
-			store.Put(configKey(name), mustJSON(ConnectorConfig{Config: config})),
+			store.Put(configKey(name), mustJSON(ConnectorConfig{Config: config, Nulls: nulls})),
 			store.Put(targetKey(name), mustJSON(TargetState{State: target})),
 		})
 	return ok, err
 }
 
-// UpdateConfig replaces an existing connector's config when it is still at
-// revision rev (from Config); ok is false when it changed meanwhile.
-func (c *Store) UpdateConfig(ctx context.Context, name string, config map[string]string, rev int64) (ok bool, err error) {
-	_, ok, err = c.s.CompareAndSet(ctx, configKey(name), rev, mustJSON(ConnectorConfig{Config: config}))
+// UpdateConfig replaces an existing connector's config (with the settings
+// given as null, nulls) when it is still at revision rev (from Config); ok
+// is false when it changed meanwhile.
+func (c *Store) UpdateConfig(ctx context.Context, name string, config map[string]string, rev int64, nulls ...string) (ok bool, err error) {
+	_, ok, err = c.s.CompareAndSet(ctx, configKey(name), rev, mustJSON(ConnectorConfig{Config: config, Nulls: nulls}))
 	return ok, err
 }
 
@@ -278,7 +301,7 @@ func (c *Store) DeleteConnector(ctx context.Context, name string) (deleted bool,
 			return false, err
 		}
 		if !found {
-			return false, c.removeStatuses(ctx, name)
+			return false, errors.Join(c.removeStatuses(ctx, name), c.ResetTopics(ctx, name))
 		}
 		statuses, _, err := c.s.Scan(ctx, statusPrefix(name), 0)
 		if err != nil {
@@ -304,6 +327,9 @@ func (c *Store) DeleteConnector(ctx context.Context, name string) (deleted bool,
 			if err := c.deleteKeys(ctx, keys); err != nil {
 				return true, fmt.Errorf("connector deleted; removing its statuses: %w", err)
 			}
+		}
+		if err := c.ResetTopics(ctx, name); err != nil {
+			return true, fmt.Errorf("connector deleted; removing its topics: %w", err)
 		}
 		return true, nil
 	}

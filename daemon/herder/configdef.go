@@ -36,6 +36,18 @@ type key struct {
 	// invisible hides the setting (ConfigValue.visible false), as a Kafka
 	// Connect recommender does for a setting that does not apply.
 	invisible bool
+	// msgName is the name messages give the setting, when not name: a
+	// converter's settings are checked without their prefix
+	// ("schemas.enable", not "value.converter.schemas.enable").
+	msgName string
+}
+
+// nameInMessages is the setting's name as its error messages give it.
+func (k *key) nameInMessages() string {
+	if k.msgName != "" {
+		return k.msgName
+	}
+	return k.name
 }
 
 func (k *key) info() ConfigKeyInfo {
@@ -57,8 +69,7 @@ func (k *key) info() ConfigKeyInfo {
 	}
 }
 
-// ownKeys turns a connector's ConfigDef into keys. The SDK cannot say
-// "optional with a null default": a key without a default is required.
+// ownKeys turns a connector's ConfigDef into keys.
 func ownKeys(def connect.ConfigDef) []*key {
 	out := make([]*key, 0, len(def))
 	for _, ck := range def {
@@ -113,13 +124,13 @@ func (k *key) parse(raw string) (any, string) {
 		if n, err = strconv.ParseInt(t, 10, bits); err == nil {
 			return n, ""
 		}
-		return nil, invalid(k.name, raw, "Not a number of type "+string(k.typ))
+		return nil, invalid(k.nameInMessages(), raw, "Not a number of type "+string(k.typ))
 	case connect.TypeDouble:
 		var f float64
 		if f, err = strconv.ParseFloat(t, 64); err == nil {
 			return f, ""
 		}
-		return nil, invalid(k.name, raw, "Not a number of type DOUBLE")
+		return nil, invalid(k.nameInMessages(), raw, "Not a number of type DOUBLE")
 	case connect.TypeBoolean:
 		switch strings.ToLower(t) {
 		case "true":
@@ -127,7 +138,7 @@ func (k *key) parse(raw string) (any, string) {
 		case "false":
 			return false, ""
 		}
-		return nil, invalid(k.name, raw, "Expected value to be either true or false")
+		return nil, invalid(k.nameInMessages(), raw, "Expected value to be either true or false")
 	case connect.TypeList:
 		if t == "" {
 			return []string{}, ""
@@ -144,7 +155,7 @@ func (k *key) parse(raw string) (any, string) {
 		if c, ok := k.resolve(t); ok {
 			return c, ""
 		}
-		return nil, invalid(k.name, raw, "Class "+raw+" could not be found.")
+		return nil, invalid(k.nameInMessages(), raw, "Class "+raw+" could not be found.")
 	}
 	return t, ""
 }

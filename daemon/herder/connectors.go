@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/kcd-project/kcd/api"
 	"github.com/kcd-project/kcd/daemon/connectstore"
 )
 
@@ -37,16 +38,28 @@ const (
 	msgUnknownRestart = "Unknown connector: %s"
 )
 
+// connectorConfig is config with the settings given as null.
+func (h *Herder) connectorConfig(ctx context.Context, name string) (connectstore.ConnectorConfig, int64, error) {
+	cc, rev, err := h.store.ConnectorConfig(ctx, name)
+	if errors.Is(err, connectstore.ErrNotFound) {
+		return cc, 0, errorf(ErrNotFound, msgNotFound, name)
+	}
+	if err != nil {
+		return cc, 0, fmt.Errorf("read the config of connector %s: %w", name, err)
+	}
+	return cc, rev, nil
+}
+
 // ConnectorInfo returns a connector's config, task ids and type.
 func (h *Herder) ConnectorInfo(ctx context.Context, name string) (ConnectorInfo, error) {
-	cfg, _, err := h.config(ctx, name, msgNotFound)
+	cc, _, err := h.connectorConfig(ctx, name)
 	if err != nil {
 		return ConnectorInfo{}, err
 	}
-	return h.info(ctx, name, cfg)
+	return h.info(ctx, name, cc.Config, cc.Nulls)
 }
 
-func (h *Herder) info(ctx context.Context, name string, cfg map[string]string) (ConnectorInfo, error) {
+func (h *Herder) info(ctx context.Context, name string, cfg map[string]string, nulls []string) (ConnectorInfo, error) {
 	tasks, err := h.store.Tasks(ctx, name)
 	if err != nil {
 		return ConnectorInfo{}, fmt.Errorf("read the tasks of connector %s: %w", name, err)
@@ -55,13 +68,16 @@ func (h *Herder) info(ctx context.Context, name string, cfg map[string]string) (
 	for i := range ids {
 		ids[i] = TaskID{Connector: name, Task: i}
 	}
-	return ConnectorInfo{Name: name, Config: cfg, Tasks: ids, Type: connectorTypeOf(cfg[keyConnectorClass])}, nil
+	return ConnectorInfo{Name: name, Config: cfg, Tasks: ids, Type: connectorTypeOf(cfg[keyConnectorClass]), Nulls: nulls}, nil
 }
 
-// Config returns a connector's config.
-func (h *Herder) Config(ctx context.Context, name string) (map[string]string, error) {
-	cfg, _, err := h.config(ctx, name, msgNotFound)
-	return cfg, err
+// Config returns a connector's config; settings given as null are null.
+func (h *Herder) Config(ctx context.Context, name string) (map[string]*string, error) {
+	cc, _, err := h.connectorConfig(ctx, name)
+	if err != nil {
+		return nil, err
+	}
+	return api.ConfigWithNulls(cc.Config, cc.Nulls), nil
 }
 
 // Target states a connector can be created in (POST /connectors's
@@ -82,11 +98,11 @@ func ParseInitialState(s string) (string, bool) {
 // target (connectstore.TargetStarted, TargetPaused or TargetStopped).
 // props must hold the name.
 func (h *Herder) CreateConnector(ctx context.Context, name string, props Config, target string) (ConnectorInfo, error) {
-	p, cfg, err := h.checkWrite(props)
+	p, cfg, nulls, err := h.checkWrite(props)
 	if err != nil {
 		return ConnectorInfo{}, err
 	}
-	created, err := h.store.CreateConnector(ctx, name, cfg, target)
+	created, err := h.store.CreateConnector(ctx, name, cfg, target, nulls...)
 	if err != nil {
 		return ConnectorInfo{}, fmt.Errorf("create connector %s: %w", name, err)
 	}
@@ -94,37 +110,37 @@ func (h *Herder) CreateConnector(ctx context.Context, name string, props Config,
 		return ConnectorInfo{}, errorf(ErrAlreadyExists, "Connector %s already exists", name)
 	}
 	h.log.Info("connector created", "connector", name, "class", p.Class, "target", target)
-	return ConnectorInfo{Name: name, Config: cfg, Tasks: []TaskID{}, Type: ConnectorType(p.Type)}, nil
+	return ConnectorInfo{Name: name, Config: cfg, Tasks: []TaskID{}, Type: ConnectorType(p.Type), Nulls: nulls}, nil
 }
 
 // PutConfig validates props and stores them as the config of connector
 // name, creating it (created true) when it does not exist.
 func (h *Herder) PutConfig(ctx context.Context, name string, props Config) (info ConnectorInfo, created bool, err error) {
-	p, cfg, err := h.checkWrite(props)
+	p, cfg, nulls, err := h.checkWrite(props)
 	if err != nil {
 		return ConnectorInfo{}, false, err
 	}
 	for range maxAttempts {
 		_, rev, err := h.store.Config(ctx, name)
 		if errors.Is(err, connectstore.ErrNotFound) {
-			ok, err := h.store.CreateConnector(ctx, name, cfg, connectstore.TargetStarted)
+			ok, err := h.store.CreateConnector(ctx, name, cfg, connectstore.TargetStarted, nulls...)
 			if err != nil {
 				return ConnectorInfo{}, false, fmt.Errorf("create connector %s: %w", name, err)
 			}
 			if ok {
 				h.log.Info("connector created", "connector", name, "class", p.Class)
-				return ConnectorInfo{Name: name, Config: cfg, Tasks: []TaskID{}, Type: ConnectorType(p.Type)}, true, nil
+				return ConnectorInfo{Name: name, Config: cfg, Tasks: []TaskID{}, Type: ConnectorType(p.Type), Nulls: nulls}, true, nil
 			}
 			continue // created meanwhile: update it
 		}
 		if err != nil {
 			return ConnectorInfo{}, false, fmt.Errorf("read the config of connector %s: %w", name, err)
 		}
-		if ok, err := h.store.UpdateConfig(ctx, name, cfg, rev); err != nil {
+		if ok, err := h.store.UpdateConfig(ctx, name, cfg, rev, nulls...); err != nil {
 			return ConnectorInfo{}, false, fmt.Errorf("update connector %s: %w", name, err)
 		} else if ok {
 			h.log.Info("connector config updated", "connector", name)
-			info, err := h.info(ctx, name, cfg)
+			info, err := h.info(ctx, name, cfg, nulls)
 			return info, false, err
 		}
 	}
@@ -135,11 +151,16 @@ func (h *Herder) PutConfig(ctx context.Context, name string, props Config) (info
 // removes the setting), validates the result and stores it.
 func (h *Herder) PatchConfig(ctx context.Context, name string, patch Config) (ConnectorInfo, error) {
 	for range maxAttempts {
-		old, rev, err := h.config(ctx, name, msgNotFound)
+		old, rev, err := h.connectorConfig(ctx, name)
 		if err != nil {
 			return ConnectorInfo{}, err
 		}
-		merged := ConfigOf(old)
+		merged := ConfigOf(old.Config)
+		for _, k := range old.Nulls {
+			if _, ok := merged[k]; !ok {
+				merged[k] = nil
+			}
+		}
 		for k, v := range patch {
 			if v == nil {
 				delete(merged, k)
@@ -147,17 +168,17 @@ func (h *Herder) PatchConfig(ctx context.Context, name string, patch Config) (Co
 				merged[k] = v
 			}
 		}
-		_, cfg, err := h.checkWrite(merged)
+		_, cfg, nulls, err := h.checkWrite(merged)
 		if err != nil {
 			return ConnectorInfo{}, err
 		}
-		ok, err := h.store.UpdateConfig(ctx, name, cfg, rev)
+		ok, err := h.store.UpdateConfig(ctx, name, cfg, rev, nulls...)
 		if err != nil {
 			return ConnectorInfo{}, fmt.Errorf("update connector %s: %w", name, err)
 		}
 		if ok {
 			h.log.Info("connector config patched", "connector", name)
-			return h.info(ctx, name, cfg)
+			return h.info(ctx, name, cfg, nulls)
 		}
 	}
 	return ConnectorInfo{}, conflict(name)

@@ -2,6 +2,7 @@ package herder_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -52,7 +53,7 @@ func TestCreateConnector(t *testing.T) {
 	if !errors.Is(err, herder.ErrAlreadyExists) || err.Error() != "Connector c1 already exists" {
 		t.Errorf("second create: %v", err)
 	}
-	if got, _ := h.Config(ctx, "c1"); got["file"] != "/tmp/x" {
+	if got, _ := h.Config(ctx, "c1"); got["file"] == nil || *got["file"] != "/tmp/x" {
 		t.Errorf("the failed create changed the config: %v", got)
 	}
 }
@@ -118,7 +119,8 @@ func TestRejectedWritesStoreNothing(t *testing.T) {
 	if after := revision(t, s); after != before {
 		t.Errorf("rejected requests wrote to the store: revision %d -> %d", before, after)
 	}
-	got, _ := h.Config(ctx, "keep")
+	gotNulls, _ := h.Config(ctx, "keep")
+	got := herder.Config(gotNulls).Strings()
 	if want := sourceConfig("keep", "batch.size", "10").Strings(); !maps.Equal(got, want) {
 		t.Errorf("config %v, want %v", got, want)
 	}
@@ -219,10 +221,67 @@ func TestConcurrentPatchesLoseNothing(t *testing.T) {
 			t.Error(err)
 		}
 	}
-	got, _ := h.Config(ctx, "c")
+	gotNulls, _ := h.Config(ctx, "c")
+	got := herder.Config(gotNulls).Strings()
 	for i := range n {
 		if got[fmt.Sprintf("extra.%d", i)] != "v" {
 			t.Errorf("patch %d lost: %v", i, got)
 		}
+	}
+}
+
+// A null value of a connector's own setting is kept, shown as null in the
+// config and in ConnectorInfo (written as JSON), kept by a PATCH that does
+// not name it, and removed by one that does; connectors read the config
+// without it. A null of one of Kafka Connect's settings is refused.
+func TestNullValuesAreKept(t *testing.T) {
+	ctx := context.Background()
+	h, s := newHerderStore(t)
+	props := sourceConfig("n")
+	props["file"] = nil
+	info, err := h.CreateConnector(ctx, "n", props, connectstore.TargetStopped)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b, _ := json.Marshal(info); !strings.Contains(string(b), `"file":null`) {
+		t.Errorf("created: %s", b)
+	}
+	got, _ := h.Config(ctx, "n")
+	if v, ok := got["file"]; !ok || v != nil {
+		t.Errorf("config %v: file is not null", got)
+	}
+	if cfg, _, _ := s.Config(ctx, "n"); cfg["file"] != "" || len(cfg) != 3 {
+		t.Errorf("connectors see %v", cfg)
+	}
+	info, err = h.PatchConfig(ctx, "n", cfg("batch.size", "5"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b, _ := json.Marshal(info); !strings.Contains(string(b), `"file":null`) || !strings.Contains(string(b), `"batch.size":"5"`) {
+		t.Errorf("patched: %s", b)
+	}
+	if _, err := h.PatchConfig(ctx, "n", herder.Config{"file": nil}); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := h.Config(ctx, "n"); len(got) != 4 || got["file"] != nil {
+		t.Errorf("after removing file: %v", got)
+	} else if _, ok := got["file"]; ok {
+		t.Errorf("a PATCH null kept file: %v", got)
+	}
+	vprops := sourceConfig("n")
+	vprops["batch.size"] = nil
+	infos, err := h.ValidateConfig(herdertest.SourceClass, vprops)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range infos.Configs {
+		if c.Value.Name == "batch.size" && (c.Value.Value != nil || len(c.Value.Errors) > 0) {
+			t.Errorf("validate shows batch.size null as %v %v, want null without errors", *c.Value.Value, c.Value.Errors)
+		}
+	}
+	bad := sourceConfig("n")
+	bad["header.converter"] = nil
+	if _, _, err := h.PutConfig(ctx, "n", bad); !errors.Is(err, herder.ErrBadRequest) || !strings.Contains(err.Error(), "Null value can not be supplied as the configuration value.") {
+		t.Errorf("a null worker setting: %v", err)
 	}
 }

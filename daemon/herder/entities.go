@@ -15,6 +15,8 @@ type (
 	ConnectorOffsets   = api.ConnectorOffsets
 	ConnectorOffset    = api.ConnectorOffset
 	Message            = api.Message
+	ActiveTopics       = api.ActiveTopics
+	ActiveTopicsInfo   = api.ActiveTopicsInfo
 	PluginType         = api.PluginType
 	PluginInfo         = api.PluginInfo
 	ConfigInfos        = api.ConfigInfos

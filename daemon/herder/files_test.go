@@ -127,7 +127,7 @@ func TestConfinedFileConnectorsValidateAndWrite(t *testing.T) {
 	if _, err := h.PatchConfig(ctx, "good", herder.Config{"file": nil}); !errors.Is(err, herder.ErrBadRequest) {
 		t.Errorf("patch to stdout: %v", err)
 	}
-	if got, _ := h.Config(ctx, "good"); got["file"] != allowed+"/out.txt" {
+	if got, _ := h.Config(ctx, "good"); got["file"] == nil || *got["file"] != allowed+"/out.txt" {
 		t.Errorf("config after refused patches: %v", got)
 	}
 }

@@ -30,6 +30,7 @@ var (
 	ErrAlreadyExists = errors.New("already exists") // 409
 	ErrBadRequest    = errors.New("bad request")    // 400
 	ErrConflict      = errors.New("conflict")       // 409: the request lost a race too often
+	ErrForbidden     = errors.New("forbidden")      // 403: turned off by the worker's settings
 )
 
 // Error is a failure with Kafka Connect's message, of one of the kinds
@@ -88,8 +89,13 @@ type Options struct {
 	// (--file-connector-dirs): validation reports, on the setting that
 	// names it, a file a connector (connect.FileUser) may not open, so
 	// that create and config updates refuse it. Nil: any path.
-	Files  *connect.Files
-	Logger *slog.Logger
+	Files *connect.Files
+	// NoTopicTracking answers GET and PUT /connectors/{name}/topics... with
+	// 403, as Kafka Connect does with topic.tracking.enable=false (the
+	// workers then record no topics); NoTopicTrackingReset answers the
+	// reset with 403 (topic.tracking.allow.reset=false).
+	NoTopicTracking, NoTopicTrackingReset bool
+	Logger                                *slog.Logger
 }
 
 // DefaultMaxTasksPerConnector is the default of

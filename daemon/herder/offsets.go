@@ -14,17 +14,6 @@ import (
 	"github.com/kcd-project/kcd/store"
 )
 
-// OffsetValidator may be implemented by a connector to check a change of
-// its offsets before kcd stores it, as Kafka Connect's
-// SourceConnector.alterOffsets and SinkConnector.alterOffsets let it do. A
-// nil offset resets the partition. An error rejects the whole request, with
-// the error's text as the message. A connector that implements it declares
-// that its offsets live only in kcd, so the answer does not warn that
-// offsets kept elsewhere need changing too.
-type OffsetValidator interface {
-	ValidateOffset(config map[string]string, partition, offset map[string]any) error
-}
-
 // The keys of a sink connector's offsets in the REST API.
 const (
 	kafkaTopic     = "kafka_topic"
@@ -88,13 +77,13 @@ func (h *Herder) AlterOffsets(ctx context.Context, name string, offsets []Connec
 	if err != nil {
 		return Message{}, err
 	}
-	v, managed := p.New().(OffsetValidator)
+	var confirmed bool
 	if p.Type == connect.PluginSink {
 		puts, dels, err := parseSinkOffsets(offsets)
 		if err != nil {
 			return Message{}, err
 		}
-		if err := validateOffsets(v, cfg, offsets); err != nil {
+		if confirmed, err = alterOffsets(p, cfg, sinkPartitionOffsets(puts, dels)); err != nil {
 			return Message{}, err
 		}
 		if err := h.writeSinkOffsets(ctx, name, puts, dels); err != nil {
@@ -113,7 +102,11 @@ func (h *Herder) AlterOffsets(ctx context.Context, name string, offsets []Connec
 			}
 			src = append(src, connectstore.SourceOffset{Partition: o.Partition, Offset: o.Offset})
 		}
-		if err := validateOffsets(v, cfg, offsets); err != nil {
+		changes := make([]connect.PartitionOffset, len(src))
+		for i, o := range src {
+			changes[i] = connect.PartitionOffset{Partition: o.Partition, Offset: o.Offset}
+		}
+		if confirmed, err = alterOffsets(p, cfg, changes); err != nil {
 			return Message{}, err
 		}
 		if err := h.store.PutSourceOffsets(ctx, name, src, nil); err != nil {
@@ -121,7 +114,7 @@ func (h *Herder) AlterOffsets(ctx context.Context, name string, offsets []Connec
 		}
 	}
 	h.log.Info("connector offsets altered", "connector", name, "partitions", len(offsets))
-	if managed {
+	if confirmed {
 		return Message{Message: msgAltered}, nil
 	}
 	return Message{Message: msgAlteredExternal}, nil
@@ -133,16 +126,17 @@ func (h *Herder) ResetOffsets(ctx context.Context, name string) (Message, error)
 	if err != nil {
 		return Message{}, err
 	}
-	v, managed := p.New().(OffsetValidator)
-	if managed {
+	var confirmed bool
+	if _, ok := p.New().(connect.OffsetAlterer); ok {
 		current, err := h.Offsets(ctx, name)
 		if err != nil {
 			return Message{}, err
 		}
-		for i := range current.Offsets {
-			current.Offsets[i].Offset = nil
+		resets := make([]connect.PartitionOffset, len(current.Offsets))
+		for i, o := range current.Offsets {
+			resets[i] = connect.PartitionOffset{Partition: o.Partition}
 		}
-		if err := validateOffsets(v, cfg, current.Offsets); err != nil {
+		if confirmed, err = alterOffsets(p, cfg, resets); err != nil {
 			return Message{}, err
 		}
 	}
@@ -150,7 +144,7 @@ func (h *Herder) ResetOffsets(ctx context.Context, name string) (Message, error)
 		return Message{}, fmt.Errorf("reset the offsets of connector %s: %w", name, err)
 	}
 	h.log.Info("connector offsets reset", "connector", name)
-	if managed {
+	if confirmed {
 		return Message{Message: msgReset}, nil
 	}
 	return Message{Message: msgResetExternal}, nil
@@ -218,16 +212,36 @@ func (h *Herder) tasksMayCommit(ctx context.Context, name string) (bool, error) 
 	return false, nil
 }
 
-func validateOffsets(v OffsetValidator, cfg map[string]string, offsets []ConnectorOffset) error {
-	if v == nil {
-		return nil
+// alterOffsets runs the connector's own check of an offsets change
+// (connect.OffsetAlterer) on a fresh instance, as Kafka Connect's worker
+// does; a connector without one accepts any change without confirming it.
+// A refusal is the client's mistake: 400 with the connector's message.
+func alterOffsets(p *connect.Plugin, cfg map[string]string, offsets []connect.PartitionOffset) (bool, error) {
+	a, ok := p.New().(connect.OffsetAlterer)
+	if !ok {
+		return false, nil
 	}
-	for _, o := range offsets {
-		if err := v.ValidateOffset(cfg, o.Partition, o.Offset); err != nil {
-			return errorf(ErrBadRequest, "%v", err)
-		}
+	confirmed, err := a.AlterOffsets(cfg, offsets)
+	if err != nil {
+		return false, errorf(ErrBadRequest, "%v", err)
 	}
-	return nil
+	return confirmed, nil
+}
+
+// sinkPartitionOffsets is a sink's parsed offsets change as its connector
+// sees it (connect.PartitionOffset).
+func sinkPartitionOffsets(puts, dels []connectstore.SinkOffset) []connect.PartitionOffset {
+	out := make([]connect.PartitionOffset, 0, len(puts)+len(dels))
+	for _, o := range puts {
+		out = append(out, connect.PartitionOffset{
+			Partition: map[string]any{kafkaTopic: o.Topic, kafkaPartition: o.Partition},
+			Offset:    map[string]any{kafkaOffset: o.Offset},
+		})
+	}
+	for _, o := range dels {
+		out = append(out, connect.PartitionOffset{Partition: map[string]any{kafkaTopic: o.Topic, kafkaPartition: o.Partition}})
+	}
+	return out
 }
 
 // parseSinkOffsets is Kafka Connect's SinkUtils.parseSinkConnectorOffsets:

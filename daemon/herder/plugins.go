@@ -50,10 +50,11 @@ func (h *Herder) Plugins(connectorsOnly bool) []PluginInfo {
 
 // PluginConfig returns the settings of a plugin (GET
 // /connector-plugins/{plugin}/config): for a connector its own ConfigDef,
-// then Kafka Connect's common connector settings. kcd's other plugins
-// describe no settings yet. version, when not empty, must match the
-// plugin's version (a version or a Maven-style range, as in Kafka Connect
-// 4.1+).
+// then Kafka Connect's common connector settings; for a converter or
+// header converter its settings (Options.ConverterConfig). Transformations
+// and predicates describe no settings yet. version, when not empty, must
+// match the plugin's version (a version or a Maven-style range, as in
+// Kafka Connect 4.1+).
 func (h *Herder) PluginConfig(name, version string) ([]ConfigKeyInfo, error) {
 	if p, ok := connect.Lookup(name); ok {
 		if err := checkVersion(p.Class, p.Version, version); err != nil {
@@ -67,12 +68,22 @@ func (h *Herder) PluginConfig(name, version string) ([]ConfigKeyInfo, error) {
 		}
 		return out, nil
 	}
-	for _, classes := range [][]string{h.opts.Converters, h.opts.HeaderConverters, h.opts.Transformations, h.opts.Predicates} {
-		if class, ok := resolveClass(classes, name, ""); ok {
+	for i, classes := range [][]string{h.opts.Converters, h.opts.HeaderConverters, h.opts.Transformations, h.opts.Predicates} {
+		suffix := ""
+		if i < 2 {
+			suffix = "Converter" // IntegerConverter is "Integer" too
+		}
+		if class, ok := resolveClass(classes, name, suffix); ok {
 			if err := checkVersion(class, h.opts.PluginVersion, version); err != nil {
 				return nil, err
 			}
-			return []ConfigKeyInfo{}, nil
+			out := []ConfigKeyInfo{}
+			if i < 2 && h.opts.ConverterConfig != nil {
+				for _, k := range ownKeys(h.opts.ConverterConfig(class)) {
+					out = append(out, k.info())
+				}
+			}
+			return out, nil
 		}
 	}
 	for _, d := range connect.ProvidedPlugins() {

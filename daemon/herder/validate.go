@@ -1,11 +1,13 @@
 package herder
 
 import (
+	"cmp"
 	"fmt"
 	"maps"
 	"regexp"
 	"slices"
 	"strings"
+	"unicode/utf16"
 
 	"github.com/kcd-project/kcd/daemon/connect"
 	"github.com/kcd-project/kcd/daemon/secrets"
@@ -93,14 +95,14 @@ func trimConnector(s string) string {
 // before it writes one, and returns what to store: the config without the
 // null values of the connector's own settings (Kafka Connect stores them as
 // nulls; kcd's configs are string maps).
-func (h *Herder) checkWrite(props Config) (*connect.Plugin, map[string]string, error) {
+func (h *Herder) checkWrite(props Config) (*connect.Plugin, map[string]string, []string, error) {
 	class := props[keyConnectorClass]
 	if class == nil {
-		return nil, nil, errorf(ErrBadRequest, "Connector config %s contains no connector type", props.javaMap())
+		return nil, nil, nil, errorf(ErrBadRequest, "Connector config %s contains no connector type", props.javaMap())
 	}
 	p, ok := connect.LookupConfig(props.Strings())
 	if !ok {
-		return nil, nil, errorf(ErrBadRequest, "org.apache.kafka.connect.errors.ConnectException: %s", classNotFound(*class, props.Strings()))
+		return nil, nil, nil, errorf(ErrBadRequest, "org.apache.kafka.connect.errors.ConnectException: %s", classNotFound(*class, props.Strings()))
 	}
 	infos := h.validate(p, *class, props)
 	if infos.ErrorCount > 0 {
@@ -112,9 +114,21 @@ func (h *Herder) checkWrite(props Config) (*connect.Plugin, map[string]string, e
 			}
 		}
 		b.WriteString("You can also find the above list of errors at the endpoint `/connector-plugins/{connectorType}/config/validate`")
-		return nil, nil, errorf(ErrBadRequest, "%s", b.String())
+		return nil, nil, nil, errorf(ErrBadRequest, "%s", b.String())
 	}
-	return p, props.Strings(), nil
+	return p, props.Strings(), props.nulls(), nil
+}
+
+// nulls are the settings of c given as null, sorted.
+func (c Config) nulls() []string {
+	var out []string
+	for k, v := range c {
+		if v == nil {
+			out = append(out, k)
+		}
+	}
+	slices.Sort(out)
+	return out
 }
 
 // validate checks props against Kafka Connect's settings for a connector
@@ -238,7 +252,8 @@ func (h *Herder) converterSettings(common []*key, props Config) ([]*key, Config)
 	}
 	var keys []*key
 	out := maps.Clone(props)
-	for _, kind := range []string{"key", "value", "header"} {
+	// In Kafka Connect's order: its merge of the three answers.
+	for _, kind := range []string{"header", "key", "value"} {
 		prop := kind + ".converter"
 		raw := props[prop]
 		i := slices.IndexFunc(common, func(k *key) bool { return k.name == prop })
@@ -249,7 +264,11 @@ func (h *Herder) converterSettings(common []*key, props Config) ([]*key, Config)
 		if !ok {
 			continue
 		}
-		for _, k := range ownKeys(h.opts.ConverterConfig(class)) {
+		// Kafka Connect checks them with the converter's ConfigDef.validateAll,
+		// whose answer is a HashMap: its order, the settings' own names in
+		// the messages.
+		for _, k := range javaHashMapOrder(ownKeys(h.opts.ConverterConfig(class)), func(k *key) string { return k.name }) {
+			k.msgName = k.name
 			k.name = prop + "." + k.name
 			keys = append(keys, k)
 		}
@@ -263,12 +282,14 @@ func (h *Herder) converterSettings(common []*key, props Config) ([]*key, Config)
 // evaluate parses and validates one setting, as Kafka Connect's
 // ConfigDef.validate does. common says whether k is one of Kafka Connect's
 // settings (a null value there is an error; for the connector's own
-// settings a null is as if the setting were absent).
+// settings a null is kept: no value, no default, no error, as Kafka
+// Connect's ConfigDef.parseType makes it).
 func evaluate(k *key, props Config, common bool) *ConfigValueInfo {
 	raw, present := props[k.name]
 	isNull := present && raw == nil
-	if isNull && !common {
-		present, isNull = false, false
+	ownNull := isNull && !common
+	if ownNull {
+		isNull = false
 	}
 	v := &ConfigValueInfo{Name: k.name, RecommendedValues: k.recommended, Errors: []string{}, Visible: !k.invisible}
 	if v.RecommendedValues == nil {
@@ -291,14 +312,14 @@ func evaluate(k *key, props Config, common bool) *ConfigValueInfo {
 		if parsed, msg = k.parse(*raw); msg != "" {
 			v.Errors = append(v.Errors, msg)
 		}
-	case isNull:
+	case isNull, ownNull:
 	case k.required:
-		v.Errors = append(v.Errors, fmt.Sprintf("Missing required configuration \"%s\" which has no default value.", k.name))
+		v.Errors = append(v.Errors, fmt.Sprintf("Missing required configuration \"%s\" which has no default value.", k.nameInMessages()))
 	case k.def != nil:
 		parsed, _ = k.parse(*k.def)
 	}
 	if k.validate != nil && (present || !k.required) {
-		if msg := k.validate(k.name, parsed); msg != "" {
+		if msg := k.validate(k.nameInMessages(), parsed); msg != "" {
 			v.Errors = append(v.Errors, msg)
 		}
 	}
@@ -351,4 +372,26 @@ func checkSinkTopics(props Config, addError func(name, msg string)) {
 			addError(keyTopicsRegex, fmt.Sprintf("The DLQ topic '%s' may not be matched by the regex for the topics ('%s=%s') consumed by the connector", dlq, keyTopicsRegex, *regex))
 		}
 	}
+}
+
+// javaHashMapOrder returns items in the order a java.util.HashMap holds
+// them when they are put in the given order under key(item): by bucket of
+// the key's String.hashCode, spread as HashMap.hash does, over the table
+// the map has grown to; in a bucket, in the order put.
+func javaHashMapOrder[T any](items []T, key func(T) string) []T {
+	size := 16
+	for len(items) > size*3/4 {
+		size *= 2
+	}
+	bucket := func(s string) int {
+		var h int32
+		for _, c := range utf16.Encode([]rune(s)) {
+			h = 31*h + int32(c)
+		}
+		u := uint32(h)
+		return int((u ^ u>>16) & uint32(size-1))
+	}
+	out := slices.Clone(items)
+	slices.SortStableFunc(out, func(a, b T) int { return cmp.Compare(bucket(key(a)), bucket(key(b))) })
+	return out
 }

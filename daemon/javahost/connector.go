@@ -125,30 +125,38 @@ func (c *connector) ValidateConfig(config map[string]string) map[string][]string
 	return out
 }
 
-// ValidateOffset runs the connector's alterOffsets for one partition
-// (herder.OffsetValidator); a nil offset resets it.
-func (c *connector) ValidateOffset(config map[string]string, partition, offset map[string]any) error {
-	pb, err := encodeJSONMap(partition)
-	if err != nil {
-		return err
-	}
-	ob, err := encodeJSONMap(offset)
-	if err != nil {
-		return err
+// AlterOffsets runs the connector's alterOffsets on a fresh instance in
+// the host (connect.OffsetAlterer): its exception refuses the change, its
+// answer says whether it confirmed it.
+func (c *connector) AlterOffsets(config map[string]string, offsets []connect.PartitionOffset) (bool, error) {
+	entries := make([]*hostpb.OffsetEntry, 0, len(offsets))
+	for _, o := range offsets {
+		pb, err := encodeJSONMap(o.Partition)
+		if err != nil {
+			return false, err
+		}
+		ob, err := encodeJSONMap(o.Offset)
+		if err != nil {
+			return false, err
+		}
+		entries = append(entries, &hostpb.OffsetEntry{Partition: pb, Offset: ob})
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), c.p.h.opts.HangLimit)
 	defer cancel()
 	conn, err := c.p.h.Conn(ctx)
 	if err != nil {
-		return err
+		return false, err
 	}
-	_, err = conn.Call(ctx, &hostpb.Request{Call: &hostpb.Request_AlterOffsets{AlterOffsets: &hostpb.AlterOffsetsRequest{
-		ConnectorClass: c.class, Config: withClass(config, c.class), Offsets: []*hostpb.OffsetEntry{{Partition: pb, Offset: ob}}}}})
+	resp, err := conn.Call(ctx, &hostpb.Request{Call: &hostpb.Request_AlterOffsets{AlterOffsets: &hostpb.AlterOffsetsRequest{
+		ConnectorClass: c.class, Config: withClass(config, c.class), Offsets: entries}}})
 	var je *JavaError
 	if errors.As(err, &je) && je.Message != "" {
-		return errors.New(je.Message)
+		return false, errors.New(je.Message)
 	}
-	return err
+	if err != nil {
+		return false, err
+	}
+	return resp.GetAlterOffsets().GetHandled(), nil
 }
 
 // taskBase is what source and sink task proxies share: their handle in
@@ -351,8 +359,5 @@ var (
 	_ connect.SourceRecordCommitter = (*sourceTask)(nil)
 	_ connect.SourceCommitter       = (*sourceTask)(nil)
 	_ connect.SinkPreCommitter      = (*sinkTask)(nil)
-	// herder.OffsetValidator
-	_ interface {
-		ValidateOffset(config map[string]string, partition, offset map[string]any) error
-	} = (*connector)(nil)
+	_ connect.OffsetAlterer         = (*connector)(nil)
 )

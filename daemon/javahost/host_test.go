@@ -70,7 +70,7 @@ func TestConfigDefOfHostKeys(t *testing.T) {
 	if k, _ := d.Key("topic"); k.Default != nil || k.Importance != connect.High {
 		t.Errorf("topic (required): %+v", k)
 	}
-	if k, _ := d.Key("opt"); k.Default == nil || *k.Default != "" || k.Type != connect.TypePassword {
+	if k, _ := d.Key("opt"); k.Default != nil || !k.NullDefault || k.Required() || k.Type != connect.TypePassword {
 		t.Errorf("opt (default null): %+v", k)
 	}
 }

@@ -182,8 +182,7 @@ func configDefOf(keys []*hostpb.ConfigKey) connect.ConfigDef {
 			v := k.GetDefaultValue()
 			ck.Default = &v
 		} else if k.GetHasDefault() {
-			v := "" // a default of null: optional
-			ck.Default = &v
+			ck.NullDefault = true // a default of null: optional
 		}
 		def = append(def, ck)
 	}

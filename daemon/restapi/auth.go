@@ -72,6 +72,8 @@ var routeRoles = map[string]restauth.Role{
 	"GET /connectors/{name}/offsets":                  roleRead,
 	"PATCH /connectors/{name}/offsets":                roleOperate,
 	"DELETE /connectors/{name}/offsets":               roleOperate,
+	"GET /connectors/{name}/topics":                   roleRead,
+	"PUT /connectors/{name}/topics/reset":             roleOperate,
 	"GET /connector-plugins":                          roleRead,
 	"GET /connector-plugins/{plugin}/config":          roleRead,
 	"PUT /connector-plugins/{plugin}/config/validate": roleOperate,

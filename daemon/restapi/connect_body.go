@@ -40,6 +40,8 @@ func connectError(err error) *Error {
 		return Errorf(http.StatusConflict, "%s", err.Error())
 	case errors.Is(err, herder.ErrBadRequest):
 		return Errorf(http.StatusBadRequest, "%s", err.Error())
+	case errors.Is(err, herder.ErrForbidden):
+		return Errorf(http.StatusForbidden, "%s", err.Error())
 	}
 	return storeError(err)
 }

@@ -255,3 +255,31 @@ func TestOffsetsEndpoints(t *testing.T) {
 	send(t, h, "PATCH", "/connectors/s/offsets", `{"offsets":[{"partition":{"kafka_topic":"a"},"offset":{"kafka_offset":1}}]}`).
 		expectError(t, 400, "The partition for a sink connector offset must contain the keys 'kafka_topic' and 'kafka_partition'")
 }
+
+// GET /connectors/{name}/topics and PUT .../topics/reset answer as Kafka
+// Connect's: a map of the name to its sorted topics, 202 for a reset, and
+// no 404 for a connector that does not exist; 403 when turned off.
+func TestTopicsEndpoints(t *testing.T) {
+	h, s := connectAPI(t)
+	ctx := context.Background()
+	send(t, h, "GET", "/connectors/nope/topics", "").expect(t, 200, `{"nope":{"topics":[]}}`)
+	send(t, h, "PUT", "/connectors/nope/topics/reset", "").expect(t, 202, "")
+	for _, topic := range []string{"b", "a"} {
+		if _, err := s.PutTopic(ctx, connectstore.TopicStatus{Topic: topic, Connector: "c"}, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	send(t, h, "GET", "/connectors/c/topics", "").expect(t, 200, `{"c":{"topics":["a","b"]}}`)
+	send(t, h, "GET", "/connectors/c/topics/", "").expect(t, 200, `{"c":{"topics":["a","b"]}}`)
+	send(t, h, "PUT", "/connectors/c/topics/reset", "").expect(t, 202, "")
+	send(t, h, "GET", "/connectors/c/topics", "").expect(t, 200, `{"c":{"topics":[]}}`)
+	send(t, h, "POST", "/connectors/c/topics/reset", "").expect(t, 405, "")
+
+	quiet := slog.New(slog.DiscardHandler)
+	off := NewHandler(&fakeNode{ready: true, clusterID: "c"}, Options{Connect: herder.New(s, herder.Options{NoTopicTracking: true, Logger: quiet}), Logger: quiet})
+	send(t, off, "GET", "/connectors/c/topics", "").expect(t, 403, `{"error_code":403,"message":"Topic tracking is disabled."}`)
+	send(t, off, "PUT", "/connectors/c/topics/reset", "").expect(t, 403, `{"error_code":403,"message":"Topic tracking is disabled."}`)
+	noReset := NewHandler(&fakeNode{ready: true, clusterID: "c"}, Options{Connect: herder.New(s, herder.Options{NoTopicTrackingReset: true, Logger: quiet}), Logger: quiet})
+	send(t, noReset, "GET", "/connectors/c/topics", "").expect(t, 200, `{"c":{"topics":[]}}`)
+	send(t, noReset, "PUT", "/connectors/c/topics/reset", "").expect(t, 403, `{"error_code":403,"message":"Topic tracking reset is disabled."}`)
+}

@@ -36,3 +36,37 @@ func jsonOnly(next http.Handler) http.Handler {
 		next.ServeHTTP(w, r)
 	})
 }
+
+// acceptsJSON refuses, with 406 as Kafka Connect's Jersey does, a request
+// to one of Kafka Connect's routes whose Accept header admits no JSON
+// answer ("text/plain", "application/xml"). Paths no route takes keep
+// their 404 or 405, and kcd's own API (/kcd/), whose event stream is not
+// JSON, is left to its handlers.
+func acceptsJSON(routes *http.ServeMux, next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if accepts := r.Header.Values("Accept"); len(accepts) > 0 && !strings.HasPrefix(r.URL.Path, "/kcd/") && !admitsJSON(accepts) {
+			if _, pattern := routes.Handler(r); pattern != "/" && pattern != "" {
+				writeError(w, jaxrsError(http.StatusNotAcceptable))
+				return
+			}
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+// admitsJSON tells whether Accept header values admit application/json:
+// a range "*/*", "*", "application/*" or "application/json", whatever its
+// parameters. Like Jersey, it ignores q (even q=0) and ranges it cannot
+// parse.
+func admitsJSON(values []string) bool {
+	for _, v := range values {
+		for part := range strings.SplitSeq(v, ",") {
+			mt, _, _ := strings.Cut(part, ";")
+			mt = strings.ToLower(strings.TrimSpace(mt))
+			if mt == "*" || mt == "*/*" || mt == "application/*" || mt == "application/json" {
+				return true
+			}
+		}
+	}
+	return false
+}

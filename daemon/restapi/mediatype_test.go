@@ -82,3 +82,57 @@ func TestAmbiguousPathsRefused(t *testing.T) {
 		}
 	}
 }
+
+// A request to a Kafka Connect route that admits no JSON answer gets 406,
+// as from Kafka Connect; unknown paths keep their 404, wrong methods their
+// 405, and kcd's own API is not checked.
+func TestAcceptNeedsJSON(t *testing.T) {
+	h, _ := connectAPI(t)
+	for _, tc := range []struct {
+		method, path, accept string
+		want                 int
+	}{
+		{"GET", "/connectors", "text/plain", 406},
+		{"GET", "/connectors", "text/*", 406},
+		{"GET", "/connectors", "application/xml", 406},
+		{"GET", "/connectors", "application/vnd.foo+json", 406},
+		{"GET", "/connectors", "foo", 406},
+		{"GET", "/connectors/", "text/plain", 406},
+		{"GET", "/connectors/nope", "text/plain", 406},
+		{"PUT", "/connectors/nope/pause", "text/plain", 406},
+		{"GET", "/connectors", "*/*", 200},
+		{"GET", "/connectors", "*", 200},
+		{"GET", "/connectors", "application/*", 200},
+		{"GET", "/connectors", "application/JSON; charset=utf-8", 200},
+		{"GET", "/connectors", "text/plain, application/json;q=0", 200},
+		{"GET", "/connectors", "text/html;q=0.9,*/*;q=0.1", 200},
+		{"GET", "/connectors/nope", "*/*", 404},
+		{"GET", "/no-such-path", "text/plain", 404},
+		{"DELETE", "/health", "text/plain", 405},
+		{"GET", "/kcd/v1/version", "text/plain", 200},
+	} {
+		req := httptest.NewRequest(tc.method, tc.path, nil)
+		req.Header.Set("Accept", tc.accept)
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, req)
+		if rec.Code != tc.want {
+			t.Errorf("%s %s (Accept %q): %d %s, want %d", tc.method, tc.path, tc.accept, rec.Code, rec.Body, tc.want)
+		}
+		if tc.want == 406 && rec.Body.String() != `{"error_code":406,"message":"HTTP 406 Not Acceptable"}` {
+			t.Errorf("%s %s: body %s", tc.method, tc.path, rec.Body)
+		}
+	}
+}
+
+// A trailing slash names the same resource, as in Kafka Connect: clients
+// test whether a connector exists with GET /connectors/{name}/.
+func TestTrailingSlash(t *testing.T) {
+	h, _ := connectAPI(t)
+	send(t, h, "GET", "/connectors/", "").expect(t, 200, `[]`)
+	send(t, h, "GET", "/connector-plugins/", "").expect(t, 200, "")
+	send(t, h, "GET", "/connectors/nope/", "").expect(t, 404, `{"error_code":404,"message":"Connector nope not found"}`)
+	send(t, h, "GET", "/connectors/nope/status/", "").expect(t, 404, "")
+	send(t, h, "PUT", "/connectors/nope/pause/", "").expect(t, 404, "")
+	send(t, h, "GET", "/health/", "").expect(t, 200, "")
+	send(t, h, "GET", "/connectors//", "").expect(t, 400, "")
+}

@@ -147,7 +147,7 @@ func NewHandler(node Node, opts Options) http.Handler {
 		}
 		writeError(w, jaxrsError(http.StatusNotFound))
 	}))
-	h := jsonOnly(mux)
+	h := jsonOnly(acceptsJSON(mux, mux))
 	if opts.Auth != nil {
 		h = authorize(opts.Auth, mux, opts.Logger, h)
 	}
@@ -175,7 +175,7 @@ func (a *api) routes() []route {
 		{"DELETE", "/kcd/v1/store/keys/{key...}", a.deleteKey},
 
 		// Kafka Connect's connector API (connectors.go, connector_state.go,
-		// offsets.go, plugins.go).
+		// offsets.go, topics.go, plugins.go).
 		{"GET", "/connectors", a.withConnect(a.listConnectors)},
 		{"POST", "/connectors", a.withConnect(a.createConnector)},
 		{"GET", "/connectors/{name}", a.withConnect(a.getConnector)},
@@ -194,6 +194,8 @@ func (a *api) routes() []route {
 		{"GET", "/connectors/{name}/offsets", a.withConnect(a.getOffsets)},
 		{"PATCH", "/connectors/{name}/offsets", a.withConnect(a.alterOffsets)},
 		{"DELETE", "/connectors/{name}/offsets", a.withConnect(a.resetOffsets)},
+		{"GET", "/connectors/{name}/topics", a.withConnect(a.getTopics)},
+		{"PUT", "/connectors/{name}/topics/reset", a.withConnect(a.resetTopics)},
 		{"GET", "/connector-plugins", a.withConnect(a.listPlugins)},
 		{"GET", "/connector-plugins/{plugin}/config", a.withConnect(a.pluginConfig)},
 		{"PUT", "/connector-plugins/{plugin}/config/validate", a.withConnect(a.validateConfig)},

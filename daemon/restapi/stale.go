@@ -25,6 +25,7 @@ var staleRoutes = map[string]bool{
 	"/connectors/{name}/tasks":               true,
 	"/connectors/{name}/tasks/{task}/status": true,
 	"/connectors/{name}/offsets":             true,
+	"/connectors/{name}/topics":              true,
 }
 
 // mayBeStale runs fn under store.AllowStale and adds StaleHeader to its

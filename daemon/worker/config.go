@@ -91,8 +91,11 @@ type Config struct {
 	// (--file-connector-dirs); they get it from their context
 	// (connect.FilesOf) and refuse to start with a file outside it,
 	// whatever wrote their config. Nil: any path.
-	Files  *connect.Files
-	Limits Limits
+	Files *connect.Files
+	// NoTopicTracking turns off the recording of the topics each
+	// connector's tasks use (Kafka Connect's topic.tracking.enable=false).
+	NoTopicTracking bool
+	Limits          Limits
 }
 
 // The values of Config.ExactlyOnceSource.

@@ -84,6 +84,9 @@ func (c *connectorContext) take() (err error, reconf bool) {
 
 // reconcileConnector runs the connector instance as the target state says,
 // when this worker owns it.
+// taskClassKey is Kafka Connect's task.class, in every task config.
+const taskClassKey = "task.class"
+
 func (s *supervisor) reconcileConnector(ctx context.Context) {
 	c := &s.conn
 	owned := s.w.cfg.Assignment.Connector(s.name)
@@ -240,17 +243,25 @@ func (s *supervisor) writeTaskConfigs(ctx context.Context) error {
 	// Stored task configs keep the references of the connector's config,
 	// never the values resolved from them.
 	cfgs = secrets.ReverseTransform(s.spec.cfg, cfgs)
-	if s.plugin.Type == connect.PluginSink {
-		// As Kafka Connect does, sink task configs carry the topics.
-		for i, tc := range cfgs {
-			tc = maps.Clone(tc)
+	for i, tc := range cfgs {
+		tc = maps.Clone(tc)
+		if tc == nil {
+			tc = map[string]string{}
+		}
+		// As Kafka Connect does, task configs name the task class (the
+		// Java host's come with theirs), and sink task configs carry the
+		// topics.
+		if _, ok := tc[taskClassKey]; !ok {
+			tc[taskClassKey] = s.plugin.TaskClassName()
+		}
+		if s.plugin.Type == connect.PluginSink {
 			for _, k := range []string{"topics", "topics.regex"} {
 				if v, ok := s.spec.cfg[k]; ok {
 					tc[k] = v
 				}
 			}
-			cfgs[i] = tc
 		}
+		cfgs[i] = tc
 	}
 	same := slices.EqualFunc(cfgs, s.spec.tasks.Tasks, maps.Equal)
 	if same && s.spec.tasksRev > s.spec.cfgRev {

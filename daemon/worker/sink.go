@@ -252,6 +252,7 @@ func (st *sinkRun) process(fetches kgo.Fetches) error {
 		if !st.owns(tp) {
 			return
 		}
+		tr.w.used.use(tr.id, p.Topic)
 		last := int64(-1) // the last data record
 		for _, r := range p.Records {
 			if r.Attrs.IsControl() {

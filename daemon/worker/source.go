@@ -543,6 +543,7 @@ func (st *sourceRun) acked(seq uint64, r *connect.SourceRecord, kr *kgo.Record, 
 		}
 	case kr != nil:
 		tr.stats.records.Add(1)
+		tr.w.used.use(tr.id, kr.Topic)
 		if st.committer != nil {
 			md := connect.RecordMetadata{Topic: kr.Topic, Partition: kr.Partition, Offset: kr.Offset}
 			if cerr := safe("CommitRecord", func() error { return st.committer.CommitRecord(r, md) }); cerr != nil {

@@ -57,6 +57,8 @@ type Worker struct {
 	client *kgo.Client // shared producer and admin client
 	admin  *kadm.Client
 	topics *topicCache
+	// used records the topics tasks use; nil when topic tracking is off.
+	used *topicTracker
 	// produceCtx is the context of every produced record: cancelled only
 	// when the worker halts, since cancelling one record can fail others
 	// of the same partition in a shared producer.
@@ -125,6 +127,12 @@ func (w *Worker) Run(ctx context.Context) error {
 	w.produceCtx = produceCtx
 	w.admin = kadm.NewClient(w.client)
 	w.topics = newTopicCache(w.admin, w.log)
+	if !w.cfg.NoTopicTracking {
+		w.used = newTopicTracker(w)
+		trackCtx, stopTracking := context.WithCancel(ctx)
+		defer stopTracking()
+		go w.used.run(trackCtx)
+	}
 	w.log.Info("worker started", "worker_id", w.cfg.WorkerID, "seeds", w.cfg.Seeds)
 
 	w.follow(ctx)
@@ -239,6 +247,9 @@ func (w *Worker) drain(ctx context.Context, wt store.Watcher, rev int64) (int64,
 				return rev, cmpErr(wt.Err(), ctx.Err())
 			}
 			rev = ev.KV.ModRevision
+			if name, topic, ok := connectstore.ParseTopicKey(ev.KV.Key); ok && ev.Type == store.EventDelete {
+				w.used.forget(name, topic)
+			}
 			kind, name := parseKey(ev.KV.Key)
 			if kind != keyOther {
 				w.poke(ctx, name, ev.Type == store.EventPut)

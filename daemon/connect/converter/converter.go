@@ -5,12 +5,16 @@
 //	org.apache.kafka.connect.json.JsonConverter
 //	org.apache.kafka.connect.storage.StringConverter
 //	org.apache.kafka.connect.converters.ByteArrayConverter
+//	org.apache.kafka.connect.converters.BooleanConverter
+//	org.apache.kafka.connect.converters.ShortConverter, IntegerConverter,
+//	  LongConverter, FloatConverter, DoubleConverter
 //
 // New makes one by class name (or by the aliases Kafka Connect accepts:
 // the simple class name, and that name without "Converter"); Configure it
 // with the converter's settings (the key.converter.* or value.converter.*
 // settings without their prefix) before use. A converter may be used from
-// several goroutines once configured.
+// several goroutines once configured. ConfigDef describes each one's
+// settings as Kafka Connect does.
 package converter
 
 import (

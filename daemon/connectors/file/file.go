@@ -70,7 +70,7 @@ func nonEmpty(v string) error {
 }
 
 var sourceConfigDef = connect.ConfigDef{
-	{Name: FileConfig, Type: connect.TypeString, Default: connect.Default(""), Importance: connect.High,
+	{Name: FileConfig, Type: connect.TypeString, NullDefault: true, Importance: connect.High,
 		Documentation: "Source filename. If not specified, the standard input will be used"},
 	{Name: TopicConfig, Type: connect.TypeString, Importance: connect.High, Validator: nonEmpty,
 		Documentation: "The topic to publish data to"},
@@ -85,7 +85,7 @@ var sourceConfigDef = connect.ConfigDef{
 }
 
 var sinkConfigDef = connect.ConfigDef{
-	{Name: FileConfig, Type: connect.TypeString, Default: connect.Default(""), Importance: connect.High,
+	{Name: FileConfig, Type: connect.TypeString, NullDefault: true, Importance: connect.High,
 		Documentation: "Destination filename. If not specified, the standard output will be used"},
 }
 

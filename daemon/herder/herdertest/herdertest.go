@@ -32,7 +32,7 @@ var once sync.Once
 //   - SinkClass: a sink with "file" (default "").
 //   - CheckedClass: a source like SourceClass that also checks its config
 //     (ConfigValidator: "file" must not be "/forbidden") and its offsets
-//     (herder.OffsetValidator: "position" must be a non-negative number).
+//     (connect.OffsetAlterer: "position" must be a non-negative number).
 func Register() {
 	once.Do(func() {
 		connect.Register(connect.Plugin{Class: SourceClass, Type: connect.PluginSource, Version: PluginVersion,
@@ -98,7 +98,16 @@ func (checkedSource) ValidateConfig(cfg map[string]string) map[string][]string {
 	return nil
 }
 
-func (checkedSource) ValidateOffset(_ map[string]string, partition, offset map[string]any) error {
+func (c checkedSource) AlterOffsets(cfg map[string]string, offsets []connect.PartitionOffset) (bool, error) {
+	for _, o := range offsets {
+		if err := c.checkOffset(cfg, o.Partition, o.Offset); err != nil {
+			return false, err
+		}
+	}
+	return true, nil
+}
+
+func (checkedSource) checkOffset(_ map[string]string, partition, offset map[string]any) error {
 	if _, ok := partition["filename"]; !ok {
 		return errors.New("Partition objects should contain the key 'filename'")
 	}
