@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/kcd-project/kcd/daemon/connect"
+	"github.com/kcd-project/kcd/daemon/connect/transforms"
 	"github.com/kcd-project/kcd/daemon/connectstore"
 	"github.com/kcd-project/kcd/store"
 )
@@ -212,13 +213,25 @@ func (h *Herder) aliasKeys(props map[string]*string, listKey, groupPrefix, noun,
 		if _, ok := resolveClass(classes, *typ, ""); !ok {
 			continue
 		}
-		version.def, version.recommended = str(h.opts.PluginVersion), []string{h.opts.PluginVersion}
+		pv := h.opts.PluginVersion
+		if _, ok := transforms.Lookup(*typ); ok {
+			pv = transforms.Version
+		}
+		version.def, version.recommended = str(pv), []string{pv}
 		if listKey == keyTransforms {
 			out = append(out,
 				&key{name: prefix + "negate", typ: connect.TypeBoolean, def: str("false"), importance: "MEDIUM",
 					doc: "Whether the configured predicate should be negated.", group: group, order: 2, width: "NONE", display: "negate"},
 				&key{name: prefix + "predicate", typ: connect.TypeString, importance: "MEDIUM",
 					doc: "The alias of a predicate used to determine whether to apply this transformation.", group: group, order: 3, width: "NONE", display: "predicate"})
+		}
+		// kcd's own transformations and predicates: their settings, as
+		// Kafka Connect adds a plugin's ConfigDef under its alias.
+		if tp, ok := transforms.Lookup(*typ); ok {
+			for _, k := range ownKeys(tp.Config) {
+				k.name, k.group = prefix+k.name, group
+				out = append(out, k)
+			}
 		}
 	}
 	return out
