@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"flag"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -358,9 +359,28 @@ func TestIntegrationTransforms(t *testing.T) {
 	if len(java) != len(cases) {
 		t.Fatalf("Golden.java answered %d of %d cases\n%s", len(java), len(cases), stderr.String())
 	}
+	// The recorded answers (TestTransformsReplay) must be today's.
+	if *updateTransforms {
+		if err := os.WriteFile(smtFixture, stdout, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	} else if rec, err := os.ReadFile(smtFixture); err != nil || !bytes.Equal(rec, stdout) {
+		t.Errorf("%s is not what Kafka Connect answers today (%v): rerun with -update-transforms", smtFixture, err)
+	}
+	compareSMT(t, cases, java)
+}
+
+// compareSMT runs kcd's side of each case and compares it with Kafka
+// Connect's answer.
+func compareSMT(t *testing.T, cases []smtCase, java map[string]smtResult) {
 	failed := 0
 	for _, c := range cases {
-		want, got := java[c.Name], runGo(c)
+		want, ok := java[c.Name]
+		if !ok {
+			t.Errorf("%s: no answer of Kafka Connect", c.Name)
+			continue
+		}
+		got := runGo(c)
 		if want.Error != "" || got.Error != "" {
 			if want.Error == "" || got.Error == "" || want.Stage != got.Stage {
 				t.Errorf("%s: Kafka Connect error %q (%s), kcd error %q (%s)", c.Name, want.Error, want.Stage, got.Error, got.Stage)
@@ -379,4 +399,32 @@ func TestIntegrationTransforms(t *testing.T) {
 		}
 	}
 	t.Logf("%d cases compared, %d of them failing on both sides", len(cases), failed)
+}
+
+// smtFixture holds Golden.java's answers, recorded by
+// TestIntegrationTransforms -update-transforms.
+const smtFixture = "testdata/transforms/kafka-connect-4.3.1.jsonl"
+
+var updateTransforms = flag.Bool("update-transforms", false, "rewrite "+smtFixture+" from Kafka Connect's answers")
+
+// TestTransformsReplay compares kcd's transforms with Kafka Connect's
+// recorded answers, without Java.
+func TestTransformsReplay(t *testing.T) {
+	b, err := os.ReadFile(smtFixture)
+	if err != nil {
+		t.Fatalf("%v: run TestIntegrationTransforms -update-transforms", err)
+	}
+	java := map[string]smtResult{}
+	for _, line := range bytes.Split(bytes.TrimSpace(b), []byte("\n")) {
+		var r smtResult
+		if err := json.Unmarshal(line, &r); err != nil {
+			t.Fatalf("%s: %q: %v", smtFixture, line, err)
+		}
+		java[r.Name] = r
+	}
+	cases := smtCases()
+	if len(java) != len(cases) {
+		t.Errorf("%s has %d answers for %d cases: run TestIntegrationTransforms -update-transforms", smtFixture, len(java), len(cases))
+	}
+	compareSMT(t, cases, java)
 }
