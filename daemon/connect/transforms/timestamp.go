@@ -28,11 +28,17 @@ var timestampConverterDef = connect.ConfigDef{
 	{Name: "target.type", Type: connect.TypeString, Importance: connect.High,
 		Documentation: "The desired timestamp representation: string, unix, Date, Time, or Timestamp", Validator: oneOf(tsString, tsUnix, tsDate, tsTime, tsTimestamp)},
 	{Name: "format", Type: connect.TypeString, Default: def(""), Importance: connect.Medium,
-		Documentation: "A SimpleDateFormat-compatible format for the timestamp. Used to generate the output when type=string or used to parse the input if the input is a string."},
+		Documentation: "A SimpleDateFormat-compatible format for the timestamp. Used to generate the output when type=string or used to parse the input if the input is a string.",
+		Validator:     validDateFormat},
 	{Name: "unix.precision", Type: connect.TypeString, Default: def("milliseconds"), Importance: connect.Low,
 		Documentation: "The desired Unix precision for the timestamp: seconds, milliseconds, microseconds, or nanoseconds. Used to generate the output when type=unix or used to parse the input if the input is a Long.Note: This SMT will cause precision loss during conversions from, and to, values with sub-millisecond components.",
 		Validator:     oneOf("nanoseconds", "microseconds", "milliseconds", "seconds")},
 	replaceNullKey,
+}
+
+func validDateFormat(v string) error {
+	_, err := newDateFormat(v)
+	return err
 }
 
 type timestampConverter struct {
@@ -268,7 +274,8 @@ var timestampRouterDef = connect.ConfigDef{
 	{Name: "topic.format", Type: connect.TypeString, Default: def("${topic}-${timestamp}"), Importance: connect.High,
 		Documentation: "Format string which can contain <code>${topic}</code> and <code>${timestamp}</code> as placeholders for the topic and timestamp, respectively."},
 	{Name: "timestamp.format", Type: connect.TypeString, Default: def("yyyyMMdd"), Importance: connect.High,
-		Documentation: "Format string for the timestamp that is compatible with <code>java.text.SimpleDateFormat</code>."},
+		Documentation: "Format string for the timestamp that is compatible with <code>java.text.SimpleDateFormat</code>.",
+		Validator:     validDateFormat},
 }
 
 type timestampRouter struct {

@@ -69,6 +69,7 @@ func TestConfigErrors(t *testing.T) {
 		{map[string]string{"transforms": "t", "transforms.t.type": pkg + "TimestampConverter$Value", "transforms.t.target.type": "string"}, "requires format option"},
 		{map[string]string{"transforms": "t", "transforms.t.type": pkg + "TimestampConverter$Value", "transforms.t.target.type": "week"}, "String must be one of: string, unix, Date, Time, Timestamp"},
 		{map[string]string{"transforms": "t", "transforms.t.type": pkg + "SetSchemaMetadata$Value"}, "Neither schema name nor version configured"},
+		{map[string]string{"transforms": "t", "transforms.t.type": pkg + "TimestampRouter", "transforms.t.timestamp.format": "yyyy-qq"}, "Illegal pattern character 'q'"},
 		{map[string]string{"transforms": "t", "transforms.t.type": "com.example.Nope"}, "Class com.example.Nope could not be found"},
 		{map[string]string{"transforms": "t", "transforms.t.type": pkg + "Filter", "transforms.t.predicate": "p"}, "The predicate 'p' is not defined"},
 	} {
