@@ -20,7 +20,7 @@ func init() {
 // MaskField.
 
 var maskFieldDef = connect.ConfigDef{
-	{Name: "fields", Type: connect.TypeList, Importance: connect.High, Documentation: "Names of fields to mask.", Validator: nonEmptyList},
+	{Name: "fields", Type: connect.TypeList, Importance: connect.High, Documentation: "Names of fields to mask.", Validator: nonEmptyList, NullMessage: nullList},
 	{Name: "replacement", Type: connect.TypeString, NullDefault: true, Importance: connect.Low,
 		Documentation: "Custom value replacement, that will be applied to all 'fields' values (numeric or non-empty string values only).", Validator: nonEmptyString},
 	replaceNullKey,
@@ -167,11 +167,12 @@ var castDef = connect.ConfigDef{
 		Documentation: "List of fields and the type to cast them to of the form field1:type,field2:type to cast fields of Maps or Structs. A single type to cast the entire value. Valid types are int8, int16, int32, int64, float32, float64, boolean, and string. Note that binary fields can only be cast to string.",
 		Validator: func(v string) error {
 			if len(parseList(v)) == 0 {
-				return configErrorf("Must specify at least one field to cast.")
+				return wholeMessage(configErrorf("Must specify at least one field to cast."))
 			}
 			_, _, err := parseCastSpec(parseList(v))
-			return err
-		}},
+			return wholeMessage(err)
+		},
+		NullMessage: "Must specify at least one field to cast."},
 	replaceNullKey,
 }
 
@@ -185,7 +186,8 @@ func castOutput(s string) (data.Type, error) {
 	case data.Bytes, data.Array, data.Map, data.StructT:
 		return "", configErrorf("Cast transformation does not support casting to %s; supported types are [INT8, INT16, INT32, INT64, FLOAT32, FLOAT64, BOOLEAN, STRING]", t)
 	}
-	return "", configErrorf("No enum constant org.apache.kafka.connect.data.Schema.Type.%s", t)
+	// Kafka Connect's message, with the cause in the place of the value.
+	return "", configErrorf("Invalid value java.lang.IllegalArgumentException: No enum constant org.apache.kafka.connect.data.Schema.Type.%s for configuration Invalid type found in casting spec: %s", t, strings.TrimSpace(s))
 }
 
 // parseCastSpec returns the whole-value type, or the casts by field in

@@ -191,7 +191,13 @@ var replaceFieldDef = connect.ConfigDef{
 	{Name: "exclude", Type: connect.TypeList, Default: def(""), Importance: connect.Medium, Documentation: "Fields to exclude. This takes precedence over the fields to include."},
 	{Name: "include", Type: connect.TypeList, Default: def(""), Importance: connect.Medium, Documentation: "Fields to include. If specified, only these fields will be used."},
 	{Name: "renames", Type: connect.TypeList, Default: def(""), Importance: connect.Medium, Documentation: "Field rename mappings.",
-		Validator: func(v string) error { _, err := parseRenames(parseList(v)); return err }},
+		Validator: func(v string) error {
+			l := parseList(v)
+			if _, err := parseRenames(l); err != nil {
+				return &connect.MessageError{Msg: "Invalid value [" + strings.Join(l, ", ") + "] for configuration {name}: " + err.Error()}
+			}
+			return nil
+		}},
 	replaceNullKey,
 }
 
@@ -303,7 +309,7 @@ var extractFieldDef = connect.ConfigDef{
 }
 
 var fieldSyntaxKey = connect.ConfigKey{Name: "field.syntax.version", Type: connect.TypeString, Default: def("V1"), Importance: connect.High,
-	Documentation: "Defines the version of the syntax to access fields. If set to `V1`, then the field paths are limited to access the elements at the root level of the struct or map. If set to `V2`, the syntax will support accessing nested elements. To access nested elements, dotted notation is used. If dots are already included in the field name, then backtick pairs can be used to wrap field names containing dots. E.g. to access the subfield `baz` from a field named \"foo.bar\" in a struct/map the following format can be used to access its elements: \"`foo.bar`.baz\".",
+	Documentation: "Defines the version of the syntax to access fields. If set to <code>V1</code>, then the field paths are limited to access the elements at the root level of the struct or map. If set to <code>V2</code>, the syntax will support accessing nested elements. To access nested elements, dotted notation is used. If dots are already included in the field name, then backtick pairs can be used to wrap field names containing dots. E.g. to access the subfield <code>baz</code> from a field named \"foo.bar\" in a struct/map the following format can be used to access its elements: \"<code>foo.bar</code>.baz\".",
 	Validator: func(v string) error {
 		if v != "V1" && v != "V2" {
 			return configErrorf("String must be one of (case insensitive): V1, V2")
@@ -453,7 +459,7 @@ func (t *hoistField) Apply(r *Record) (*Record, error) {
 // ValueToKey.
 
 var valueToKeyDef = connect.ConfigDef{
-	{Name: "fields", Type: connect.TypeList, Importance: connect.High, Documentation: "Field names on the record value to extract as the record key.", Validator: nonEmptyList},
+	{Name: "fields", Type: connect.TypeList, Importance: connect.High, Documentation: "Field names on the record value to extract as the record key.", Validator: nonEmptyList, NullMessage: nullList},
 	replaceNullKey,
 }
 

@@ -29,8 +29,10 @@ func init() {
 // HeaderFrom.
 
 var headerFromDef = connect.ConfigDef{
-	{Name: "fields", Type: connect.TypeList, Importance: connect.High, Documentation: "Field names in the record whose values are to be copied or moved to headers.", Validator: nonEmptyList},
-	{Name: "headers", Type: connect.TypeList, Importance: connect.High, Documentation: "Header names, in the same order as the field names listed in the fields configuration property.", Validator: nonEmptyList},
+	{Name: "fields", Type: connect.TypeList, Importance: connect.High, Documentation: "Field names in the record whose values are to be copied or moved to headers.",
+		Validator: emptyList, NullMessage: "Invalid value null for configuration {name}: Empty list"},
+	{Name: "headers", Type: connect.TypeList, Importance: connect.High, Documentation: "Header names, in the same order as the field names listed in the fields configuration property.",
+		Validator: emptyList, NullMessage: "Invalid value null for configuration {name}: Empty list"},
 	{Name: "operation", Type: connect.TypeString, Importance: connect.High,
 		Documentation: "Either <code>move</code> if the fields are to be moved to the headers (removed from the key/value), or <code>copy</code> if the fields are to be copied to the headers (retained in the key/value).",
 		Validator: func(v string) error {
@@ -38,7 +40,7 @@ var headerFromDef = connect.ConfigDef{
 				return fmt.Errorf("String must be one of: move, copy")
 			}
 			return nil
-		}},
+		}, NullMessage: "Invalid value null for configuration {name}: String must be one of: move, copy"},
 	replaceNullKey,
 }
 
@@ -117,21 +119,21 @@ func (t *headerFrom) Apply(r *Record) (*Record, error) {
 	return out, nil
 }
 
+// emptyList is ConfigDef.NonEmptyList's check.
+func emptyList(v string) error {
+	if len(parseList(v)) == 0 {
+		return fmt.Errorf("Empty list")
+	}
+	return nil
+}
+
 // InsertHeader.
 
 var insertHeaderDef = connect.ConfigDef{
-	{Name: "header", Type: connect.TypeString, Importance: connect.High, Documentation: "The name of the header.", Validator: func(v string) error {
-		if v == "" {
-			return fmt.Errorf("String must be non-empty")
-		}
-		return nil
-	}},
-	{Name: "value.literal", Type: connect.TypeString, Importance: connect.High, Documentation: "The literal value that is to be set as the header value on all records.", Validator: func(v string) error {
-		if v == "" {
-			return fmt.Errorf("String must be non-empty")
-		}
-		return nil
-	}},
+	{Name: "header", Type: connect.TypeString, Importance: connect.High, Documentation: "The name of the header.",
+		NullMessage: "Invalid value null for configuration {name}: entry must be non null"},
+	{Name: "value.literal", Type: connect.TypeString, Importance: connect.High, Documentation: "The literal value that is to be set as the header value on all records.",
+		NullMessage: "Invalid value null for configuration {name}: entry must be non null"},
 }
 
 type insertHeader struct {
@@ -194,7 +196,8 @@ func (t *insertHeader) Apply(r *Record) (*Record, error) {
 // DropHeaders.
 
 var dropHeadersDef = connect.ConfigDef{
-	{Name: "headers", Type: connect.TypeList, Importance: connect.High, Documentation: "The name of the headers to be removed.", Validator: nonEmptyList},
+	{Name: "headers", Type: connect.TypeList, Importance: connect.High, Documentation: "The name of the headers to be removed.",
+		Validator: nonEmptyList, NullMessage: nullList},
 }
 
 type dropHeaders struct{ names map[string]bool }
@@ -217,9 +220,13 @@ func (t *dropHeaders) Apply(r *Record) (*Record, error) {
 // RegexRouter.
 
 var regexRouterDef = connect.ConfigDef{
-	{Name: "regex", Type: connect.TypeString, Importance: connect.High, Documentation: "Regular expression to use for matching.", Validator: validRegex},
+	{Name: "regex", Type: connect.TypeString, Importance: connect.High, Documentation: "Regular expression to use for matching.", Validator: validRegex, NullMessage: nullRegex},
 	{Name: "replacement", Type: connect.TypeString, Importance: connect.High, Documentation: "Replacement string."},
 }
+
+// nullRegex is RegexValidator's message for null (Java's
+// NullPointerException).
+const nullRegex = `Invalid value null for configuration {name}: Invalid regex: Cannot invoke "String.isEmpty()" because "this.pattern" is null`
 
 func validRegex(v string) error {
 	if _, err := regexp.Compile(v); err != nil {
@@ -315,15 +322,9 @@ func (filter) Apply(*Record) (*Record, error)    { return nil, nil }
 var topicNameMatchesDef = connect.ConfigDef{
 	{Name: "pattern", Type: connect.TypeString, Importance: connect.Medium,
 		Documentation: "A Java regular expression for matching against the name of a record's topic.",
-		Validator: func(v string) error {
-			if v == "" {
-				return fmt.Errorf("String must be non-empty")
-			}
-			if _, err := regexp.Compile(v); err != nil {
-				return fmt.Errorf("entry must be a valid Java regular expression: %v", err)
-			}
-			return nil
-		}},
+		Validator:     validRegex,
+		// Java's NullPointerException in Kafka Connect's validator.
+		NullMessage: nullRegex},
 }
 
 type topicNameMatches struct{ re *regexp.Regexp }

@@ -26,7 +26,8 @@ const (
 var timestampConverterDef = connect.ConfigDef{
 	{Name: "field", Type: connect.TypeString, Default: def(""), Importance: connect.High, Documentation: "The field containing the timestamp, or empty if the entire value is a timestamp"},
 	{Name: "target.type", Type: connect.TypeString, Importance: connect.High,
-		Documentation: "The desired timestamp representation: string, unix, Date, Time, or Timestamp", Validator: oneOf(tsString, tsUnix, tsDate, tsTime, tsTimestamp)},
+		Documentation: "The desired timestamp representation: string, unix, Date, Time, or Timestamp", Validator: oneOf(tsString, tsUnix, tsDate, tsTime, tsTimestamp),
+		NullMessage: "Invalid value null for configuration {name}: String must be one of: string, unix, Date, Time, Timestamp"},
 	{Name: "format", Type: connect.TypeString, Default: def(""), Importance: connect.Medium,
 		Documentation: "A SimpleDateFormat-compatible format for the timestamp. Used to generate the output when type=string or used to parse the input if the input is a string.",
 		Validator:     validDateFormat},

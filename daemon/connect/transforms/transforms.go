@@ -202,9 +202,20 @@ func parseList(s string) []string {
 
 func nonEmptyList(v string) error {
 	if len(parseList(v)) == 0 {
-		return fmt.Errorf("Empty list")
+		return &connect.MessageError{Msg: "Configuration '{name}' must not be empty. Valid values include: any non-empty value"}
 	}
 	return nil
+}
+
+// nullList is NonEmptyListValidator's message for null.
+const nullList = "Configuration '{name}' values must not be null."
+
+// wholeMessage is a validator error shown as it is.
+func wholeMessage(err error) error {
+	if err == nil {
+		return nil
+	}
+	return &connect.MessageError{Msg: err.Error()}
 }
 
 func nonEmptyString(v string) error {
@@ -284,8 +295,8 @@ func NewChain(cfg map[string]string) (*Chain, error) {
 				return nil, configErrorf("Invalid value %s for configuration %spredicate: The predicate '%s' is not defined in predicates", pa, prefix, pa)
 			}
 			s.negate = strings.EqualFold(strings.TrimSpace(own["negate"]), "true")
-		} else if strings.TrimSpace(own["negate"]) != "" {
-			return nil, configErrorf("Invalid value %s for configuration %snegate: The negate configuration requires a predicate", own["negate"], prefix)
+		} else if _, ok := own["negate"]; ok {
+			return nil, configErrorf("Config '%snegate' was provided but there is no config '%spredicate' defining a predicate to be negated.", prefix, prefix)
 		}
 		c.stages = append(c.stages, s)
 	}

@@ -64,7 +64,7 @@ func TestConfigErrors(t *testing.T) {
 		{map[string]string{"transforms": "t", "transforms.t.type": pkg + "InsertField$Value"}, "No field insertion configured"},
 		{map[string]string{"transforms": "t", "transforms.t.type": pkg + "InsertField$Value", "transforms.t.static.field": "s"}, "No value specified for static field"},
 		{map[string]string{"transforms": "t", "transforms.t.type": pkg + "ReplaceField$Value", "transforms.t.renames": "a:b:c"}, "Invalid rename mapping: a:b:c"},
-		{map[string]string{"transforms": "t", "transforms.t.type": pkg + "MaskField$Value", "transforms.t.fields": ""}, "Empty list"},
+		{map[string]string{"transforms": "t", "transforms.t.type": pkg + "MaskField$Value", "transforms.t.fields": ""}, "Configuration 'fields' must not be empty"},
 		{map[string]string{"transforms": "t", "transforms.t.type": pkg + "HeaderFrom$Value", "transforms.t.fields": "a,b", "transforms.t.headers": "a", "transforms.t.operation": "copy"}, "same number of elements"},
 		{map[string]string{"transforms": "t", "transforms.t.type": pkg + "TimestampConverter$Value", "transforms.t.target.type": "string"}, "requires format option"},
 		{map[string]string{"transforms": "t", "transforms.t.type": pkg + "TimestampConverter$Value", "transforms.t.target.type": "week"}, "String must be one of: string, unix, Date, Time, Timestamp"},
