@@ -3,9 +3,11 @@ package golden
 import (
 	"encoding/json"
 	"log/slog"
+	"net/url"
 	"strings"
 	"testing"
 
+	"github.com/kcd-project/kcd/daemon/connect/transforms"
 	"github.com/kcd-project/kcd/daemon/herder"
 	"github.com/kcd-project/kcd/daemon/herder/herdertest"
 	"github.com/kcd-project/kcd/internal/testenv"
@@ -140,5 +142,38 @@ func TestIntegrationTransformsValidate(t *testing.T) {
 			}
 		}
 		t.Logf("config %d: %d settings compared", n, len(w))
+	}
+}
+
+// TestIntegrationTransformsPluginConfig compares GET
+// /connector-plugins/{class}/config of every transformation and
+// predicate with the real worker's.
+func TestIntegrationTransformsPluginConfig(t *testing.T) {
+	connectURL := testenv.Require(t, testenv.ConnectURL)
+	herdertest.Register()
+	h := herder.New(herdertest.Store(t), herder.Options{Logger: slog.New(slog.DiscardHandler)})
+	for _, class := range append(transforms.Transformations(), transforms.Predicates()...) {
+		status, body := call(t, "GET", connectURL+"/connector-plugins/"+url.PathEscape(class)+"/config", nil)
+		if status != 200 {
+			t.Errorf("%s: the worker answered %d %s", class, status, body)
+			continue
+		}
+		keys, err := h.PluginConfig(class, "")
+		if err != nil {
+			t.Errorf("%s: %v", class, err)
+			continue
+		}
+		got, _ := json.Marshal(keys)
+		var want any
+		if err := json.Unmarshal(body, &want); err != nil {
+			t.Fatal(err)
+		}
+		wb, _ := json.Marshal(want)
+		var g any
+		json.Unmarshal(got, &g)
+		gb, _ := json.Marshal(g)
+		if string(wb) != string(gb) {
+			t.Errorf("%s:\nKafka Connect %s\nkcd           %s", class, wb, gb)
+		}
 	}
 }

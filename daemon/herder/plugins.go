@@ -83,8 +83,10 @@ func (h *Herder) PluginConfig(name, version string) ([]ConfigKeyInfo, error) {
 				if err := checkVersion(class, transforms.Version, version); err != nil {
 					return nil, err
 				}
+				// The plugin's own ConfigDef: no group, no order (-1).
 				out := []ConfigKeyInfo{}
 				for _, k := range ownKeys(tp.Config) {
+					k.order = -1
 					out = append(out, k.info())
 				}
 				return out, nil
