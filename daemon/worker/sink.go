@@ -305,7 +305,7 @@ func (st *sinkRun) process(fetches kgo.Fetches) error {
 			if tr.settings.logMessages {
 				attrs = append(attrs, "key", r.Key, "value", r.Value)
 			}
-			if convErr = tr.recordFailed(err, "skipping a record that cannot be converted", attrs...); convErr != nil {
+			if convErr = tr.recordFailed(err, "skipping a record that cannot be converted or transformed", attrs...); convErr != nil {
 				return
 			}
 			stage, class := stageOf(err, stageValueConverter, st.cs.valueClass)

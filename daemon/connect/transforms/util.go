@@ -168,6 +168,9 @@ type jmap struct {
 	capacity   uint32 // 0: no table yet
 	threshold  uint32 // the initial capacity while there is no table
 	linked     bool   // a LinkedHashMap: insertion order
+	// byString indexes the string keys (JSON objects have only those);
+	// other keys are looked up one by one.
+	byString map[string]int
 }
 
 // newJMap is new HashMap<>(initialCapacity); a negative capacity is the
@@ -202,8 +205,14 @@ func tableSizeFor(c uint32) uint32 {
 }
 
 func (m *jmap) index(k any) int {
+	if ks, ok := k.(string); ok {
+		if i, ok := m.byString[ks]; ok {
+			return i
+		}
+		return -1
+	}
 	for i, key := range m.keys {
-		if data.Equal(key, k) {
+		if _, isString := key.(string); !isString && data.Equal(key, k) {
 			return i
 		}
 	}
@@ -228,6 +237,12 @@ func (m *jmap) put(k, v any) {
 			m.capacity = m.threshold
 		}
 	}
+	if ks, ok := k.(string); ok {
+		if m.byString == nil {
+			m.byString = map[string]int{}
+		}
+		m.byString[ks] = len(m.keys)
+	}
 	m.keys, m.vals = append(m.keys, k), append(m.vals, v)
 	if uint32(len(m.keys)) > uint32(float32(m.capacity)*0.75) {
 		m.capacity <<= 1
@@ -238,6 +253,12 @@ func (m *jmap) remove(k any) {
 	if i := m.index(k); i >= 0 {
 		m.keys = slices.Delete(m.keys, i, i+1)
 		m.vals = slices.Delete(m.vals, i, i+1)
+		clear(m.byString)
+		for j, key := range m.keys {
+			if ks, ok := key.(string); ok {
+				m.byString[ks] = j
+			}
+		}
 	}
 }
 
