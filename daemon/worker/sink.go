@@ -289,10 +289,11 @@ func (st *sinkRun) process(fetches kgo.Fetches) error {
 					*sr = connect.SinkRecord{} // filtered out: its offset commits all the same
 					continue
 				}
-				if err == nil {
-					transforms.ToSink(sr, out)
-				} else {
+				if te, ok := errors.AsType[*transforms.Error](err); ok {
 					tr.stats.failures.Add(1)
+					err = &stageError{stageTransformation, te.Class, err}
+				} else if err == nil {
+					transforms.ToSink(sr, out)
 				}
 			}
 			if err == nil {

@@ -134,6 +134,11 @@ func scenarioSinkTransforms(e *env) {
 	e.create(broken, map[string]string{"connector.class": "FileStreamSink", "file": filepath.Join(t.TempDir(), "x"), "topics": topic,
 		"transforms": "extract", "transforms.extract.type": "org.apache.kafka.connect.transforms.ExtractField$Value",
 		"transforms.extract.field": "nope"})
+	dlq, tolerant := e.name("dlq"), e.name("tolerant")
+	e.create(tolerant, map[string]string{"connector.class": "FileStreamSink", "file": filepath.Join(t.TempDir(), "y"), "topics": topic,
+		"transforms": "extract", "transforms.extract.type": "org.apache.kafka.connect.transforms.ExtractField$Value",
+		"transforms.extract.field": "nope", "errors.tolerance": "all", "errors.deadletterqueue.topic.name": dlq,
+		"errors.deadletterqueue.topic.replication.factor": "-1", "errors.deadletterqueue.context.headers.enable": "true"})
 	e.start(nil)
 
 	waitFor(t, 30*time.Second, "the kept records in the file", func() (bool, string) {
@@ -144,6 +149,22 @@ func scenarioSinkTransforms(e *env) {
 		offs, _ := e.cs.SinkOffsets(context.Background(), sink)
 		return len(offs) == 1 && offs[0].Offset == 20, fmt.Sprint(offs)
 	})
+	// A tolerated transformation error sends the record to the dead
+	// letter queue, naming the transformation.
+	dead := e.consumeN(dlq, 20, 300*time.Millisecond)
+	if len(dead) != 20 {
+		t.Errorf("%d dead letters, want 20", len(dead))
+	}
+	for i, r := range dead {
+		hs := map[string]string{}
+		for _, h := range r.Headers {
+			hs[h.Key] = string(h.Value)
+		}
+		if hs["__connect.errors.stage"] != "TRANSFORMATION" || hs["__connect.errors.class.name"] != "org.apache.kafka.connect.transforms.ExtractField$Value" ||
+			hs["__connect.errors.offset"] != fmt.Sprint(i) {
+			t.Errorf("dead letter %d: %v", i, hs)
+		}
+	}
 	st := e.waitState(broken, 0, connectstore.StateFailed)
 	if !strings.Contains(st.Trace, "tolerance exceeded") || !strings.Contains(st.Trace, "Unknown field: nope") {
 		t.Errorf("broken task's trace: %q", st.Trace)

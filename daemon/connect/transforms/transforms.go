@@ -249,6 +249,7 @@ type Chain struct {
 
 type stage struct {
 	alias  string
+	class  string
 	t      Transformation
 	pred   Predicate
 	negate bool
@@ -289,7 +290,7 @@ func NewChain(cfg map[string]string) (*Chain, error) {
 		if err := t.Configure(own); err != nil {
 			return nil, fmt.Errorf("transformation %s: %w", a, err)
 		}
-		s := stage{alias: a, t: t}
+		s := stage{alias: a, class: p.Class, t: t}
 		if pa := strings.TrimSpace(own["predicate"]); pa != "" {
 			if s.pred = preds[pa]; s.pred == nil {
 				return nil, configErrorf("Invalid value %s for configuration %spredicate: The predicate '%s' is not defined in predicates", pa, prefix, pa)
@@ -314,6 +315,16 @@ func sub(cfg map[string]string, prefix string) map[string]string {
 	return out
 }
 
+// Error is a transformation's (or its predicate's) failure on a record,
+// with the class that failed, as Kafka Connect's error context names it.
+type Error struct {
+	Alias, Class string
+	Err          error
+}
+
+func (e *Error) Error() string { return fmt.Sprintf("transformation %s: %v", e.Alias, e.Err) }
+func (e *Error) Unwrap() error { return e.Err }
+
 // Apply runs r through the chain; nil means a transformation dropped it.
 // A nil chain returns r.
 func (c *Chain) Apply(r *Record) (*Record, error) {
@@ -324,7 +335,7 @@ func (c *Chain) Apply(r *Record) (*Record, error) {
 		if s.pred != nil {
 			ok, err := s.pred.Test(r)
 			if err != nil {
-				return nil, fmt.Errorf("predicate of transformation %s: %w", s.alias, err)
+				return nil, &Error{Alias: s.alias, Class: s.class, Err: fmt.Errorf("predicate: %w", err)}
 			}
 			if ok == s.negate {
 				continue
@@ -332,7 +343,7 @@ func (c *Chain) Apply(r *Record) (*Record, error) {
 		}
 		out, err := s.t.Apply(r)
 		if err != nil {
-			return nil, fmt.Errorf("transformation %s: %w", s.alias, err)
+			return nil, &Error{Alias: s.alias, Class: s.class, Err: err}
 		}
 		if out == nil {
 			return nil, nil
