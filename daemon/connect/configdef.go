@@ -1,6 +1,7 @@
 package connect
 
 import (
+	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -59,6 +60,10 @@ type ConfigKey struct {
 	Dependents    []string
 	// Validator checks a value (already known to parse as Type).
 	Validator func(value string) error
+	// NullMessage, when set, is the validator's message for a null (or
+	// missing) value, "{name}" standing for the setting's name: Kafka
+	// Connect runs validators on null too.
+	NullMessage string
 	// Recommended values, shown by the validate endpoint.
 	Recommended []string
 }
@@ -118,8 +123,29 @@ func (k ConfigKey) ValidateValue(value *string) error {
 	}
 	if k.Validator != nil {
 		if verr := k.Validator(v); verr != nil {
+			if msg, ok := WholeMessage(verr, k.Name); ok {
+				return errors.New(msg)
+			}
 			return fmt.Errorf("Invalid value %s for configuration %s: %v", shown, k.Name, verr)
 		}
 	}
 	return nil
+}
+
+// MessageError is a validator's error that is the whole message, not
+// the reason in "Invalid value V for configuration N: reason", as Kafka
+// Connect's validators that throw a ConfigException of their own text.
+// Every "{name}" in Msg stands for the setting's name.
+type MessageError struct{ Msg string }
+
+func (e *MessageError) Error() string { return e.Msg }
+
+// WholeMessage returns the message of a *MessageError for setting name;
+// ok is false for other errors.
+func WholeMessage(err error, name string) (msg string, ok bool) {
+	me, ok := errors.AsType[*MessageError](err)
+	if !ok {
+		return "", false
+	}
+	return strings.ReplaceAll(me.Msg, "{name}", name), true
 }

@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/kcd-project/kcd/daemon/connect"
+	"github.com/kcd-project/kcd/daemon/connect/transforms"
 	"github.com/kcd-project/kcd/daemon/connectstore"
 	"github.com/kcd-project/kcd/store"
 )
@@ -212,14 +213,34 @@ func (h *Herder) aliasKeys(props map[string]*string, listKey, groupPrefix, noun,
 		if _, ok := resolveClass(classes, *typ, ""); !ok {
 			continue
 		}
-		version.def, version.recommended = str(h.opts.PluginVersion), []string{h.opts.PluginVersion}
-		if listKey == keyTransforms {
-			out = append(out,
-				&key{name: prefix + "negate", typ: connect.TypeBoolean, def: str("false"), importance: "MEDIUM",
-					doc: "Whether the configured predicate should be negated.", group: group, order: 2, width: "NONE", display: "negate"},
-				&key{name: prefix + "predicate", typ: connect.TypeString, importance: "MEDIUM",
-					doc: "The alias of a predicate used to determine whether to apply this transformation.", group: group, order: 3, width: "NONE", display: "predicate"})
+		pv := h.opts.PluginVersion
+		if _, ok := transforms.Lookup(*typ); ok {
+			pv = transforms.Version
 		}
+		version.def, version.recommended = str(pv), []string{pv}
+		// The settings every transformation takes, then the plugin's own
+		// (kcd's transformations and predicates), in the order Kafka
+		// Connect embeds them after type and plugin.version.
+		var own []*key
+		if listKey == keyTransforms {
+			own = append(own,
+				&key{name: "negate", typ: connect.TypeBoolean, def: str("false"), importance: "MEDIUM",
+					doc: "Whether the configured predicate should be negated.", width: "NONE", display: "negate"},
+				&key{name: "predicate", typ: connect.TypeString, importance: "MEDIUM",
+					doc: "The alias of a predicate used to determine whether to apply this transformation.", width: "NONE", display: "predicate"})
+			typeKey := out[len(out)-2]
+			typeKey.validate = func(string, any) string {
+				_, negate := props[prefix+"negate"]
+				if _, pred := props[prefix+"predicate"]; negate && !pred {
+					return sprintf("Config '%snegate' was provided but there is no config '%spredicate' defining a predicate to be negated.", prefix, prefix)
+				}
+				return ""
+			}
+		}
+		if tp, ok := transforms.Lookup(*typ); ok {
+			own = append(own, ownKeys(tp.Config)...)
+		}
+		out = append(out, embedded(own, prefix, group, 2)...)
 	}
 	return out
 }
@@ -274,4 +295,31 @@ func providedClasses(p *connect.Plugin) map[string][]string {
 		out[d.Type] = append(out[d.Type], d.Class)
 	}
 	return out
+}
+
+// embedded is ConfigDef.embed: a plugin's settings under prefix and group,
+// in Kafka Connect's natural order (required first, then by importance,
+// then by name) numbered from start; their validators see the names
+// without the prefix, as Kafka Connect's embedded validators do.
+func embedded(keys []*key, prefix, group string, start int) []*key {
+	rank := map[string]int{"HIGH": 0, "MEDIUM": 1, "LOW": 2}
+	slices.SortStableFunc(keys, func(a, b *key) int {
+		if a.required != b.required {
+			if a.required {
+				return -1
+			}
+			return 1
+		}
+		if c := rank[a.importance] - rank[b.importance]; c != 0 {
+			return c
+		}
+		return strings.Compare(a.name, b.name)
+	})
+	for i, k := range keys {
+		k.name, k.group, k.order = prefix+k.name, group, start+i
+		if v := k.validate; v != nil {
+			k.validate = func(name string, val any) string { return v(strings.TrimPrefix(name, prefix), val) }
+		}
+	}
+	return keys
 }

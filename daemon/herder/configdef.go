@@ -33,6 +33,10 @@ type key struct {
 	validate func(name string, v any) string
 	// recommended lists the recommended values.
 	recommended []string
+	// validateMissing runs validate on a required setting that is
+	// missing too, as Kafka Connect does for an embedded plugin's
+	// settings whose validators refuse null.
+	validateMissing bool
 	// invisible hides the setting (ConfigValue.visible false), as a Kafka
 	// Connect recommender does for a setting that does not apply.
 	invisible bool
@@ -91,13 +95,20 @@ func ownKeys(def connect.ConfigDef) []*key {
 		if k.display == "" {
 			k.display = k.name
 		}
-		if fn := ck.Validator; fn != nil {
+		k.validateMissing = ck.NullMessage != ""
+		if fn, nullMsg := ck.Validator, ck.NullMessage; fn != nil || nullMsg != "" {
 			k.validate = func(name string, v any) string {
 				if v == nil {
+					return strings.ReplaceAll(nullMsg, "{name}", name)
+				}
+				if fn == nil {
 					return ""
 				}
 				s := render(k.typ, v)
 				if err := fn(s); err != nil {
+					if msg, ok := connect.WholeMessage(err, name); ok {
+						return msg
+					}
 					return invalid(name, s, err.Error())
 				}
 				return ""

@@ -18,6 +18,7 @@ import (
 	"log/slog"
 
 	"github.com/kcd-project/kcd/daemon/connect"
+	"github.com/kcd-project/kcd/daemon/connect/transforms"
 	"github.com/kcd-project/kcd/daemon/connectstore"
 	"github.com/kcd-project/kcd/daemon/coordinator"
 	"github.com/kcd-project/kcd/internal/version"
@@ -63,8 +64,7 @@ type Options struct {
 	// converters kcd ships (DefaultConverters, DefaultHeaderConverters).
 	Converters, HeaderConverters []string
 	// Transformations and Predicates are the SMT and predicate classes the
-	// workers can load; none by default, so that a config using an SMT the
-	// workers cannot apply is rejected.
+	// workers can load; nil means kcd's own (package transforms).
 	Transformations, Predicates []string
 	// ConverterConfig returns the settings a converter class takes (without
 	// the "key.converter." prefix), so that validation checks the settings
@@ -123,6 +123,12 @@ func New(store *connectstore.Store, opts Options) *Herder {
 	}
 	if opts.HeaderConverters == nil {
 		opts.HeaderConverters = DefaultHeaderConverters
+	}
+	if opts.Transformations == nil {
+		opts.Transformations = transforms.Transformations()
+	}
+	if opts.Predicates == nil {
+		opts.Predicates = transforms.Predicates()
 	}
 	if opts.PluginVersion == "" {
 		opts.PluginVersion = version.Version

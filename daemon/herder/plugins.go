@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/kcd-project/kcd/daemon/connect"
+	"github.com/kcd-project/kcd/daemon/connect/transforms"
 )
 
 // Plugins lists the installed plugins, connectors first, each kind sorted
@@ -33,7 +34,11 @@ func (h *Herder) Plugins(connectorsOnly bool) []PluginInfo {
 		seen := map[string]bool{}
 		for _, c := range sorted(kind.classes) {
 			seen[c] = true
-			kindOut = append(kindOut, PluginInfo{Class: c, Type: kind.typ, Version: h.opts.PluginVersion})
+			v := h.opts.PluginVersion
+			if _, ok := transforms.Lookup(c); ok {
+				v = transforms.Version
+			}
+			kindOut = append(kindOut, PluginInfo{Class: c, Type: kind.typ, Version: v})
 		}
 		// The Java host's, where kcd has no class of that name.
 		for _, d := range provided {
@@ -74,6 +79,18 @@ func (h *Herder) PluginConfig(name, version string) ([]ConfigKeyInfo, error) {
 			suffix = "Converter" // IntegerConverter is "Integer" too
 		}
 		if class, ok := resolveClass(classes, name, suffix); ok {
+			if tp, ok := transforms.Lookup(class); ok && tp.Class == class {
+				if err := checkVersion(class, transforms.Version, version); err != nil {
+					return nil, err
+				}
+				// The plugin's own ConfigDef: no group, no order (-1).
+				out := []ConfigKeyInfo{}
+				for _, k := range ownKeys(tp.Config) {
+					k.order = -1
+					out = append(out, k.info())
+				}
+				return out, nil
+			}
 			if err := checkVersion(class, h.opts.PluginVersion, version); err != nil {
 				return nil, err
 			}

@@ -318,7 +318,7 @@ func evaluate(k *key, props Config, common bool) *ConfigValueInfo {
 	case k.def != nil:
 		parsed, _ = k.parse(*k.def)
 	}
-	if k.validate != nil && (present || !k.required) {
+	if k.validate != nil && (present || !k.required || k.validateMissing) {
 		if msg := k.validate(k.nameInMessages(), parsed); msg != "" {
 			v.Errors = append(v.Errors, msg)
 		}

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/kcd-project/kcd/daemon/connect"
+	"github.com/kcd-project/kcd/daemon/connect/transforms"
 	"github.com/kcd-project/kcd/daemon/herder"
 	"github.com/kcd-project/kcd/daemon/herder/herdertest"
 )
@@ -244,7 +245,7 @@ func TestPlugins(t *testing.T) {
 	all := h.Plugins(false)
 	if !slices.ContainsFunc(all, func(p herder.PluginInfo) bool {
 		return p.Class == herder.SimpleHeaderConverter && p.Type == herder.PluginHeaderConverter
-	}) || len(all) != len(conns)+len(herder.DefaultConverters)+len(herder.DefaultHeaderConverters) {
+	}) || len(all) != len(conns)+len(herder.DefaultConverters)+len(herder.DefaultHeaderConverters)+len(transforms.Transformations())+len(transforms.Predicates()) {
 		t.Errorf("all plugins %+v", all)
 	}
 
@@ -338,5 +339,32 @@ func TestValidateReferences(t *testing.T) {
 		if got == nil || got.Value == nil || *got.Value != want || len(got.Errors) != 0 {
 			t.Errorf("%s: %+v, want the reference and no error", name, got)
 		}
+	}
+}
+
+func TestTransformPlugins(t *testing.T) {
+	h := newHerder(t)
+	all := h.Plugins(false)
+	if !slices.ContainsFunc(all, func(p herder.PluginInfo) bool {
+		return p.Class == "org.apache.kafka.connect.transforms.Cast$Value" && p.Type == herder.PluginTransformation && p.Version == transforms.Version
+	}) || !slices.ContainsFunc(all, func(p herder.PluginInfo) bool {
+		return p.Class == "org.apache.kafka.connect.transforms.predicates.HasHeaderKey" && p.Type == herder.PluginPredicate
+	}) {
+		t.Errorf("plugins lack kcd's transforms: %+v", all)
+	}
+	keys, err := h.PluginConfig("org.apache.kafka.connect.transforms.Cast$Value", "")
+	if err != nil || !slices.ContainsFunc(keys, func(k herder.ConfigKeyInfo) bool { return k.Name == "spec" }) {
+		t.Errorf("config of Cast$Value: %+v %v", keys, err)
+	}
+	infos, _ := h.ValidateConfig(herdertest.SourceClass, cfg("connector.class", herdertest.SourceClass, "name", "c", "topic", "t",
+		"transforms", "c", "transforms.c.type", "org.apache.kafka.connect.transforms.Cast$Value", "transforms.c.spec", "a:bytes"))
+	var found []string
+	for _, c := range infos.Configs {
+		if c.Value.Name == "transforms.c.spec" {
+			found = c.Value.Errors
+		}
+	}
+	if len(found) != 1 || !strings.Contains(found[0], "Cast transformation does not support casting to BYTES") {
+		t.Errorf("errors of transforms.c.spec: %q", found)
 	}
 }

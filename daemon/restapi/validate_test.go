@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/kcd-project/kcd/daemon/connect/transforms"
 	"github.com/kcd-project/kcd/daemon/herder"
 	"github.com/kcd-project/kcd/daemon/herder/herdertest"
 )
@@ -81,7 +82,9 @@ func TestPluginEndpoints(t *testing.T) {
 	}
 	var all []herder.PluginInfo
 	r = send(t, h, "GET", "/connector-plugins?connectorsOnly=false", "")
-	if err := json.Unmarshal(r.body, &all); err != nil || len(all) != len(plugins)+7 {
+	// The 7 converters and header converters, and kcd's transformations
+	// and predicates.
+	if err := json.Unmarshal(r.body, &all); err != nil || len(all) != len(plugins)+7+len(transforms.Transformations())+len(transforms.Predicates()) {
 		t.Errorf("all plugins: %s", r.body)
 	}
 

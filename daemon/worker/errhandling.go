@@ -17,6 +17,7 @@ const (
 	stageValueConverter  = "VALUE_CONVERTER"
 	stageHeaderConverter = "HEADER_CONVERTER"
 	stageTaskPut         = "TASK_PUT" // what Kafka Connect's ErrantRecordReporter sends
+	stageTransformation  = "TRANSFORMATION"
 )
 
 // stageError is an error of one stage of a record's processing, with the

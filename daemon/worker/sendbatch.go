@@ -75,8 +75,13 @@ func resize[T any](s []T, n int) []T {
 	return s[:n]
 }
 
-// headers hands out room for the next record's n headers.
+// headers hands out room for the next record's n headers: from the
+// batch's slab, sized by the polled records' headers, or its own when
+// transforms added headers beyond it.
 func (b *sendBatch) headers(n int) []kgo.RecordHeader {
+	if b.nh+n > len(b.hdrs) {
+		return make([]kgo.RecordHeader, n)
+	}
 	hs := b.hdrs[b.nh : b.nh+n : b.nh+n]
 	b.nh += n
 	return hs

@@ -13,6 +13,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/kcd-project/kcd/daemon/connect"
+	"github.com/kcd-project/kcd/daemon/connect/transforms"
 	"github.com/kcd-project/kcd/daemon/connectstore"
 )
 
@@ -49,9 +50,12 @@ type sinkRun struct {
 	// serialized: the connector's records are bytes already
 	// (connect.SerializedRecords): Put gets the raw bytes; cs is unset.
 	serialized bool
-	ctl        sinkControl
-	pausedNow  map[connect.TopicPartition]bool // paused in the client
-	orig       []*kgo.Record                   // see process
+	// chain is the connector's transforms (nil: none), applied after
+	// conversion and before Put.
+	chain     *transforms.Chain
+	ctl       sinkControl
+	pausedNow map[connect.TopicPartition]bool // paused in the client
+	orig      []*kgo.Record                   // see process
 }
 
 // pollWait bounds one wait for records, so that pauses, new partitions and
@@ -70,6 +74,13 @@ func runSink(tr *taskRun) error {
 		var err error
 		if cs, err = tr.w.newConverters(tr.connCfg); err != nil {
 			return err
+		}
+	}
+	var chain *transforms.Chain
+	if !serialized {
+		var err error
+		if chain, err = transforms.NewChain(tr.connCfg); err != nil {
+			return fmt.Errorf("transforms: %w", err)
 		}
 	}
 	lim := tr.w.cfg.Limits
@@ -106,6 +117,7 @@ func runSink(tr *taskRun) error {
 		task:       task,
 		cs:         cs,
 		serialized: serialized,
+		chain:      chain,
 		pausedNow:  map[connect.TopicPartition]bool{},
 		newClient:  func() (*kgo.Client, error) { return tr.w.newClient(opts...) },
 		consumed:   map[connect.TopicPartition]int64{},
@@ -271,6 +283,19 @@ func (st *sinkRun) process(fetches kgo.Fetches) error {
 					return st.convert(r, sr, hs)
 				})
 			}
+			if err == nil && st.chain != nil {
+				var out *transforms.Record
+				if out, err = st.chain.Apply(transforms.FromSink(sr)); err == nil && out == nil {
+					*sr = connect.SinkRecord{} // filtered out: its offset commits all the same
+					continue
+				}
+				if te, ok := errors.AsType[*transforms.Error](err); ok {
+					tr.stats.failures.Add(1)
+					err = &stageError{stageTransformation, te.Class, err}
+				} else if err == nil {
+					transforms.ToSink(sr, out)
+				}
+			}
 			if err == nil {
 				orig[len(batch)] = r
 				batch = append(batch, sr)
@@ -281,7 +306,7 @@ func (st *sinkRun) process(fetches kgo.Fetches) error {
 			if tr.settings.logMessages {
 				attrs = append(attrs, "key", r.Key, "value", r.Value)
 			}
-			if convErr = tr.recordFailed(err, "skipping a record that cannot be converted", attrs...); convErr != nil {
+			if convErr = tr.recordFailed(err, "skipping a record that cannot be converted or transformed", attrs...); convErr != nil {
 				return
 			}
 			stage, class := stageOf(err, stageValueConverter, st.cs.valueClass)

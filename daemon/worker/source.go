@@ -13,6 +13,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/kcd-project/kcd/daemon/connect"
+	"github.com/kcd-project/kcd/daemon/connect/transforms"
 )
 
 // recordOverhead approximates the memory an in-flight record takes besides
@@ -47,6 +48,9 @@ type sourceRun struct {
 	// serialized: the connector's records are bytes already
 	// (connect.SerializedRecords); cs is unset.
 	serialized bool
+	// chain is the connector's transforms (nil: none), applied after
+	// Poll and before conversion.
+	chain *transforms.Chain
 	// Exactly-once support (txn.go): client is the task's transactional
 	// producer; inTxn says a transaction is open, since txnFrom.
 	txn     bool
@@ -76,8 +80,16 @@ func runSource(tr *taskRun) error {
 			return err
 		}
 	}
+	var chain *transforms.Chain
+	if !serialized {
+		var err error
+		if chain, err = transforms.NewChain(tr.connCfg); err != nil {
+			return fmt.Errorf("transforms: %w", err)
+		}
+	}
 	lim := tr.w.cfg.Limits
 	st := &sourceRun{
+		chain:      chain,
 		tr:         tr,
 		task:       task,
 		cs:         cs,
@@ -354,6 +366,34 @@ func (st *sourceRun) prepare(b *sendBatch, r *connect.SourceRecord, i int) error
 	tr := st.tr
 	rec := &b.recs[i]
 	b.pend[i] = pending{partition: r.SourcePartition, offset: r.SourceOffset}
+	orig := r // a committer gets back the record it polled, as in Kafka Connect
+	if st.chain != nil && !r.Dropped {
+		out, err := st.chain.Apply(transforms.FromSource(r))
+		switch {
+		case err != nil:
+			tr.stats.failures.Add(1)
+			attrs := []any{"topic", r.Topic}
+			if tr.settings.logMessages {
+				attrs = append(attrs, "key", r.Key, "value", r.Value)
+			}
+			if err := tr.recordFailed(err, "skipping a record a transformation failed on", attrs...); err != nil {
+				return err
+			}
+			b.skipped[i], b.sizes[i] = true, 0
+			if st.committer != nil {
+				b.src[i] = r
+			}
+			return nil
+		case out == nil:
+			// Filtered out: nothing is produced, its offset commits.
+			b.skipped[i], b.sizes[i] = true, 0
+			if st.committer != nil {
+				b.src[i] = r
+			}
+			return nil
+		}
+		r = transforms.ToSource(r, out)
+	}
 	if r.Dropped {
 		// Nothing is produced; its offset commits in order all the same.
 		b.skipped[i], b.sizes[i] = true, 0
@@ -371,7 +411,7 @@ func (st *sourceRun) prepare(b *sendBatch, r *connect.SourceRecord, i int) error
 		*rec = kgo.Record{}
 		b.skipped[i], b.sizes[i] = true, 0
 		if st.committer != nil {
-			b.src[i] = r // committed as a dropped one
+			b.src[i] = orig // committed as a dropped one
 		}
 		return nil
 	}
@@ -394,7 +434,7 @@ func (st *sourceRun) prepare(b *sendBatch, r *connect.SourceRecord, i int) error
 		rec.Partition, rec.Context = *r.Partition, st.explicit
 	}
 	if st.committer != nil {
-		b.src[i] = r // CommitRecord gets it back
+		b.src[i] = orig // CommitRecord gets it back
 	}
 	// Otherwise not keeping r lets the task's record (its Connect data,
 	// and the batch it came in) go as soon as it is converted: only the

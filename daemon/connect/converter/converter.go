@@ -24,8 +24,8 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/kcd-project/kcd/daemon/connect/converter/internal/java"
 	"github.com/kcd-project/kcd/daemon/connect/data"
+	"github.com/kcd-project/kcd/daemon/connect/internal/java"
 )
 
 // Converter is Kafka Connect's Converter: it serializes a record's key or

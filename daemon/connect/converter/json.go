@@ -4,8 +4,8 @@ import (
 	"strings"
 	"sync/atomic"
 
-	"github.com/kcd-project/kcd/daemon/connect/converter/internal/java"
 	"github.com/kcd-project/kcd/daemon/connect/data"
+	"github.com/kcd-project/kcd/daemon/connect/internal/java"
 )
 
 // JSONConverter is Kafka Connect's org.apache.kafka.connect.json.JsonConverter.

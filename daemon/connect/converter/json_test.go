@@ -196,7 +196,7 @@ func TestReadLimits(t *testing.T) {
 		t.Fatalf("huge exponent: %s %v", out, err)
 	}
 	many := `{"a":1` + strings.Repeat(`,"a":1`, 100000) + `}`
-	if _, v, err := c.ToConnectData("t", []byte(many)); err != nil || len(v.(map[any]any)) != 1 {
+	if _, v, err := c.ToConnectData("t", []byte(many)); err != nil || len(v.(*data.OrderedMap).Keys) != 1 {
 		t.Fatalf("repeated names: %v", err)
 	}
 }

@@ -1,10 +1,13 @@
 package converter
 
 import (
+	"cmp"
+	"slices"
 	"strconv"
 	"strings"
 
 	"github.com/kcd-project/kcd/daemon/connect/data"
+	"github.com/kcd-project/kcd/daemon/connect/internal/java"
 )
 
 // toConnect converts a JSON value of schema s (nil: infer it) to Connect
@@ -92,15 +95,15 @@ func (c *JSONConverter) inferred(n *node) (any, error) {
 	case kArray:
 		return c.array(nil, n)
 	case kObject:
-		m := make(map[any]any, len(n.keys))
-		for i, k := range n.keys {
+		vals := make([]any, len(n.keys))
+		for i := range n.keys {
 			v, err := c.inferred(&n.elems[i])
 			if err != nil {
 				return nil, err
 			}
-			m[k] = v
+			vals[i] = v
 		}
-		return m, nil
+		return hashMapOf(n.keys, vals), nil
 	}
 	return nil, data.Errorf("Unknown schema type: %s", n.kind)
 }
@@ -123,15 +126,15 @@ func (c *JSONConverter) mapValue(s *data.Schema, n *node) (any, error) {
 		if n.kind != kObject {
 			return nil, data.Errorf("Maps with string fields should be encoded as JSON objects, but found %s", n.kind)
 		}
-		m := make(map[any]any, len(n.keys))
+		vals := make([]any, len(n.keys))
 		for i, k := range n.keys {
 			v, err := c.toConnect(vs, &n.elems[i])
 			if err != nil {
 				return nil, data.Errorf("value of %q: %w", k, err)
 			}
-			m[k] = v
+			vals[i] = v
 		}
-		return m, nil
+		return hashMapOf(n.keys, vals), nil
 	}
 	if n.kind != kArray {
 		return nil, data.Errorf("Maps with non-string fields should be encoded as JSON array of tuples, but found %s", n.kind)
@@ -342,4 +345,38 @@ func readTime(s *data.Schema, n *node) (any, error) {
 		return nil, data.Errorf("Invalid value for Timestamp: %s is out of range", n.str)
 	}
 	return data.TimestampFromMillis(v), nil
+}
+
+// hashMapOf returns the entries of a JSON object in the order the
+// java.util.HashMap Kafka Connect's JsonConverter reads it into iterates
+// them: by bucket of a default-sized table grown by the puts, keys of one
+// bucket in document order; a repeated key keeps its first place and its
+// last value, as HashMap.put does.
+func hashMapOf(keys []string, vals []any) *data.OrderedMap {
+	m := &data.OrderedMap{Keys: make([]any, 0, len(keys)), Values: make([]any, 0, len(keys))}
+	index := make(map[string]int, len(keys))
+	for i, k := range keys {
+		if j, dup := index[k]; dup {
+			m.Values[j] = vals[i]
+			continue
+		}
+		index[k] = len(m.Keys)
+		m.Keys, m.Values = append(m.Keys, k), append(m.Values, vals[i])
+	}
+	capacity := uint32(16)
+	for uint32(len(m.Keys)) > capacity/4*3 {
+		capacity <<= 1
+	}
+	buckets := make([]uint32, len(m.Keys))
+	order := make([]int, len(m.Keys))
+	for i, k := range m.Keys {
+		buckets[i], _ = java.Bucket(k, capacity)
+		order[i] = i
+	}
+	slices.SortStableFunc(order, func(a, b int) int { return cmp.Compare(buckets[a], buckets[b]) })
+	out := &data.OrderedMap{Keys: make([]any, len(order)), Values: make([]any, len(order))}
+	for n, i := range order {
+		out.Keys[n], out.Values[n] = m.Keys[i], m.Values[i]
+	}
+	return out
 }

@@ -5,8 +5,8 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/kcd-project/kcd/daemon/connect/converter/internal/java"
 	"github.com/kcd-project/kcd/daemon/connect/data"
+	"github.com/kcd-project/kcd/daemon/connect/internal/java"
 )
 
 // appendValue appends the JSON of value, as JsonConverter.convertToJson
@@ -195,7 +195,13 @@ func (c *JSONConverter) appendMap(dst []byte, s *data.Schema, v any) ([]byte, er
 	} else {
 		dst = append(dst, '[')
 	}
-	for n, i := range java.MapOrder(keys) {
+	order := java.MapOrder(keys)
+	if _, ordered := v.(*data.OrderedMap); ordered {
+		for i := range order {
+			order[i] = i
+		}
+	}
+	for n, i := range order {
 		if n > 0 {
 			dst = append(dst, ',')
 		}

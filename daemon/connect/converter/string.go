@@ -6,8 +6,8 @@ import (
 	"unicode/utf16"
 	"unicode/utf8"
 
-	"github.com/kcd-project/kcd/daemon/connect/converter/internal/java"
 	"github.com/kcd-project/kcd/daemon/connect/data"
+	"github.com/kcd-project/kcd/daemon/connect/internal/java"
 )
 
 // StringConverter is Kafka Connect's

@@ -24,10 +24,16 @@ func Elements(v any) (elems []any, ok bool) {
 }
 
 // Entries returns the keys and values of a MAP value (map[any]any or any
-// other map type) in Go's iteration order, which is random. ok is false
+// other map type) in Go's iteration order, which is random; an
+// *OrderedMap's in its own order. ok is false
 // when v is not a map.
 func Entries(v any) (keys, values []any, ok bool) {
 	switch m := v.(type) {
+	case *OrderedMap:
+		if m == nil {
+			return nil, nil, false
+		}
+		return append([]any(nil), m.Keys...), append([]any(nil), m.Values...), true
 	case map[any]any:
 		keys, values = make([]any, 0, len(m)), make([]any, 0, len(m))
 		for k, v := range m {
@@ -64,4 +70,21 @@ func isNil(v any) bool {
 		return st == nil
 	}
 	return false
+}
+
+// OrderedMap is a MAP value whose entries iterate in the order given, as
+// a Java LinkedHashMap does (or a HashMap whose order is known): the
+// converters write it in that order. Keys are distinct.
+type OrderedMap struct {
+	Keys, Values []any
+}
+
+// Get returns the value of key k, and whether it is present.
+func (m *OrderedMap) Get(k any) (any, bool) {
+	for i, key := range m.Keys {
+		if key == k {
+			return m.Values[i], true
+		}
+	}
+	return nil, false
 }

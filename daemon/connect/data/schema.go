@@ -9,7 +9,7 @@
 //	float32, float64            FLOAT32, FLOAT64
 //	bool, string, []byte        BOOLEAN, STRING, BYTES
 //	[]any                       ARRAY
-//	map[any]any                 MAP (keys of a STRING key schema are strings)
+//	map[any]any, *OrderedMap    MAP (keys of a STRING key schema are strings)
 //	*Struct                     STRUCT
 //	Decimal                     the logical Decimal
 //	time.Time                   the logical Date, Time and Timestamp
@@ -17,7 +17,8 @@
 //
 // ARRAY also accepts any other slice type but []byte ([]string, []int32…),
 // and MAP any other map type (map[string]any…), as Kafka Connect accepts any
-// List and Map; converters that read data produce []any and map[any]any.
+// List and Map; converters that read data produce []any, and map[any]any
+// or, for JSON objects, *OrderedMap in the order Java's HashMap iterates.
 //
 // Validate checks a value against its schema, Equal and (*Schema).Equal
 // compare as Kafka Connect's equals methods do, and errors about data are

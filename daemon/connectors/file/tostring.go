@@ -69,6 +69,17 @@ func writeJava(b *strings.Builder, v any) {
 		b.WriteByte(']')
 	case map[any]any:
 		writeMap(b, v)
+	case *data.OrderedMap:
+		b.WriteByte('{')
+		for i, k := range v.Keys {
+			if i > 0 {
+				b.WriteString(", ")
+			}
+			b.WriteString(JavaString(k))
+			b.WriteByte('=')
+			writeJava(b, v.Values[i])
+		}
+		b.WriteByte('}')
 	case map[string]any:
 		m := make(map[any]any, len(v))
 		for k, e := range v {

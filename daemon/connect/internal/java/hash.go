@@ -250,3 +250,12 @@ func sign(d data.Decimal) int {
 func sortText(v any) string {
 	return fmt.Sprintf("%T:", v) + string(AppendToString(nil, v, Legacy))
 }
+
+// Bucket returns the bucket of key in a java.util.HashMap table of
+// capacity entries (a power of two); ok is false when the key's hash is
+// not predictable.
+func Bucket(key any, capacity uint32) (bucket uint32, ok bool) {
+	h, ok := HashCode(key)
+	u := uint32(h)
+	return (u ^ u>>16) & (capacity - 1), ok
+}
