@@ -325,7 +325,7 @@ func (s side) doAs(t *testing.T, method, path, body, ct string) reply {
 func retriable(r reply) bool {
 	var e restapi.ErrorMessage
 	return r.status == http.StatusInternalServerError && json.Unmarshal(r.body, &e) == nil &&
-		strings.Contains(e.Message, "can be safely retried")
+		(strings.Contains(e.Message, "can be safely retried") || strings.Contains(e.Message, "rebalance is expected"))
 }
 
 // doRetrying is do, sending the request again, with a short backoff,

@@ -260,11 +260,26 @@ func (c connectAPI) call(method, path string, body any) (int, []byte) {
 
 func (c connectAPI) must(method, path string, body any, want int) []byte {
 	c.t.Helper()
-	status, out := c.call(method, path, body)
-	if status != want {
-		c.t.Fatalf("%s %s: %d %s", method, path, status, out)
+	// While its group rebalances, Kafka Connect answers 500 and asks to be
+	// asked again; the test waits that out, up to a minute.
+	deadline := time.Now().Add(time.Minute)
+	for {
+		status, out := c.call(method, path, body)
+		if status == want {
+			return out
+		}
+		if status != http.StatusInternalServerError || !connectTransient(out) || time.Now().After(deadline) {
+			c.t.Fatalf("%s %s: %d %s", method, path, status, out)
+		}
+		<-time.After(200 * time.Millisecond)
 	}
-	return out
+}
+
+// connectTransient tells whether a 500 of Kafka Connect is one of its
+// answers during a rebalance.
+func connectTransient(body []byte) bool {
+	return bytes.Contains(body, []byte("rebalance is expected")) || bytes.Contains(body, []byte("can be safely retried")) ||
+		bytes.Contains(body, []byte("rebalance is in progress"))
 }
 
 type restOffsets struct {
