@@ -298,9 +298,9 @@ func (w *taskWriter) writeStates() {
 			continue
 		}
 		lb = appendLabel(lb[:0], "connector", s.ID.Connector)
-		lb = append(lb, ',')
-		lb = appendLabel(lb, "task", strconv.Itoa(s.ID.Task))
-		lb = append(lb, ',')
+		lb = append(lb, `,task="`...)
+		lb = strconv.AppendInt(lb, int64(s.ID.Task), 10)
+		lb = append(lb, `",`...)
 		lb = appendLabel(lb, "status", statusName(s.State))
 		w.line(task.name, "", lb, 1)
 	}
@@ -333,6 +333,16 @@ func (w *taskWriter) writeStates() {
 }
 
 func statusIndex(state string) int {
+	switch state { // the worker's own spelling first
+	case "RUNNING":
+		return 1
+	case "PAUSED":
+		return 2
+	case "FAILED":
+		return 3
+	case "UNASSIGNED":
+		return 0
+	}
 	for i, s := range statuses {
 		if strings.EqualFold(s, state) {
 			return i
