@@ -26,6 +26,10 @@
 #             and peak RSS growth per phase (skipped without the test environment's Kafka)
 #   memory    BenchmarkIdleRSS: VmRSS of idle kcd processes, and of the test environment's Kafka
 #             Connect worker when it runs
+#   filestream BenchmarkFileStreamSideBySide: FileStreamSource (1 and 4 connectors) and FileStreamSink
+#             (1 and 4 tasks) on kcd and on a fresh real Kafka Connect worker, same Kafka, converters,
+#             compression and exactly-once setting, $BENCH_FILESTREAM_ROUNDS alternating rounds
+#             (default 3): records/s, CPU per record, memory, start-up, first sink write
 #   javahost-hop bench/javahost-hop.sh: a source poll and a sink put of 1, 100 and 1,000 records
 #             through the Java host's socket against the same calls in one JVM (Kafka Connect's way)
 #   javahost  BenchmarkJavaHostSideBySide: Kafka Connect's MirrorSourceConnector and Debezium's
@@ -99,6 +103,9 @@ run migrate -test.bench '^BenchmarkMigrateImport$/^node=worker$' -test.benchtime
 run migrate-raftonly -test.bench '^BenchmarkMigrateImport$/^node=raft-only$' -test.benchtime 1x ||
 	echo "== migrate-raftonly FAILED: see $OUT/migrate-raftonly.txt"
 run taskfailover -test.bench '^BenchmarkTaskFailover$' -test.benchtime "${TASK_TRIALS}x"
+run filestream -test.bench '^BenchmarkFileStreamSideBySide$' -test.benchtime 1x \
+	-bench.filestream.rounds "${BENCH_FILESTREAM_ROUNDS:-3}" ||
+	echo "== filestream FAILED: see $OUT/filestream.txt"
 # The socket hop per batch against an in-JVM call (bench/javahost-hop.sh: needs Java 17 and Maven).
 echo "== javahost-hop (load average before: $(cut -d' ' -f1-3 /proc/loadavg))"
 bench/javahost-hop.sh 2>&1 | tee "$OUT/javahost-hop.txt" || echo "== javahost-hop FAILED: see $OUT/javahost-hop.txt"
@@ -113,7 +120,7 @@ echo
 echo "== summary (raw output in $OUT)"
 grep -h '^Benchmark' "$OUT/writes.txt" "$OUT/writes-3sched.txt" "$OUT/stores.txt" "$OUT/storeswitch.txt" "$OUT/failover.txt" "$OUT/memory.txt" "$OUT/migrate.txt" "$OUT/migrate-raftonly.txt" "$OUT/taskfailover.txt" "$OUT/assign.txt"
 [ -n "$fsyncs" ] && echo "fsyncs: $fsyncs"
-for f in "$OUT"/javahost-sidebyside-eos-*.md; do
+for f in "$OUT"/filestream-sidebyside.md "$OUT"/javahost-sidebyside-eos-*.md; do
 	[ -s "$f" ] && { echo "== javahost: kcd and Kafka Connect side by side"; cat "$f"; }
 done
 grep -h 'VmRSS\|Kafka Connect worker' "$OUT/memory.txt" | sed 's/^bench: //' || true
