@@ -118,6 +118,8 @@ func runFileStreamSideBySide(b *testing.B) {
 
 	for round := range *fsRounds {
 		s.noteLoad()
+		rawProducer(b, ctx, s, cl, adm, fmt.Sprintf("kcd-bench-fs-raw-r%d-%s", round, stamp), n)
+		made = append(made, fmt.Sprintf("kcd-bench-fs-raw-r%d-%s", round, stamp))
 		sides := []*peer{kcd, peerConnect}
 		if round%2 == 1 {
 			sides = []*peer{peerConnect, kcd}
@@ -140,6 +142,35 @@ func runFileStreamSideBySide(b *testing.B) {
 			progress("write table: %v", err)
 		}
 	}
+}
+
+// rawProducer writes n records of lineBytes into a new 1-partition topic
+// with a franz-go client of its own as kcd's producer is set up (acks=all,
+// idempotent, snappy): the ceiling of a source on this broker, in kcd's
+// column.
+func rawProducer(b *testing.B, ctx context.Context, s *sheet, _ *kgo.Client, adm *kadm.Client, topic string, n int) {
+	if _, err := adm.CreateTopic(ctx, 1, 1, nil, topic); err != nil {
+		b.Fatalf("create %s: %v", topic, err)
+	}
+	cl, err := kgo.NewClient(kgo.SeedBrokers(strings.Split(brokersOf(b), ",")...), kgo.RequiredAcks(kgo.AllISRAcks()),
+		kgo.DefaultProduceTopic(topic))
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer cl.Close()
+	value := []byte(strings.Repeat("x", lineBytes))
+	start := time.Now()
+	for range n {
+		cl.Produce(ctx, &kgo.Record{Value: value}, func(_ *kgo.Record, err error) {
+			if err != nil {
+				progress("raw producer: %v", err)
+			}
+		})
+	}
+	if err := cl.Flush(ctx); err != nil {
+		b.Fatal(err)
+	}
+	s.add("raw franz-go producer, the same records: records/s", "rec/s", true, sideKcd, float64(n)/time.Since(start).Seconds())
 }
 
 // writeLines writes lines first..first+n-1 of lineBytes each.
@@ -186,8 +217,17 @@ func runFileSource(b *testing.B, ctx context.Context, s *sheet, p *peer, adm *ka
 			b.Fatal(err)
 		}
 	}
-	var first, all time.Time
+	var first, all, running time.Time
 	err = waitUntil(ctx, 10*time.Minute, 20*time.Millisecond, func() (bool, error) {
+		if running.IsZero() {
+			ok, err := p.running(ctx, fmt.Sprintf("bench-fs-%s-%d", tag, len(files)-1), 1)
+			if err != nil {
+				return false, err
+			}
+			if ok {
+				running = time.Now()
+			}
+		}
 		var got int64
 		for _, t := range topics {
 			got += topicCount(ctx, adm, t)
@@ -210,6 +250,9 @@ func runFileSource(b *testing.B, ctx context.Context, s *sheet, p *peer, adm *ka
 		if err := p.remove(ctx, time.Minute, fmt.Sprintf("bench-fs-%s-%d", tag, i)); err != nil {
 			b.Fatal(err)
 		}
+	}
+	if len(files) == 1 && !running.IsZero() {
+		s.add("FileStreamSource: POST → RUNNING", "s", false, p.name, running.Sub(posted).Seconds())
 	}
 	s.add(what+": records/s, first record → last", "rec/s", true, p.name, float64(n)/all.Sub(first).Seconds())
 	s.add(what+": POST → last record", "s", false, p.name, all.Sub(posted).Seconds())
