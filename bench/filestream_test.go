@@ -3,12 +3,14 @@ package bench
 import (
 	"bufio"
 	"context"
+	"encoding/json"
 	"flag"
 	"fmt"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -22,6 +24,7 @@ import (
 var (
 	fsRounds  = flag.Int("bench.filestream.rounds", 3, "BenchmarkFileStreamSideBySide: rounds, each running every scenario on both sides")
 	fsRecords = flag.Int("bench.filestream.records", 1_000_000, "BenchmarkFileStreamSideBySide: lines of 100 bytes per scenario")
+	fsRestart = flag.Int("bench.filestream.restart-connectors", 100, "BenchmarkFileStreamSideBySide: connectors running when each side restarts")
 	fsCompr   = flag.String("bench.filestream.compression", "snappy", "BenchmarkFileStreamSideBySide: the worker's producer.compression.type (kcd's producer compresses with snappy)")
 )
 
@@ -40,7 +43,9 @@ const (
 //   - source, 1 and 4 connectors: lines of a file (4 files of a quarter
 //     each) into a 1-partition topic each, until all are in Kafka;
 //   - sink, 1 and 4 tasks: a pre-filled topic of 1 and 4 partitions into a
-//     file, until every line is written, and the time to the first write.
+//     file, until every line is written, and the time to the first write;
+//   - after the rounds, -bench.filestream.restart-connectors sinks on each
+//     side, the process killed and started again: exec → all RUNNING.
 //
 // Both sides use StringConverter, exactly-once source support disabled
 // (Kafka Connect's default), and compress with snappy (kcd's producer
@@ -108,8 +113,11 @@ func runFileStreamSideBySide(b *testing.B) {
 	idle(s, kcd)
 
 	start = time.Now()
-	url, pid := testenv.StartConnectWorkerPID(b, map[string]string{
-		"producer.compression.type": *fsCompr, "exactly.once.source.support": "disabled"})
+	group := "kcd-bench-fs-" + stamp
+	kcProps := map[string]string{"producer.compression.type": *fsCompr, "exactly.once.source.support": "disabled",
+		"group.id": group, "config.storage.topic": group + "-configs", "offset.storage.topic": group + "-offsets",
+		"status.storage.topic": group + "-status"}
+	url, pid := testenv.StartConnectWorkerPID(b, kcProps)
 	peerConnect := newPeer(sideConnect, url, func() []int { return []int{pid} })
 	// StartConnectWorkerPID returns once the worker is healthy: its first
 	// 200 came at most this late.
@@ -134,6 +142,24 @@ func runFileStreamSideBySide(b *testing.B) {
 			runFileSink(b, ctx, s, p, dir, tag, sinkIn1, 1, n)
 			runFileSink(b, ctx, s, p, dir, tag+"x4", sinkIn4, 4, n)
 		}
+	}
+	// Restart with many connectors: exec → every one RUNNING again.
+	if k := *fsRestart; k > 0 {
+		createSinks(b, ctx, kcd, sinkIn1, dir, "kcd", k)
+		createSinks(b, ctx, peerConnect, sinkIn1, dir, "kc", k)
+		node.Kill()
+		<-node.Exited()
+		start := time.Now()
+		if err := node.Start(); err != nil {
+			b.Fatal(err)
+		}
+		waitAllRunning(b, ctx, kcd, "kcd", k)
+		s.add(fmt.Sprintf("restart with %d connectors → all RUNNING", k), "s", false, sideKcd, time.Since(start).Seconds())
+		syscall.Kill(pid, syscall.SIGKILL)
+		start = time.Now()
+		url, _ := testenv.StartConnectWorkerPID(b, kcProps)
+		waitAllRunning(b, ctx, newPeer(sideConnect, url, nil), "kc", k)
+		s.add(fmt.Sprintf("restart with %d connectors → all RUNNING", k), "s", false, sideConnect, time.Since(start).Seconds())
 	}
 	table := s.markdown()
 	fmt.Println(table)
@@ -171,6 +197,53 @@ func rawProducer(b *testing.B, ctx context.Context, s *sheet, _ *kgo.Client, adm
 		b.Fatal(err)
 	}
 	s.add("raw franz-go producer, the same records: records/s", "rec/s", true, sideKcd, float64(n)/time.Since(start).Seconds())
+}
+
+// createSinks creates k FileStreamSinks of topic on p and waits until
+// they run.
+func createSinks(b *testing.B, ctx context.Context, p *peer, topic, dir, tag string, k int) {
+	for i := range k {
+		cfg := map[string]string{"connector.class": fileSinkClass, "tasks.max": "1", "topics": topic,
+			"file": filepath.Join(dir, fmt.Sprintf("many-%s-%d.txt", tag, i)),
+			"key.converter": stringConverter, "value.converter": stringConverter}
+		if err := p.create(ctx, 2*time.Minute, fmt.Sprintf("bench-many-%s-%d", tag, i), cfg); err != nil {
+			b.Fatal(err)
+		}
+	}
+	waitAllRunning(b, ctx, p, tag, k)
+}
+
+// waitAllRunning waits until the k connectors of createSinks and their
+// tasks are RUNNING.
+func waitAllRunning(b *testing.B, ctx context.Context, p *peer, tag string, k int) {
+	err := waitUntil(ctx, 10*time.Minute, 50*time.Millisecond, func() (bool, error) {
+		code, body, err := p.do(ctx, "GET", "/connectors?expand=status", nil)
+		if err != nil || code != 200 {
+			return false, nil
+		}
+		var all map[string]struct {
+			Status struct {
+				Connector struct{ State string }
+				Tasks     []struct{ State string }
+			}
+		}
+		if json.Unmarshal(body, &all) != nil {
+			return false, nil
+		}
+		n := 0
+		for name, c := range all {
+			if !strings.HasPrefix(name, "bench-many-"+tag+"-") || c.Status.Connector.State != "RUNNING" {
+				continue
+			}
+			if len(c.Status.Tasks) == 1 && c.Status.Tasks[0].State == "RUNNING" {
+				n++
+			}
+		}
+		return n == k, nil
+	})
+	if err != nil {
+		b.Fatalf("%s: not all %d connectors RUNNING: %v", p.name, k, err)
+	}
 }
 
 // writeLines writes lines first..first+n-1 of lineBytes each.
