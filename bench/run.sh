@@ -38,6 +38,8 @@
 #             (default 3), with exactly-once source support enabled (kcd's default) and disabled
 #             (Kafka Connect's): records/s, CPU per record, POST -> RUNNING, memory; a table each
 #             (needs the test environment and a built Java host: make testenv-up, make javahost)
+#   rebalance-sbs BenchmarkRebalanceSideBySide: two workers each side run 30 sink tasks under a
+#             steady producer, a third joins: tasks moved, longest output stall, exec -> its share
 #   failover-sbs BenchmarkFailoverSideBySide: three workers each side, kill -9 of one, until its
 #             FileStreamSink tasks run elsewhere; Kafka Connect with scheduled.rebalance.max.delay.ms
 #             0 and its default 300000 (that trial alone takes about five minutes)
@@ -88,6 +90,7 @@ tables() {
 		[ -s "$f" ] && { echo "== $(basename "$f" .md)"; cat "$f"; }
 	done
 	grep -h '^| failover' "$OUT/failover-sbs.txt" 2>/dev/null || true
+	grep -h '^| a worker joins' "$OUT/rebalance-sbs.txt" 2>/dev/null || true
 }
 
 if [ "${QUICK:-}" = 1 ]; then
@@ -95,6 +98,8 @@ if [ "${QUICK:-}" = 1 ]; then
 	side_by_side 1 -bench.filestream.records 300000 -bench.filestream.restart-connectors 20
 	run failover-sbs -test.bench '^BenchmarkFailoverSideBySide$' -test.benchtime 1x -bench.failover.connect-delays 0 ||
 		echo "== failover-sbs FAILED: see $OUT/failover-sbs.txt"
+	run rebalance-sbs -test.bench '^BenchmarkRebalanceSideBySide$' -test.benchtime 1x ||
+		echo "== rebalance-sbs FAILED: see $OUT/rebalance-sbs.txt"
 	tables
 	exit 0
 fi
@@ -146,6 +151,8 @@ bench/javahost-hop.sh 2>&1 | tee "$OUT/javahost-hop.txt" || echo "== javahost-ho
 side_by_side "${BENCH_ROUNDS:-3}"
 run failover-sbs -test.bench '^BenchmarkFailoverSideBySide$' -test.benchtime 1x ||
 	echo "== failover-sbs FAILED: see $OUT/failover-sbs.txt"
+run rebalance-sbs -test.bench '^BenchmarkRebalanceSideBySide$' -test.benchtime 1x ||
+	echo "== rebalance-sbs FAILED: see $OUT/rebalance-sbs.txt"
 (cd daemon/coordinator/assignor && go test -run '^$' -bench '^BenchmarkAssign' -benchmem) 2>&1 | tee "$OUT/assign.txt"
 
 echo
