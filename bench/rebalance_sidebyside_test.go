@@ -117,11 +117,7 @@ func rebalanceTrial(b *testing.B, ctx context.Context, s *sheet, side string, cl
 
 	name := "bench-rebalance"
 	cfg := map[string]string{"connector.class": fileSinkClass, "tasks.max": strconv.Itoa(tasks), "topics": topic,
-		"file": out, "key.converter": stringConverter, "value.converter": stringConverter,
-		"consumer.override.auto.offset.reset": "latest"}
-	if side == sideConnect {
-		delete(cfg, "consumer.override.auto.offset.reset") // needs the client override policy; earliest is fine here
-	}
+		"file": out, "key.converter": stringConverter, "value.converter": stringConverter}
 	if err := ms[0].peer.create(ctx, 2*time.Minute, name, cfg); err != nil {
 		b.Fatal(err)
 	}
