@@ -346,7 +346,16 @@ func benchLimits(cfg *Config) {
 		cfg.Limits.SinkMaxConcurrentFetches = int(v)
 	}
 	if v, err := time.ParseDuration(os.Getenv("KCD_BENCH_LINGER")); err == nil {
-		producerLinger = v
+		if cfg.Producer == nil {
+			cfg.Producer = map[string]string{}
+		}
+		cfg.Producer["linger.ms"] = strconv.FormatInt(v.Milliseconds(), 10)
+	}
+	if v := os.Getenv("KCD_BENCH_COMPRESSION"); v != "" {
+		if cfg.Producer == nil {
+			cfg.Producer = map[string]string{}
+		}
+		cfg.Producer["compression.type"] = v
 	}
 }
 

@@ -116,7 +116,7 @@ func (w *Worker) Run(ctx context.Context) error {
 	}
 
 	var err error
-	opts := w.producerOpts(w.cfg.Limits.WorkerInFlightRecords, "kcd-worker-"+w.cfg.WorkerID)
+	opts := w.producerOpts(w.cfg.producer, false, w.cfg.Limits.WorkerInFlightRecords, "kcd-worker-"+w.cfg.WorkerID)
 	// Sinks list partitions through this client, which answers from
 	// metadata cached for up to MetadataMinAge (5 s by default).
 	opts = append(opts, kgo.MetadataMinAge(min(5*time.Second, w.cfg.SinkRelistInterval)))
