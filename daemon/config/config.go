@@ -697,7 +697,7 @@ func fields() []field {
 		{"stale-read-max", "How stale a REST read of connectors, statuses or offsets may be when no Raft leader confirms the local replica (0: never stale)",
 			func(c *Config, v string) (err error) { c.StaleReadMax, err = time.ParseDuration(v); return err },
 			func(c *Config) string { return c.StaleReadMax.String() }},
-		{"exactly-once-source-support", "enabled: each source task produces in transactions under its own transactional id, so the broker fences a stale run of it, and sinks read committed records; disabled: one idempotent producer per worker (Kafka Connect's exactly.once.source.support)",
+		{"exactly-once-source-support", "enabled: each source task produces in transactions under its own transactional id, so the broker fences a stale run of it, and sinks read committed records; disabled: one producer per worker (Kafka Connect's exactly.once.source.support)",
 			func(c *Config, v string) error { c.ExactlyOnceSourceSupport = strings.TrimSpace(v); return nil },
 			func(c *Config) string { return c.ExactlyOnceSourceSupport }},
 		countField("max-tasks-per-connector", "The most tasks a connector may have (tasks.max); larger values are refused. The same on every node",

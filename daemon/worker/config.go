@@ -79,9 +79,9 @@ type Config struct {
 	// its own transactional producer, whose transactional id is stable per
 	// task, so that the broker fences the task's previous run wherever it
 	// still runs; sink tasks read committed records only.
-	// ExactlyOnceDisabled: source tasks share the worker's idempotent
-	// producer and sinks read uncommitted records, as Kafka Connect's
-	// defaults do.
+	// ExactlyOnceDisabled: source tasks share the worker's producer
+	// (Producer's settings) and sinks read uncommitted records, as Kafka
+	// Connect's defaults do.
 	ExactlyOnceSource string
 	// MaxTasksPerConnector is the most tasks a connector may have here: a
 	// connector whose tasks.max is larger fails (whatever wrote its
