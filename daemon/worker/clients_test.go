@@ -33,6 +33,10 @@ func TestClientOverrides(t *testing.T) {
 	if err != nil || !s.ownProducer || s.producer.Compression != "zstd" || s.producer.Linger != 7*time.Millisecond {
 		t.Fatalf("override: %+v, %v", s.producer, err)
 	}
+	s, _ = parseSettingsFor("c", map[string]string{"producer.override.buffer.memory": "65536"}, cfg, connect.PluginSource)
+	if s.ownProducer || s.producer.BufferMemory != 65536 {
+		t.Errorf("buffer.memory alone: own producer %v, %d", s.ownProducer, s.producer.BufferMemory)
+	}
 	// The same value as the worker's: the shared producer does.
 	s, _ = parseSettingsFor("c", map[string]string{"producer.override.compression.type": "lz4"}, cfg, connect.PluginSource)
 	if s.ownProducer {
@@ -78,5 +82,34 @@ func TestWorkerClientSettingsRefused(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%+v: %v", c, err)
 		}
+	}
+}
+
+// buffer.memory lowers a source task's in-flight byte limit, never raises
+// it above task-in-flight-bytes; the worker's limits stay as they are.
+func TestBufferMemoryBoundsTaskBudget(t *testing.T) {
+	e := fakeEnv(t)
+	low, high := e.name("low"), e.name("high")
+	e.create(low, map[string]string{"connector.class": "FileStreamSource", "file": "/dev/null", "topic": e.name("t"),
+		"producer.override.buffer.memory": "131072"})
+	e.create(high, map[string]string{"connector.class": "FileStreamSource", "file": "/dev/null", "topic": e.name("t"),
+		"producer.override.buffer.memory": "1073741824"})
+	w := e.start(func(c *Config) { c.Producer = map[string]string{"buffer.memory": "262144"} })
+	for name, want := range map[string]int64{low: 128 << 10, high: 32 << 20} {
+		var got int64
+		waitFor(t, 10*time.Second, name+" task running", func() (bool, string) {
+			ts := w.taskStats(name, 0)
+			if ts == nil || ts.budget == nil {
+				return false, "no task"
+			}
+			got = ts.budget.maxBytes
+			return true, ""
+		})
+		if got != want {
+			t.Errorf("%s: task in-flight bytes %d, want %d", name, got, want)
+		}
+	}
+	if w.budget.maxBytes != 32<<20 {
+		t.Errorf("worker budget %d", w.budget.maxBytes)
 	}
 }

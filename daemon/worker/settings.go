@@ -67,6 +67,7 @@ func clientSettings(cfg map[string]string, w Config, typ connect.PluginType) (cl
 	if err != nil {
 		return clientcfg.Producer{}, clientcfg.Consumer{}, err
 	}
+	// A Config not through withDefaults (tests) has Kafka Connect's.
 	base, cbase := w.producer, w.consumer
 	if base == (clientcfg.Producer{}) {
 		base = clientcfg.DefaultProducer()
@@ -182,7 +183,11 @@ func parseSettingsFor(name string, cfg map[string]string, defaults Config, typ c
 	if s.producer, s.consumer, err = clientSettings(cfg, defaults, typ); err != nil && p.err == nil {
 		p.err = err
 	}
-	s.ownProducer = s.producer != defaults.producer && defaults.producer != (clientcfg.Producer{})
+	// buffer.memory is the task's budget, not the producer's: alone, it
+	// needs no producer of the task's own.
+	same := s.producer
+	same.BufferMemory = defaults.producer.BufferMemory
+	s.ownProducer = same != defaults.producer && defaults.producer != (clientcfg.Producer{})
 	if g := strings.TrimSpace(s.consumer.GroupID); g != "" {
 		s.groupID = g
 	}

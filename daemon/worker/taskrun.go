@@ -95,7 +95,11 @@ func (s *supervisor) startTask(id int, config map[string]string, paused bool, pa
 		lim := s.w.cfg.Limits
 		// The producer's buffer.memory bounds a task's bytes in flight
 		// below task-in-flight-bytes, never above it.
-		tr.stats.budget = newBudget(lim.TaskInFlightRecords, min(lim.TaskInFlightBytes, s.settings.producer.BufferMemory), s.w.budget)
+		bytes := lim.TaskInFlightBytes
+		if b := s.settings.producer.BufferMemory; b > 0 {
+			bytes = min(bytes, b)
+		}
+		tr.stats.budget = newBudget(lim.TaskInFlightRecords, bytes, s.w.budget)
 	}
 	resolved, rerr := s.w.cfg.ConfigProviders.Transform(config)
 	tr.config = resolved
