@@ -73,3 +73,16 @@ func TestClientSettingsRefused(t *testing.T) {
 		t.Errorf("env: %v", err)
 	}
 }
+
+// Unquoted YAML numbers and booleans are read as the settings' text.
+
+func TestClientSettingsYAMLNumbers(t *testing.T) {
+	path := writeFile(t, "bootstrap-servers: [a:9092]\nproducer:\n  linger.ms: 20\n  enable.idempotence: true\n")
+	c, err := Load(path, envOf(nil), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Producer["linger.ms"] != "20" || c.Producer["enable.idempotence"] != "true" {
+		t.Errorf("%v", c.Producer)
+	}
+}
