@@ -75,7 +75,6 @@ func TestClientSettingsRefused(t *testing.T) {
 }
 
 // Unquoted YAML numbers and booleans are read as the settings' text.
-
 func TestClientSettingsYAMLNumbers(t *testing.T) {
 	path := writeFile(t, "bootstrap-servers: [a:9092]\nproducer:\n  linger.ms: 20\n  enable.idempotence: true\n")
 	c, err := Load(path, envOf(nil), nil)
