@@ -26,16 +26,26 @@
 #             and peak RSS growth per phase (skipped without the test environment's Kafka)
 #   memory    BenchmarkIdleRSS: VmRSS of idle kcd processes, and of the test environment's Kafka
 #             Connect worker when it runs
+#   filestream BenchmarkFileStreamSideBySide: FileStreamSource (1 and 4 connectors) and FileStreamSink
+#             (1 and 4 tasks) on kcd and on a fresh real Kafka Connect worker, same Kafka, converters,
+#             compression and exactly-once setting, $BENCH_ROUNDS alternating rounds
+#             (default 3): records/s, CPU per record, memory, start-up, first sink write
 #   javahost-hop bench/javahost-hop.sh: a source poll and a sink put of 1, 100 and 1,000 records
 #             through the Java host's socket against the same calls in one JVM (Kafka Connect's way)
 #   javahost  BenchmarkJavaHostSideBySide: Kafka Connect's MirrorSourceConnector and Debezium's
 #             PostgresConnector on kcd (its Java connector host) and on a fresh real Kafka Connect
-#             worker, same plugins, Kafka and PostgreSQL, $BENCH_JAVAHOST_ROUNDS alternating rounds
+#             worker, same plugins, Kafka and PostgreSQL, $BENCH_ROUNDS alternating rounds
 #             (default 3), with exactly-once source support enabled (kcd's default) and disabled
 #             (Kafka Connect's): records/s, CPU per record, POST -> RUNNING, memory; a table each
 #             (needs the test environment and a built Java host: make testenv-up, make javahost)
+#   failover-sbs BenchmarkFailoverSideBySide: three workers each side, kill -9 of one, until its
+#             FileStreamSink tasks run elsewhere; Kafka Connect with scheduled.rebalance.max.delay.ms
+#             0 and its default 300000 (that trial alone takes about five minutes)
 #
-# About 6-15 minutes on 2 cores (the switch benchmark waits up to 90 s for the cluster to settle before each switch). Everything it starts it stops; raw output goes to $BENCH_OUT
+# QUICK=1 (make bench QUICK=1) runs only the side-by-side benchmarks, one round each at small
+# sizes, Kafka Connect's failover with a delay of 0 only: about 4 minutes.
+#
+# About 25-35 minutes on 2 cores (the switch benchmark waits up to 90 s for the cluster to settle before each switch). Everything it starts it stops; raw output goes to $BENCH_OUT
 # (default .data/bench). Data dirs are under $TMPDIR (default /tmp), which must be a disk, not tmpfs.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -58,6 +68,37 @@ run() {
 	echo "== $name (load average before: $(cut -d' ' -f1-3 /proc/loadavg))"
 	(cd bench && "$OUT/bench.test" -test.run '^$' -test.timeout 15m "$@") 2>&1 | tee "$OUT/$name.txt"
 }
+
+# side_by_side ROUNDS ARGS...: kcd against the real Kafka Connect, one table each.
+side_by_side() {
+	local rounds=$1
+	shift
+	run filestream -test.bench '^BenchmarkFileStreamSideBySide$' -test.benchtime 1x -bench.filestream.rounds "$rounds" "$@" ||
+		echo "== filestream FAILED: see $OUT/filestream.txt"
+	for eos in enabled disabled; do
+		run javahost-eos-$eos -test.bench '^BenchmarkJavaHostSideBySide$' -test.benchtime 1x \
+			-bench.javahost.rounds "$rounds" -bench.javahost.exactly-once $eos "${JAVAHOST_ARGS[@]}" ||
+			echo "== javahost-eos-$eos FAILED: see $OUT/javahost-eos-$eos.txt"
+	done
+}
+
+tables() {
+	echo
+	for f in "$OUT"/filestream-sidebyside.md "$OUT"/javahost-sidebyside-eos-*.md; do
+		[ -s "$f" ] && { echo "== $(basename "$f" .md)"; cat "$f"; }
+	done
+	grep -h '^| failover' "$OUT/failover-sbs.txt" 2>/dev/null || true
+}
+
+if [ "${QUICK:-}" = 1 ]; then
+	JAVAHOST_ARGS=(-bench.javahost.mirror-records 200000 -bench.javahost.dbz-rows 20000 -bench.javahost.dbz-stream 5000)
+	side_by_side 1 -bench.filestream.records 300000 -bench.filestream.restart-connectors 20
+	run failover-sbs -test.bench '^BenchmarkFailoverSideBySide$' -test.benchtime 1x -bench.failover.connect-delays 0 ||
+		echo "== failover-sbs FAILED: see $OUT/failover-sbs.txt"
+	tables
+	exit 0
+fi
+JAVAHOST_ARGS=()
 
 run writes -test.bench '^BenchmarkWrites$' -test.benchtime "$WRITES_TIME"
 # The three nodes share one Go scheduler here; as three processes they would have three. The same
@@ -102,20 +143,16 @@ run taskfailover -test.bench '^BenchmarkTaskFailover$' -test.benchtime "${TASK_T
 # The socket hop per batch against an in-JVM call (bench/javahost-hop.sh: needs Java 17 and Maven).
 echo "== javahost-hop (load average before: $(cut -d' ' -f1-3 /proc/loadavg))"
 bench/javahost-hop.sh 2>&1 | tee "$OUT/javahost-hop.txt" || echo "== javahost-hop FAILED: see $OUT/javahost-hop.txt"
-for eos in enabled disabled; do
-	run javahost-eos-$eos -test.bench '^BenchmarkJavaHostSideBySide$' -test.benchtime 1x \
-		-bench.javahost.rounds "${BENCH_JAVAHOST_ROUNDS:-3}" -bench.javahost.exactly-once $eos ||
-		echo "== javahost-eos-$eos FAILED: see $OUT/javahost-eos-$eos.txt"
-done
+side_by_side "${BENCH_ROUNDS:-3}"
+run failover-sbs -test.bench '^BenchmarkFailoverSideBySide$' -test.benchtime 1x ||
+	echo "== failover-sbs FAILED: see $OUT/failover-sbs.txt"
 (cd daemon/coordinator/assignor && go test -run '^$' -bench '^BenchmarkAssign' -benchmem) 2>&1 | tee "$OUT/assign.txt"
 
 echo
 echo "== summary (raw output in $OUT)"
 grep -h '^Benchmark' "$OUT/writes.txt" "$OUT/writes-3sched.txt" "$OUT/stores.txt" "$OUT/storeswitch.txt" "$OUT/failover.txt" "$OUT/memory.txt" "$OUT/migrate.txt" "$OUT/migrate-raftonly.txt" "$OUT/taskfailover.txt" "$OUT/assign.txt"
 [ -n "$fsyncs" ] && echo "fsyncs: $fsyncs"
-for f in "$OUT"/javahost-sidebyside-eos-*.md; do
-	[ -s "$f" ] && { echo "== javahost: kcd and Kafka Connect side by side"; cat "$f"; }
-done
+tables
 grep -h 'VmRSS\|Kafka Connect worker' "$OUT/memory.txt" | sed 's/^bench: //' || true
 grep -h '^bench: migrate: [0-9a-zW]' "$OUT/migrate.txt" "$OUT/migrate-raftonly.txt" | sed 's/^bench: //' || true
 grep -h '^bench: .*: \(innodb\|fsync\|switch .* done\)' "$OUT/stores.txt" "$OUT/storeswitch.txt" | sed 's/^bench: //' || true

@@ -93,7 +93,7 @@ const maxKeptBuffer = 16 << 20
 func New(src Sources) *Handler {
 	h := &Handler{src: src, reg: prometheus.NewRegistry()}
 	h.scrapes.New = func() any { return new(scrape) }
-	h.reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	h.reg.MustRegister(collectors.NewGoCollector(), newProcessCollector())
 	h.reg.MustRegister(nodeCollector{src})
 	if src.Store != nil {
 		h.reg.MustRegister(src.Store.hist, src.Store.errs)

@@ -3,8 +3,10 @@ package metrics
 import (
 	"fmt"
 	"io"
+	"math"
 	"net/http"
 	"net/http/httptest"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -326,4 +328,26 @@ func TestConcurrentScrapes(t *testing.T) {
 		})
 	}
 	wg.Wait()
+}
+
+func TestAppendFixedIsExactDecimal(t *testing.T) {
+	for _, c := range []struct {
+		v     int64
+		scale int
+		want  string
+	}{
+		{0, 9, "0"}, {1, 9, "0.000000001"}, {1_500_000_000, 9, "1.5"}, {12_345_678_901, 9, "12.345678901"},
+		{3_000_000_000, 9, "3"}, {1733300000123, 3, "1733300000.123"}, {1733300000000, 3, "1733300000"},
+		{-250_000_000, 9, "-0.25"}, {7, 0, "7"},
+	} {
+		if got := string(appendFixed(nil, c.v, c.scale)); got != c.want {
+			t.Errorf("appendFixed(%d, %d) = %q, want %q", c.v, c.scale, got, c.want)
+		}
+		if c.scale > 0 {
+			f, err := strconv.ParseFloat(string(appendFixed(nil, c.v, c.scale)), 64)
+			if want := float64(c.v) / math.Pow10(c.scale); err != nil || math.Abs(f-want) > 1e-9*math.Max(1, math.Abs(want)) {
+				t.Errorf("appendFixed(%d, %d) parses as %v (%v), want %v", c.v, c.scale, f, err, want)
+			}
+		}
+	}
 }

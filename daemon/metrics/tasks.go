@@ -100,18 +100,50 @@ func (w *taskWriter) taskLabels(i int) []byte {
 	return w.labels[start:w.ends[i]]
 }
 
-// perTask writes one family with one series per task that want selects.
-func (w *taskWriter) perTask(f family, want func(*worker.TaskStats) bool, v func(*worker.TaskStats) float64) {
+// perTask writes one family with one series per task that want selects;
+// v is a fixed-point value: v / 10^scale.
+func (w *taskWriter) perTask(f family, scale int, want func(*worker.TaskStats) bool, v func(*worker.TaskStats) int64) {
 	w.header(f)
 	for i := range w.stats.Tasks {
 		t := &w.stats.Tasks[i]
 		if want(t) {
 			w.b = append(w.b, f.name...)
 			w.b = append(w.b, w.taskLabels(i)...)
-			w.b = appendValue(w.b, v(t))
+			w.b = appendFixed(w.b, v(t), scale)
 			w.b = append(w.b, '\n')
 		}
 	}
+}
+
+// appendFixed appends v / 10^scale in decimal, exactly, without trailing
+// zeros: seconds from nanoseconds without the float formatting that took a
+// good part of a scrape.
+func appendFixed(b []byte, v int64, scale int) []byte {
+	if v < 0 {
+		b = append(b, '-')
+		v = -v // the values here are durations and times, far from MinInt64
+	}
+	p := int64(1)
+	for range scale {
+		p *= 10
+	}
+	b = strconv.AppendInt(b, v/p, 10)
+	frac := v % p
+	if frac == 0 {
+		return b
+	}
+	var d [19]byte
+	n := scale
+	for frac%10 == 0 {
+		frac /= 10
+		n--
+	}
+	for i := n - 1; i >= 0; i-- {
+		d[i] = byte('0' + frac%10)
+		frac /= 10
+	}
+	b = append(b, '.')
+	return append(b, d[:n]...)
 }
 
 // perTaskInt is perTask for an integer value.
@@ -128,8 +160,9 @@ func (w *taskWriter) perTaskInt(f family, want func(*worker.TaskStats) bool, v f
 	}
 }
 
-// summary writes a family of type summary (no quantiles): _sum and _count.
-func (w *taskWriter) summary(f family, want func(*worker.TaskStats) bool, sum func(*worker.TaskStats) float64, count func(*worker.TaskStats) int64) {
+// summary writes a family of type summary (no quantiles): _sum, in
+// seconds from nanoseconds, and _count.
+func (w *taskWriter) summary(f family, want func(*worker.TaskStats) bool, sum func(*worker.TaskStats) time.Duration, count func(*worker.TaskStats) int64) {
 	w.header(f)
 	for i := range w.stats.Tasks {
 		t := &w.stats.Tasks[i]
@@ -138,7 +171,7 @@ func (w *taskWriter) summary(f family, want func(*worker.TaskStats) bool, sum fu
 			w.b = append(w.b, f.name...)
 			w.b = append(w.b, "_sum"...)
 			w.b = append(w.b, l...)
-			w.b = appendValue(w.b, sum(t))
+			w.b = appendFixed(w.b, int64(sum(t)), 9)
 			w.b = append(w.b, '\n')
 			w.b = append(w.b, f.name...)
 			w.b = append(w.b, "_count"...)
@@ -153,7 +186,8 @@ func anyTask(*worker.TaskStats) bool    { return true }
 func isSource(t *worker.TaskStats) bool { return !t.Sink }
 func isSink(t *worker.TaskStats) bool   { return t.Sink }
 
-func seconds(d time.Duration) float64 { return d.Seconds() }
+// nanos is a duration as the fixed-point nanoseconds perTask writes as seconds.
+const nanos = 9
 
 // write appends the worker's series to w.b: what src reports now, so that
 // the series of a task that went away go with it.
@@ -183,9 +217,9 @@ func (w *taskWriter) write(src Worker, now time.Time) {
 	w.perTaskInt(family{"kcd_connector_task_offset_commit_failure_total", "counter", "Offset commits that failed. Kafka Connect: connector-task-metrics offset-commit-failure-percentage (with the successes)."},
 		anyTask, func(t *worker.TaskStats) int64 { return t.CommitFailures })
 	w.summary(family{"kcd_connector_task_offset_commit_seconds", "summary", "Time offset commits took. Kafka Connect: connector-task-metrics offset-commit-avg-time-ms."},
-		anyTask, func(t *worker.TaskStats) float64 { return seconds(t.CommitTime) }, func(t *worker.TaskStats) int64 { return t.Commits + t.CommitFailures })
+		anyTask, func(t *worker.TaskStats) time.Duration { return t.CommitTime }, func(t *worker.TaskStats) int64 { return t.Commits + t.CommitFailures })
 	w.perTask(family{"kcd_connector_task_offset_commit_max_seconds", "gauge", "The longest offset commit. Kafka Connect: connector-task-metrics offset-commit-max-time-ms."},
-		anyTask, func(t *worker.TaskStats) float64 { return seconds(t.PeakCommitTime) })
+		nanos, anyTask, func(t *worker.TaskStats) int64 { return int64(t.PeakCommitTime) })
 
 	// source-task-metrics
 	w.perTaskInt(family{"kcd_source_task_record_poll_total", "counter", "Records the source task's Poll returned. Kafka Connect: source-task-metrics source-record-poll-total; source-record-poll-rate is its rate()."},
@@ -193,9 +227,9 @@ func (w *taskWriter) write(src Worker, now time.Time) {
 	w.perTaskInt(family{"kcd_source_task_record_write_total", "counter", "Records of the source task that Kafka acknowledged. Kafka Connect: source-task-metrics source-record-write-total; source-record-write-rate is its rate()."},
 		isSource, func(t *worker.TaskStats) int64 { return t.Records })
 	w.summary(family{"kcd_source_task_poll_batch_seconds", "summary", "Time the source task's Poll took for a batch. Kafka Connect: source-task-metrics poll-batch-avg-time-ms."},
-		isSource, func(t *worker.TaskStats) float64 { return seconds(t.BatchTime) }, func(t *worker.TaskStats) int64 { return t.Batches })
+		isSource, func(t *worker.TaskStats) time.Duration { return t.BatchTime }, func(t *worker.TaskStats) int64 { return t.Batches })
 	w.perTask(family{"kcd_source_task_poll_batch_max_seconds", "gauge", "The longest Poll of a batch. Kafka Connect: source-task-metrics poll-batch-max-time-ms."},
-		isSource, func(t *worker.TaskStats) float64 { return seconds(t.PeakBatchTime) })
+		nanos, isSource, func(t *worker.TaskStats) int64 { return int64(t.PeakBatchTime) })
 	w.perTaskInt(family{"kcd_source_task_record_active_count", "gauge", "Records the source task polled that Kafka has not acknowledged yet. Kafka Connect: source-task-metrics source-record-active-count."},
 		isSource, func(t *worker.TaskStats) int64 { return t.InFlightRecords })
 	w.perTaskInt(family{"kcd_source_task_record_active_count_max", "gauge", "The most records of the source task in flight at once. Kafka Connect: source-task-metrics source-record-active-count-max."},
@@ -207,9 +241,9 @@ func (w *taskWriter) write(src Worker, now time.Time) {
 	w.perTaskInt(family{"kcd_sink_task_record_send_total", "counter", "Records the sink task's Put took. Kafka Connect: sink-task-metrics sink-record-send-total; sink-record-send-rate is its rate()."},
 		isSink, func(t *worker.TaskStats) int64 { return t.Records })
 	w.summary(family{"kcd_sink_task_put_batch_seconds", "summary", "Time the sink task's Put took for a batch. Kafka Connect: sink-task-metrics put-batch-avg-time-ms."},
-		isSink, func(t *worker.TaskStats) float64 { return seconds(t.BatchTime) }, func(t *worker.TaskStats) int64 { return t.Batches })
+		isSink, func(t *worker.TaskStats) time.Duration { return t.BatchTime }, func(t *worker.TaskStats) int64 { return t.Batches })
 	w.perTask(family{"kcd_sink_task_put_batch_max_seconds", "gauge", "The longest Put of a batch. Kafka Connect: sink-task-metrics put-batch-max-time-ms."},
-		isSink, func(t *worker.TaskStats) float64 { return seconds(t.PeakBatchTime) })
+		nanos, isSink, func(t *worker.TaskStats) int64 { return int64(t.PeakBatchTime) })
 	w.perTaskInt(family{"kcd_sink_task_offset_commit_completion_total", "counter", "Offset commits of the sink task that completed. Kafka Connect: sink-task-metrics offset-commit-completion-total."},
 		isSink, func(t *worker.TaskStats) int64 { return t.Commits })
 	w.perTaskInt(family{"kcd_sink_task_offset_commit_skip_total", "counter", "Offset commits of the sink task skipped because its Flush or PreCommit asked to commit later. Kafka Connect: sink-task-metrics offset-commit-skip-total."},
@@ -235,7 +269,7 @@ func (w *taskWriter) write(src Worker, now time.Time) {
 	w.perTaskInt(family{"kcd_task_error_deadletterqueue_produce_failures_total", "counter", "Records the dead letter queue did not take. Kafka Connect: task-error-metrics deadletterqueue-produce-failures."},
 		anyTask, func(t *worker.TaskStats) int64 { return t.Errors.DLQFailures })
 	w.perTask(family{"kcd_task_error_last_error_timestamp_seconds", "gauge", "When the task last met an error (Unix seconds); 0: never. Kafka Connect: task-error-metrics last-error-timestamp."},
-		anyTask, func(t *worker.TaskStats) float64 { return float64(t.Errors.LastErrorUTC) / 1000 })
+		3, anyTask, func(t *worker.TaskStats) int64 { return t.Errors.LastErrorUTC })
 }
 
 // The statuses a connector or task can have, lower-case as Kafka Connect's
@@ -264,9 +298,9 @@ func (w *taskWriter) writeStates() {
 			continue
 		}
 		lb = appendLabel(lb[:0], "connector", s.ID.Connector)
-		lb = append(lb, ',')
-		lb = appendLabel(lb, "task", strconv.Itoa(s.ID.Task))
-		lb = append(lb, ',')
+		lb = append(lb, `,task="`...)
+		lb = strconv.AppendInt(lb, int64(s.ID.Task), 10)
+		lb = append(lb, `",`...)
 		lb = appendLabel(lb, "status", statusName(s.State))
 		w.line(task.name, "", lb, 1)
 	}
@@ -299,6 +333,16 @@ func (w *taskWriter) writeStates() {
 }
 
 func statusIndex(state string) int {
+	switch state { // the worker's own spelling first
+	case "RUNNING":
+		return 1
+	case "PAUSED":
+		return 2
+	case "FAILED":
+		return 3
+	case "UNASSIGNED":
+		return 0
+	}
 	for i, s := range statuses {
 		if strings.EqualFold(s, state) {
 			return i
