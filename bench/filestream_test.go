@@ -17,6 +17,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/kcd-project/kcd/daemon/clientcfg"
 	"github.com/kcd-project/kcd/daemon/systemtest"
 	"github.com/kcd-project/kcd/internal/testenv"
 )
@@ -25,7 +26,7 @@ var (
 	fsRounds  = flag.Int("bench.filestream.rounds", 3, "BenchmarkFileStreamSideBySide: rounds, each running every scenario on both sides")
 	fsRecords = flag.Int("bench.filestream.records", 1_000_000, "BenchmarkFileStreamSideBySide: lines of 100 bytes per scenario")
 	fsRestart = flag.Int("bench.filestream.restart-connectors", 100, "BenchmarkFileStreamSideBySide: connectors running when each side restarts")
-	fsCompr   = flag.String("bench.filestream.compression", "snappy", "BenchmarkFileStreamSideBySide: the worker's producer.compression.type (kcd's producer compresses with snappy)")
+	fsCompr   = flag.String("bench.filestream.compression", "snappy", "BenchmarkFileStreamSideBySide: both sides' producer compression.type (kcd --producer, the worker producer.compression.type; empty: each side's default, none)")
 )
 
 const (
@@ -48,9 +49,10 @@ const (
 //     side, the process killed and started again: exec → all RUNNING.
 //
 // Both sides use StringConverter, exactly-once source support disabled
-// (Kafka Connect's default), and compress with snappy (kcd's producer
-// does; the worker gets producer.compression.type
-// -bench.filestream.compression). It prints a table of each side's best
+// (Kafka Connect's default), and the producer compression.type
+// -bench.filestream.compression (kcd --producer, the worker
+// producer.compression.type); their other producer settings are Kafka
+// Connect's defaults on both. It prints a table of each side's best
 // and median: records/s, CPU per record, peak resident memory, time from
 // POST /connectors, and the fresh processes' start-up and idle memory.
 // Run with -benchtime=1x; it needs the test environment.
@@ -99,8 +101,11 @@ func runFileStreamSideBySide(b *testing.B) {
 	}()
 
 	start := time.Now()
-	c := systemtest.StartCluster(b, bin, systemtest.Options{Size: 1, Bootstrap: brokers,
-		ExtraArgs: []string{"--exactly-once-source-support", "disabled"}})
+	args := []string{"--exactly-once-source-support", "disabled"}
+	if *fsCompr != "" {
+		args = append(args, "--producer", "compression.type="+*fsCompr)
+	}
+	c := systemtest.StartCluster(b, bin, systemtest.Options{Size: 1, Bootstrap: brokers, ExtraArgs: args})
 	node := c.Node(1)
 	kcd := newPeer(sideKcd, "http://"+node.RESTAddr, func() []int { return []int{node.PID()} })
 	if err := waitUntil(ctx, time.Minute, 5*time.Millisecond, func() (bool, error) {
@@ -114,9 +119,12 @@ func runFileStreamSideBySide(b *testing.B) {
 
 	start = time.Now()
 	group := "kcd-bench-fs-" + stamp
-	kcProps := map[string]string{"producer.compression.type": *fsCompr, "exactly.once.source.support": "disabled",
+	kcProps := map[string]string{"exactly.once.source.support": "disabled",
 		"group.id": group, "config.storage.topic": group + "-configs", "offset.storage.topic": group + "-offsets",
 		"status.storage.topic": group + "-status"}
+	if *fsCompr != "" {
+		kcProps["producer.compression.type"] = *fsCompr
+	}
 	url, pid := testenv.StartConnectWorkerPID(b, kcProps)
 	peerConnect := newPeer(sideConnect, url, func() []int { return []int{pid} })
 	// StartConnectWorkerPID returns once the worker is healthy: its first
@@ -171,15 +179,23 @@ func runFileStreamSideBySide(b *testing.B) {
 }
 
 // rawProducer writes n records of lineBytes into a new 1-partition topic
-// with a franz-go client of its own as kcd's producer is set up (acks=all,
-// idempotent, snappy): the ceiling of a source on this broker, in kcd's
-// column.
+// with a franz-go client of its own with kcd's shared producer's settings
+// (Kafka Connect's defaults, -bench.filestream.compression): the ceiling
+// of a source on this broker, in kcd's column.
 func rawProducer(b *testing.B, ctx context.Context, s *sheet, _ *kgo.Client, adm *kadm.Client, topic string, n int) {
 	if _, err := adm.CreateTopic(ctx, 1, 1, nil, topic); err != nil {
 		b.Fatalf("create %s: %v", topic, err)
 	}
-	cl, err := kgo.NewClient(kgo.SeedBrokers(strings.Split(brokersOf(b), ",")...), kgo.RequiredAcks(kgo.AllISRAcks()),
-		kgo.DefaultProduceTopic(topic))
+	settings := map[string]string{}
+	if *fsCompr != "" {
+		settings["compression.type"] = *fsCompr
+	}
+	p, err := clientcfg.DefaultProducer().With(settings, clientcfg.ProducerPrefix)
+	if err != nil {
+		b.Fatal(err)
+	}
+	cl, err := kgo.NewClient(append(p.Opts(false), kgo.SeedBrokers(strings.Split(brokersOf(b), ",")...),
+		kgo.DefaultProduceTopic(topic))...)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -204,7 +220,7 @@ func rawProducer(b *testing.B, ctx context.Context, s *sheet, _ *kgo.Client, adm
 func createSinks(b *testing.B, ctx context.Context, p *peer, topic, dir, tag string, k int) {
 	for i := range k {
 		cfg := map[string]string{"connector.class": fileSinkClass, "tasks.max": "1", "topics": topic,
-			"file": filepath.Join(dir, fmt.Sprintf("many-%s-%d.txt", tag, i)),
+			"file":          filepath.Join(dir, fmt.Sprintf("many-%s-%d.txt", tag, i)),
 			"key.converter": stringConverter, "value.converter": stringConverter}
 		if err := p.create(ctx, 2*time.Minute, fmt.Sprintf("bench-many-%s-%d", tag, i), cfg); err != nil {
 			b.Fatal(err)

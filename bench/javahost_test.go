@@ -51,8 +51,8 @@ const (
 //     -bench.javahost.dbz-rows rows, then -bench.javahost.dbz-stream rows
 //     inserted in one transaction and streamed (JsonConverter, no schemas).
 //
-// Both sides compress with snappy (kcd's producer does; the worker gets
-// producer.compression.type=snappy), run their plugins' JVM with the same
+// Both sides compress with snappy (kcd gets --producer
+// compression.type=snappy, the worker producer.compression.type=snappy), run their plugins' JVM with the same
 // heap, collector and plugin discovery, and have exactly-once source
 // support as -bench.javahost.exactly-once says (enabled, kcd's default:
 // a transaction per poll batch; disabled, Kafka Connect's default). It prints a table of each side's best
@@ -103,7 +103,7 @@ func runJavaHostSideBySide(b *testing.B) {
 	c := systemtest.StartCluster(b, bin, systemtest.Options{Size: 1, Bootstrap: brokers, ExtraArgs: []string{
 		"--plugin-path", plugins, "--java-host-dir", hostDir, "--java-host-heap", *jhHeap,
 		"--java-host-jvm-options", *jhJVMOptions, "--plugin-discovery", *jhDiscovery,
-		"--exactly-once-source-support", *jhExactlyOnce}})
+		"--exactly-once-source-support", *jhExactlyOnce, "--producer", "compression.type=snappy"}})
 	node := c.Node(1)
 	kcd := newPeer(sideKcd, "http://"+node.RESTAddr, func() []int { return append([]int{node.PID()}, children(node.PID())...) })
 	if err := waitUntil(ctx, 2*time.Minute, 20*time.Millisecond, func() (bool, error) {

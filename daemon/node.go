@@ -17,6 +17,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/kcd-project/kcd/daemon/clientcfg"
 	"github.com/kcd-project/kcd/daemon/config"
 	"github.com/kcd-project/kcd/daemon/connect"
 	"github.com/kcd-project/kcd/daemon/connect/converter"
@@ -178,6 +179,7 @@ func (n *Node) Start(ctx context.Context) (err error) {
 			NoTopicTracking:      !n.cfg.TopicTrackingEnable,
 			NoTopicTrackingReset: !n.cfg.TopicTrackingAllowReset,
 			Files:                n.files,
+			Clients:              n.herderClients(),
 		})
 		coord, err := coordinator.New(coordinator.Config{
 			Store: n.store, Raft: n.raft,
@@ -323,6 +325,9 @@ func (n *Node) startWorker(ctx context.Context, seeds []string, endpoints func()
 		OffsetFlushInterval:  n.cfg.OffsetFlushInterval,
 		ExactlyOnceSource:    n.cfg.ExactlyOnceSourceSupport,
 		MaxTasksPerConnector: n.cfg.MaxTasksPerConnector,
+		Producer:             n.cfg.Producer,
+		Consumer:             n.cfg.Consumer,
+		OverridePolicy:       clientcfg.Policy(n.cfg.ClientConfigOverridePolicy),
 		Files:                n.files,
 		Logger:               n.log,
 		Limits:               n.workerLimits(),
@@ -355,6 +360,16 @@ func (n *Node) startWorker(ctx context.Context, seeds []string, endpoints func()
 		}
 	}()
 	return nil
+}
+
+// herderClients are the workers' client settings, for validate.
+func (n *Node) herderClients() *herder.ClientSettings {
+	return &herder.ClientSettings{
+		Policy:           clientcfg.Policy(n.cfg.ClientConfigOverridePolicy),
+		Producer:         n.cfg.Producer,
+		Consumer:         n.cfg.Consumer,
+		NotTransactional: n.cfg.ExactlyOnceSourceSupport == "disabled",
+	}
 }
 
 // workerID names this node's worker: its advertised REST host:port.

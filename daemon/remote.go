@@ -36,6 +36,7 @@ func (n *Node) startRemote(ctx context.Context, opts *restapi.Options, kafkaSeed
 		NoTopicTracking:      !n.cfg.TopicTrackingEnable,
 		NoTopicTrackingReset: !n.cfg.TopicTrackingAllowReset,
 		Files:                n.files,
+		Clients:              n.herderClients(),
 		Logger:               n.log.With("subsys", "herder"),
 		Owners:               n.unitOwners,
 	})

@@ -18,6 +18,8 @@ import (
 
 	"github.com/spf13/pflag"
 	"go.yaml.in/yaml/v3"
+
+	"github.com/kcd-project/kcd/daemon/clientcfg"
 )
 
 // Config is everything a kcd node is started with.
@@ -197,6 +199,17 @@ type Config struct {
 	// JavaHostJVMOptions are extra options of the host's JVM (a garbage
 	// collector, -Xss...); the heap bound is JavaHostHeap's.
 	JavaHostJVMOptions []string `yaml:"java-host-jvm-options"`
+	// Producer and Consumer are Kafka Connect's worker settings
+	// producer.<prop> and consumer.<prop> (keys without the prefix): the
+	// settings of every producer and sink consumer of the worker, over
+	// Kafka Connect's defaults. Unsupported ones are refused at start.
+	Producer map[string]string `yaml:"producer"`
+	Consumer map[string]string `yaml:"consumer"`
+	// ClientConfigOverridePolicy is Kafka Connect's
+	// connector.client.config.override.policy: which producer.override.*
+	// and consumer.override.* settings a connector may have (None,
+	// Principal, All; simple or class names).
+	ClientConfigOverridePolicy string `yaml:"connector-client-config-override-policy"`
 	// PluginDiscovery is Kafka Connect's plugin.discovery: how the host
 	// finds plugins (only_scan, hybrid_warn, hybrid_fail, service_load).
 	PluginDiscovery string `yaml:"plugin-discovery"`
@@ -252,6 +265,8 @@ func Default() Config {
 		JavaHostHeap:             "512m",
 		JavaHostHangLimit:        5 * time.Minute,
 		PluginDiscovery:          "hybrid_warn",
+
+		ClientConfigOverridePolicy: string(clientcfg.PolicyAll),
 	}
 }
 
@@ -452,6 +467,7 @@ func (c *Config) Validate() error {
 		}
 	}
 	errs = append(errs, c.Store.validate()...)
+	errs = append(errs, c.validateClients()...)
 	switch c.LogLevel {
 	case "debug", "info", "warn", "error":
 	default:
@@ -502,6 +518,54 @@ func (c *Config) validateInFlight() []error {
 		errs = append(errs, fmt.Errorf("task-in-flight-records %d exceeds worker-in-flight-records %d: one task may not hold more than the worker", c.TaskInFlightRecords, c.WorkerInFlightRecords))
 	}
 	return errs
+}
+
+// validateClients checks the producer and consumer settings as the
+// worker takes them (worker.Config.Producer, Consumer).
+func (c *Config) validateClients() []error {
+	var errs []error
+	if _, err := clientcfg.ParsePolicy(c.ClientConfigOverridePolicy); err != nil {
+		errs = append(errs, errors.New("connector-client-config-override-policy: "+strings.TrimPrefix(err.Error(), clientcfg.PolicyKey+" ")))
+	}
+	p, err := clientcfg.DefaultProducer().With(c.Producer, clientcfg.ProducerPrefix)
+	if err == nil {
+		err = p.Check(clientcfg.ProducerPrefix, c.ExactlyOnceSourceSupport != "disabled")
+	}
+	if err != nil {
+		errs = append(errs, err)
+	}
+	if cc, err := clientcfg.DefaultConsumer().With(c.Consumer, clientcfg.ConsumerPrefix); err != nil {
+		errs = append(errs, err)
+	} else if cc.GroupID != "" {
+		errs = append(errs, errors.New("consumer.group.id would put every sink connector in one group: set consumer.override.group.id per connector"))
+	}
+	return errs
+}
+
+// clientSettingField is a repeatable KEY=VALUE setting of a producer or
+// consumer (comma-separated in the environment).
+func clientSettingField(name, usage string, at func(*Config) *map[string]string) field {
+	return field{name, usage,
+		func(c *Config, v string) error { return addKeyValues(at(c), splitSettings(v)) },
+		func(c *Config) string { return "" }}
+}
+
+// addKeyValues adds KEY=VALUE entries to m.
+func addKeyValues(m *map[string]string, entries []string) error {
+	var errs []error
+	for _, e := range entries {
+		k, v, ok := strings.Cut(e, "=")
+		k = strings.TrimSpace(k)
+		if !ok || k == "" {
+			errs = append(errs, fmt.Errorf("%q is not KEY=VALUE", e))
+			continue
+		}
+		if *m == nil {
+			*m = map[string]string{}
+		}
+		(*m)[k] = strings.TrimSpace(v)
+	}
+	return errors.Join(errs...)
 }
 
 // field describes one setting once, for the YAML file, the environment and
@@ -633,7 +697,7 @@ func fields() []field {
 		{"stale-read-max", "How stale a REST read of connectors, statuses or offsets may be when no Raft leader confirms the local replica (0: never stale)",
 			func(c *Config, v string) (err error) { c.StaleReadMax, err = time.ParseDuration(v); return err },
 			func(c *Config) string { return c.StaleReadMax.String() }},
-		{"exactly-once-source-support", "enabled: each source task produces in transactions under its own transactional id, so the broker fences a stale run of it, and sinks read committed records; disabled: one idempotent producer per worker (Kafka Connect's exactly.once.source.support)",
+		{"exactly-once-source-support", "enabled: each source task produces in transactions under its own transactional id, so the broker fences a stale run of it, and sinks read committed records; disabled: one producer per worker (Kafka Connect's exactly.once.source.support)",
 			func(c *Config, v string) error { c.ExactlyOnceSourceSupport = strings.TrimSpace(v); return nil },
 			func(c *Config) string { return c.ExactlyOnceSourceSupport }},
 		countField("max-tasks-per-connector", "The most tasks a connector may have (tasks.max); larger values are refused. The same on every node",
@@ -709,6 +773,13 @@ func fields() []field {
 		{"java-host-jvm-options", "Extra JVM options of the Java connector host, space-separated, e.g. -XX:+UseSerialGC (the heap bound is --java-host-heap)",
 			func(c *Config, v string) error { c.JavaHostJVMOptions = strings.Fields(v); return nil },
 			func(c *Config) string { return strings.Join(c.JavaHostJVMOptions, " ") }},
+		clientSettingField("producer", "Kafka Connect producer setting of the worker's producers, KEY=VALUE as its producer.KEY (repeatable; in the environment, comma-separated), e.g. compression.type=zstd",
+			func(c *Config) *map[string]string { return &c.Producer }),
+		clientSettingField("consumer", "Kafka Connect consumer setting of the worker's sink consumers, KEY=VALUE as its consumer.KEY (repeatable; in the environment, comma-separated), e.g. max.poll.records=1000",
+			func(c *Config) *map[string]string { return &c.Consumer }),
+		{"connector-client-config-override-policy", "Which producer.override.* and consumer.override.* settings connectors may have (Kafka Connect's connector.client.config.override.policy): None, Principal or All",
+			func(c *Config, v string) error { c.ClientConfigOverridePolicy = strings.TrimSpace(v); return nil },
+			func(c *Config) string { return c.ClientConfigOverridePolicy }},
 		{"plugin-discovery", "How the Java connector host finds plugins, as Kafka Connect's plugin.discovery: only_scan, hybrid_warn, hybrid_fail or service_load (fastest start, smallest memory; needs the plugins' ServiceLoader manifests)",
 			func(c *Config, v string) error { c.PluginDiscovery = strings.TrimSpace(v); return nil },
 			func(c *Config) string { return c.PluginDiscovery }},
@@ -800,19 +871,25 @@ func (c *Config) ApplyEnv(lookup func(string) (string, bool)) error {
 type Flags struct {
 	fs     *pflag.FlagSet
 	values map[string]*string
-	// storeSettings holds --store-setting, which may be repeated.
-	storeSettings *[]string
+	// repeated holds the flags that may be given more than once
+	// (--store-setting, --producer, --consumer).
+	repeated map[string]*[]string
+}
+
+// repeatable tells whether the flag name may be given more than once.
+func repeatable(name string) bool {
+	return name == storeSettingFlag || name == "producer" || name == "consumer"
 }
 
 // RegisterFlags adds one flag per setting to fs, with defaults shown from def.
 func RegisterFlags(fs *pflag.FlagSet, def Config) *Flags {
-	fl := &Flags{fs: fs, values: map[string]*string{}}
+	fl := &Flags{fs: fs, values: map[string]*string{}, repeated: map[string]*[]string{}}
 	for _, f := range fields() {
 		v := new(string)
 		fl.values[f.name] = v
 		usage := f.usage + " (env " + EnvName(f.name) + ")"
-		if f.name == storeSettingFlag {
-			fl.storeSettings = fs.StringArray(f.name, nil, usage)
+		if repeatable(f.name) {
+			fl.repeated[f.name] = fs.StringArray(f.name, nil, usage)
 			continue
 		}
 		if f.name == "dev-kafka" {
@@ -833,7 +910,18 @@ func (fl *Flags) Apply(c *Config) error {
 			continue
 		}
 		if f.name == storeSettingFlag {
-			if err := c.Store.addSettings(*fl.storeSettings); err != nil {
+			if err := c.Store.addSettings(*fl.repeated[f.name]); err != nil {
+				errs = append(errs, fmt.Errorf("--%s: %w", f.name, err))
+			}
+			continue
+		}
+		if repeatable(f.name) {
+			// One flag, one setting: a value may hold commas.
+			m := &c.Producer
+			if f.name == "consumer" {
+				m = &c.Consumer
+			}
+			if err := addKeyValues(m, *fl.repeated[f.name]); err != nil {
 				errs = append(errs, fmt.Errorf("--%s: %w", f.name, err))
 			}
 			continue

@@ -129,7 +129,7 @@ func splitSettings(v string) []string {
 // when it may be a secret.
 func shown(name, v string) string {
 	switch name {
-	case "join-token", "store-dsn", storeSettingFlag:
+	case "join-token", "store-dsn", storeSettingFlag, "producer", "consumer":
 		return "(value hidden)"
 	}
 	return strconv.Quote(v)

@@ -95,7 +95,10 @@ type Options struct {
 	// workers then record no topics); NoTopicTrackingReset answers the
 	// reset with 403 (topic.tracking.allow.reset=false).
 	NoTopicTracking, NoTopicTrackingReset bool
-	Logger                                *slog.Logger
+	// Clients are the workers' producer and consumer settings and their
+	// override policy; nil: Kafka Connect's defaults and the policy All.
+	Clients *ClientSettings
+	Logger  *slog.Logger
 }
 
 // DefaultMaxTasksPerConnector is the default of

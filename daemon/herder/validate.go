@@ -178,6 +178,7 @@ func (h *Herder) validate(p *connect.Plugin, class string, props Config) ConfigI
 	if p.Type == connect.PluginSink {
 		checkSinkTopics(props, r.addError)
 	}
+	h.checkClientOverrides(p.Type, props, r)
 	if cv, ok := conn.(connect.ConfigValidator); ok {
 		errs := cv.ValidateConfig(props.Strings())
 		for _, name := range slices.Sorted(maps.Keys(errs)) {

@@ -18,6 +18,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/kcd-project/kcd/daemon/clientcfg"
 	"github.com/kcd-project/kcd/daemon/config"
 	"github.com/kcd-project/kcd/daemon/connectors/datagen"
 	"github.com/kcd-project/kcd/internal/testenv"
@@ -125,11 +126,19 @@ func (be *benchEnv) waitRecords(w *running, name string, n int64) time.Duration 
 }
 
 // rawProduce sends the records datagen would, with a plain franz-go
-// producer of the same settings, and returns how long Kafka took to
+// producer of the worker's shared producer's settings, and returns how long Kafka took to
 // acknowledge them all.
 func rawProduce(b *testing.B, seeds []string, topic string, tasks, perTask int) time.Duration {
-	cl, err := kgo.NewClient(kgo.SeedBrokers(seeds...), kgo.DefaultProduceTopic(topic),
-		kgo.MaxBufferedRecords(100_000))
+	p, err := clientcfg.DefaultProducer().With(benchProducer(), clientcfg.ProducerPrefix)
+	if err != nil {
+		b.Fatal(err)
+	}
+	opts := append(p.Opts(false), kgo.SeedBrokers(seeds...), kgo.DefaultProduceTopic(topic), kgo.MaxBufferedRecords(100_000),
+		// The worker's partitioner for records without a key: with one
+		// request in flight, franz-go's default sticky partitioner fills
+		// one partition's batch per request.
+		kgo.RecordPartitioner(kgo.UniformBytesPartitioner(64<<10, true, true, nil)))
+	cl, err := kgo.NewClient(opts...)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -172,7 +181,7 @@ func rawProduce(b *testing.B, seeds []string, topic string, tasks, perTask int) 
 }
 
 func BenchmarkDatagenToKafka(b *testing.B) {
-	// producer: the shared idempotent one and one per task without
+	// producer: the shared one and one per task without
 	// exactly-once support; with it, a transactional one per task, with
 	// transaction.boundary poll (the default) or interval (the offset
 	// flush interval, 1 s here, or 100 ms).
@@ -345,9 +354,21 @@ func benchLimits(cfg *Config) {
 	if v := envInt("KCD_BENCH_SINK_FETCHES"); v > 0 {
 		cfg.Limits.SinkMaxConcurrentFetches = int(v)
 	}
+	cfg.Producer = benchProducer()
+}
+
+// benchProducer is the producer settings of the worker and of the raw
+// producer: Kafka Connect's defaults, KCD_BENCH_LINGER (a duration) and
+// KCD_BENCH_COMPRESSION over them.
+func benchProducer() map[string]string {
+	out := map[string]string{}
 	if v, err := time.ParseDuration(os.Getenv("KCD_BENCH_LINGER")); err == nil {
-		producerLinger = v
+		out["linger.ms"] = strconv.FormatInt(v.Milliseconds(), 10)
 	}
+	if v := os.Getenv("KCD_BENCH_COMPRESSION"); v != "" {
+		out["compression.type"] = v
+	}
+	return out
 }
 
 // withMemoryLimit sets, for a worker run, the soft memory limit a kcd node

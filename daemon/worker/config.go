@@ -8,6 +8,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/kcd-project/kcd/daemon/clientcfg"
 	"github.com/kcd-project/kcd/daemon/connect"
 	"github.com/kcd-project/kcd/daemon/connectstore"
 	"github.com/kcd-project/kcd/daemon/secrets"
@@ -78,9 +79,9 @@ type Config struct {
 	// its own transactional producer, whose transactional id is stable per
 	// task, so that the broker fences the task's previous run wherever it
 	// still runs; sink tasks read committed records only.
-	// ExactlyOnceDisabled: source tasks share the worker's idempotent
-	// producer and sinks read uncommitted records, as Kafka Connect's
-	// defaults do.
+	// ExactlyOnceDisabled: source tasks share the worker's producer
+	// (Producer's settings) and sinks read uncommitted records, as Kafka
+	// Connect's defaults do.
 	ExactlyOnceSource string
 	// MaxTasksPerConnector is the most tasks a connector may have here: a
 	// connector whose tasks.max is larger fails (whatever wrote its
@@ -95,7 +96,19 @@ type Config struct {
 	// NoTopicTracking turns off the recording of the topics each
 	// connector's tasks use (Kafka Connect's topic.tracking.enable=false).
 	NoTopicTracking bool
-	Limits          Limits
+	// Producer and Consumer are the worker's producer.* and consumer.*
+	// settings (names without the prefix), Kafka Connect's: they apply to
+	// every producer and sink consumer of the worker, over Kafka Connect's
+	// defaults (clientcfg.DefaultProducer, DefaultConsumer). A connector's
+	// producer.override.* and consumer.override.* apply over them as
+	// OverridePolicy allows (default All).
+	Producer, Consumer map[string]string
+	OverridePolicy     clientcfg.Policy
+	Limits             Limits
+
+	// producer and consumer are the parsed Producer and Consumer.
+	producer clientcfg.Producer
+	consumer clientcfg.Consumer
 }
 
 // The values of Config.ExactlyOnceSource.
@@ -162,6 +175,9 @@ func Default() Config {
 		SinkRelistInterval:   10 * time.Second,
 		ExactlyOnceSource:    ExactlyOnceEnabled,
 		MaxTasksPerConnector: 1000,
+		OverridePolicy:       clientcfg.PolicyAll,
+		producer:             clientcfg.DefaultProducer(),
+		consumer:             clientcfg.DefaultConsumer(),
 		Limits: Limits{
 			TaskInFlightRecords:        100_000,
 			TaskInFlightBytes:          32 << 20,
@@ -229,6 +245,22 @@ func (c Config) withDefaults() (Config, error) {
 	setInt(&l.SinkMaxBatch, dl.SinkMaxBatch)
 	if l.TaskInFlightRecords > l.WorkerInFlightRecords || l.TaskInFlightBytes > l.WorkerInFlightBytes {
 		return c, errors.New("worker: a task's in-flight limits exceed the worker's")
+	}
+	var err error
+	if c.OverridePolicy, err = clientcfg.ParsePolicy(string(c.OverridePolicy)); err != nil {
+		return c, fmt.Errorf("worker: %w", err)
+	}
+	if c.producer, err = clientcfg.DefaultProducer().With(c.Producer, clientcfg.ProducerPrefix); err == nil {
+		err = c.producer.Check(clientcfg.ProducerPrefix, c.exactlyOnce())
+	}
+	if err != nil {
+		return c, fmt.Errorf("worker: %w", err)
+	}
+	if c.consumer, err = clientcfg.DefaultConsumer().With(c.Consumer, clientcfg.ConsumerPrefix); err != nil {
+		return c, fmt.Errorf("worker: %w", err)
+	}
+	if c.consumer.GroupID != "" {
+		return c, errors.New("worker: consumer.group.id would put every sink connector in one group: set consumer.override.group.id per connector")
 	}
 	return c, nil
 }

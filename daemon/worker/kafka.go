@@ -10,6 +10,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/kcd-project/kcd/daemon/clientcfg"
 )
 
 // newClient makes a Kafka client with the worker's seeds and options.
@@ -18,30 +20,24 @@ func (w *Worker) newClient(opts ...kgo.Opt) (*kgo.Client, error) {
 	return kgo.NewClient(append(all, opts...)...)
 }
 
-// producerOpts are the options of a producer that may have maxRecords in
-// flight: acks=all and idempotence (franz-go's defaults), records retried
-// until they are delivered or the worker gives up on them, and a buffer
-// that never blocks Produce, since the worker's budgets bound it.
-func (w *Worker) producerOpts(maxRecords int, clientID string) []kgo.Opt {
-	return []kgo.Opt{
+// producerOpts are the options of a producer with settings p that may
+// have maxRecords in flight: p's (Kafka Connect's producer settings),
+// records retried until they are delivered or the delivery timeout ends,
+// and a buffer that never blocks Produce, since the worker's budgets bound
+// it. client.id, when p sets it, names the producer instead of clientID.
+func (w *Worker) producerOpts(p clientcfg.Producer, transactional bool, maxRecords int, clientID string) []kgo.Opt {
+	if p.ClientID != "" {
+		clientID = p.ClientID
+	}
+	return append(p.Opts(transactional),
 		kgo.ClientID(clientID),
-		kgo.RequiredAcks(kgo.AllISRAcks()),
-		kgo.MaxBufferedRecords(2*maxRecords + 1),
-		kgo.ProducerLinger(producerLinger),
+		kgo.MaxBufferedRecords(2*maxRecords+1),
 		kgo.RecordPartitioner(connectPartitioner{kgo.UniformBytesPartitioner(64<<10, true, true, nil)}),
 		// The worker creates topics before producing; metadata may lag a
 		// moment behind on a larger cluster.
 		kgo.UnknownTopicRetries(10),
-	}
+	)
 }
-
-// producerLinger is franz-go's default, 10 ms. Measured on a quiet machine
-// (docs/benchmarks.md), interleaved: at 32 MiB in flight one Datagen task
-// made 78–90 % of raw franz-go with 10 ms and 51–63 % with 0 (records then
-// leave in small batches and the five requests in flight per broker are
-// the bottleneck); an earlier reading that 0 was faster was noise of a
-// loaded machine.
-var producerLinger = 10 * time.Millisecond
 
 // explicitPartition marks a record whose partition the connector chose.
 type explicitPartition struct{}

@@ -1,11 +1,18 @@
 package worker
 
 import (
+	"cmp"
+	"errors"
 	"fmt"
+	"maps"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/kcd-project/kcd/daemon/clientcfg"
+	"github.com/kcd-project/kcd/daemon/connect"
 )
 
 // settings are the runtime's own keys of a connector config (Kafka
@@ -37,9 +44,77 @@ type settings struct {
 	// exactly-once source support, so that the aborted records of a
 	// fenced source task never reach a sink.
 	readCommitted bool
+	maxPoll       int // consumer max.poll.records: the most records of one Put
+
+	// producer and consumer are the worker's producer.* and consumer.*
+	// settings with the connector's producer.override.* and
+	// consumer.override.* over them. ownProducer says the producer
+	// settings differ from the worker's: the connector's source tasks
+	// cannot share the worker's producer.
+	producer    clientcfg.Producer
+	consumer    clientcfg.Consumer
+	ownProducer bool
 }
 
+// clientSettings reads the connector's client overrides as the worker's
+// policy allows them: producer.override.* for a source connector,
+// consumer.override.* for a sink (typ ""; both), as Kafka Connect applies
+// them. An override the policy refuses fails the connector, as in Kafka
+// Connect. The other kind's overrides are not used: a sink's dead letter
+// queue goes through the worker's producer.
+func clientSettings(cfg map[string]string, w Config, typ connect.PluginType) (clientcfg.Producer, clientcfg.Consumer, error) {
+	policy, err := clientcfg.ParsePolicy(string(w.OverridePolicy))
+	if err != nil {
+		return clientcfg.Producer{}, clientcfg.Consumer{}, err
+	}
+	// A Config not through withDefaults (tests) has Kafka Connect's.
+	base, cbase := w.producer, w.consumer
+	if base == (clientcfg.Producer{}) {
+		base = clientcfg.DefaultProducer()
+	}
+	if cbase == (clientcfg.Consumer{}) {
+		cbase = clientcfg.DefaultConsumer()
+	}
+	var prefixes []string
+	if typ != connect.PluginSink {
+		prefixes = append(prefixes, clientcfg.ProducerOverridePrefix)
+	}
+	if typ != connect.PluginSource {
+		prefixes = append(prefixes, clientcfg.ConsumerOverridePrefix)
+	}
+	var errs []error
+	for _, prefix := range prefixes {
+		for _, k := range slices.Sorted(maps.Keys(clientcfg.WithPrefix(cfg, prefix))) {
+			if !policy.Allows(k) {
+				errs = append(errs, errors.New(policy.Refusal(k)))
+			}
+		}
+	}
+	if len(errs) > 0 {
+		return base, cbase, fmt.Errorf("client config overrides not allowed: %w", errors.Join(errs...))
+	}
+	p, c := base, cbase
+	if typ != connect.PluginSink {
+		p, err = base.With(clientcfg.WithPrefix(cfg, clientcfg.ProducerOverridePrefix), clientcfg.ProducerOverridePrefix)
+		if err == nil {
+			err = p.Check(clientcfg.ProducerOverridePrefix, w.exactlyOnce())
+		}
+		if err != nil {
+			return base, cbase, err
+		}
+	}
+	if typ != connect.PluginSource {
+		c, err = cbase.With(clientcfg.WithPrefix(cfg, clientcfg.ConsumerOverridePrefix), clientcfg.ConsumerOverridePrefix)
+	}
+	return p, c, err
+}
+
+// parseSettings parses the settings of a connector of any type.
 func parseSettings(name string, cfg map[string]string, defaults Config) (settings, error) {
+	return parseSettingsFor(name, cfg, defaults, "")
+}
+
+func parseSettingsFor(name string, cfg map[string]string, defaults Config, typ connect.PluginType) (settings, error) {
 	s := settings{
 		flushInterval:    defaults.OffsetFlushInterval,
 		retryMax:         defaults.RetryBackoff.Max,
@@ -104,28 +179,29 @@ func parseSettings(name string, cfg map[string]string, defaults Config) (setting
 		}
 	}
 	s.topicsRegex = p.str("topics.regex")
-	if g := p.str("consumer.override.group.id"); g != "" {
+	var err error
+	if s.producer, s.consumer, err = clientSettings(cfg, defaults, typ); err != nil && p.err == nil {
+		p.err = err
+	}
+	// buffer.memory is the task's budget, not the producer's: alone, it
+	// needs no producer of the task's own.
+	same := s.producer
+	same.BufferMemory = defaults.producer.BufferMemory
+	s.ownProducer = same != defaults.producer && defaults.producer != (clientcfg.Producer{})
+	if g := strings.TrimSpace(s.consumer.GroupID); g != "" {
 		s.groupID = g
 	}
-	switch r := strings.ToLower(p.str("consumer.override.auto.offset.reset")); r {
-	case "", "earliest":
-	case "latest":
-		s.resetLatest = true
-	default:
-		p.fail("consumer.override.auto.offset.reset", r, "must be earliest or latest")
-	}
+	s.resetLatest = s.consumer.AutoOffsetReset == "latest"
+	s.maxPoll = cmp.Or(s.consumer.MaxPollRecords, defaults.Limits.SinkMaxBatch)
 	s.dlqTopic = p.str("errors.deadletterqueue.topic.name")
 	s.dlqRF = int16(p.int("errors.deadletterqueue.topic.replication.factor", 3, -1))
 	s.dlqHeaders = p.bool("errors.deadletterqueue.context.headers.enable")
 	s.readCommitted = defaults.exactlyOnce()
-	switch l := strings.ToLower(p.str("consumer.override.isolation.level")); l {
-	case "":
+	switch s.consumer.IsolationLevel {
 	case "read_committed":
 		s.readCommitted = true
 	case "read_uncommitted":
 		s.readCommitted = false
-	default:
-		p.fail("consumer.override.isolation.level", l, "must be read_committed or read_uncommitted")
 	}
 	return s, p.err
 }

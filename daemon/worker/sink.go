@@ -1,6 +1,7 @@
 package worker
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -95,20 +96,26 @@ func runSink(tr *taskRun) error {
 		// transaction wait until it ends.
 		isolation = kgo.ReadCommitted()
 	}
+	cc := tr.settings.consumer
+	clientID := cc.ClientID
+	if clientID == "" {
+		clientID = fmt.Sprintf("connector-consumer-%s-%d", tr.id.Connector, tr.id.Task)
+	}
 	opts := []kgo.Opt{
-		kgo.ClientID(fmt.Sprintf("connector-consumer-%s-%d", tr.id.Connector, tr.id.Task)),
+		kgo.ClientID(clientID),
 		kgo.FetchIsolationLevel(isolation),
-		kgo.FetchMaxBytes(lim.SinkFetchMaxBytes),
-		kgo.FetchMaxPartitionBytes(lim.SinkFetchMaxPartitionBytes),
+		kgo.FetchMinBytes(cc.FetchMinBytes),
+		kgo.FetchMaxBytes(cmp.Or(cc.FetchMaxBytes, lim.SinkFetchMaxBytes)),
+		kgo.FetchMaxPartitionBytes(cmp.Or(cc.MaxPartitionFetchBytes, lim.SinkFetchMaxPartitionBytes)),
 		kgo.MaxConcurrentFetches(lim.SinkMaxConcurrentFetches),
 		kgo.ConsumeResetOffset(reset),
 		// Transaction markers come back too, so that the task's next
 		// offset moves past them (as the fetch position does) and a
 		// transactional topic read to its end shows no lag.
 		kgo.KeepControlRecords(),
-		// The Java consumer's fetch.max.wait.ms: a partition added while a
-		// fetch waits for data is fetched this soon.
-		kgo.FetchMaxWait(500 * time.Millisecond),
+		// fetch.max.wait.ms: a partition added while a fetch waits for
+		// data is fetched this soon.
+		kgo.FetchMaxWait(cc.FetchMaxWait),
 		// A partition added later waits for metadata no longer than this.
 		kgo.MetadataMinAge(min(5*time.Second, tr.w.cfg.SinkRelistInterval)),
 	}
@@ -199,7 +206,7 @@ func (st *sinkRun) loop() error {
 			continue
 		}
 		pctx, cancel := context.WithTimeout(tr.ctx, min(pollWait, time.Until(nextCommit)))
-		fetches := st.client.PollRecords(pctx, tr.w.cfg.Limits.SinkMaxBatch)
+		fetches := st.client.PollRecords(pctx, tr.settings.maxPoll)
 		cancel()
 		st.noteFetchBuffer()
 		fetches.EachError(func(t string, p int32, err error) {

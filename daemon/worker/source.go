@@ -116,9 +116,11 @@ func runSource(tr *taskRun) error {
 			return err
 		}
 		st.pctx = tr.hard
-	} else if tr.w.cfg.ProducerPerTask {
+	} else if tr.w.cfg.ProducerPerTask || tr.settings.ownProducer {
+		// A connector whose producer overrides differ from the worker's
+		// producer settings cannot share its producer.
 		id := fmt.Sprintf("connector-producer-%s-%d", tr.id.Connector, tr.id.Task)
-		if st.client, err = tr.w.newClient(tr.w.producerOpts(lim.TaskInFlightRecords, id)...); err != nil {
+		if st.client, err = tr.w.newClient(tr.w.producerOpts(tr.settings.producer, false, lim.TaskInFlightRecords, id)...); err != nil {
 			return fmt.Errorf("producer: %w", err)
 		}
 		defer st.client.Close()

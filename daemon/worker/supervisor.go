@@ -248,7 +248,11 @@ func (s *supervisor) resolve(cfg map[string]string) error {
 		s.resolved = resolved
 		s.masker.Store(secrets.NewMasker(s.passwordKeys(), cfg, resolved))
 		// With defaults where a reference stays unresolved.
-		s.settings, s.settingsErr = parseSettings(s.name, resolved, s.w.cfg)
+		var typ connect.PluginType
+		if s.plugin != nil {
+			typ = s.plugin.Type
+		}
+		s.settings, s.settingsErr = parseSettingsFor(s.name, resolved, s.w.cfg, typ)
 	}
 	if rerr != nil {
 		return fmt.Errorf("%w: %w", errUnresolved, rerr)

@@ -93,7 +93,13 @@ func (s *supervisor) startTask(id int, config map[string]string, paused bool, pa
 	tr.paused.Store(paused)
 	if !tr.stats.sink {
 		lim := s.w.cfg.Limits
-		tr.stats.budget = newBudget(lim.TaskInFlightRecords, lim.TaskInFlightBytes, s.w.budget)
+		// The producer's buffer.memory bounds a task's bytes in flight
+		// below task-in-flight-bytes, never above it.
+		bytes := lim.TaskInFlightBytes
+		if b := s.settings.producer.BufferMemory; b > 0 {
+			bytes = min(bytes, b)
+		}
+		tr.stats.budget = newBudget(lim.TaskInFlightRecords, bytes, s.w.budget)
 	}
 	resolved, rerr := s.w.cfg.ConfigProviders.Transform(config)
 	tr.config = resolved

@@ -130,7 +130,7 @@ func (st *sourceRun) openTransactional() (ok bool, err error) {
 		return false, err
 	}
 	id := transactionalID(prefix, tr.id.Connector, tr.id.Task)
-	opts := tr.w.producerOpts(tr.w.cfg.Limits.TaskInFlightRecords, fmt.Sprintf("connector-producer-%s-%d", tr.id.Connector, tr.id.Task))
+	opts := tr.w.producerOpts(tr.settings.producer, true, tr.w.cfg.Limits.TaskInFlightRecords, fmt.Sprintf("connector-producer-%s-%d", tr.id.Connector, tr.id.Task))
 	opts = append(opts, kgo.TransactionalID(id), kgo.TransactionTimeout(txnTimeout(tr.settings)),
 		// Initialising the id aborts the previous run's open transaction
 		// first (CONCURRENT_TRANSACTIONS until the markers are written):

@@ -14,7 +14,8 @@
 //
 // Source tasks produce each through its own transactional franz-go client
 // (exactly-once source support, the default: txn.go), or through one
-// shared idempotent client (acks=all) when it is disabled. A task's
+// shared client when it is disabled (Kafka Connect's producer settings:
+// acks=all, one request in flight, not idempotent, unless set otherwise). A task's
 // records are tracked in order: a source offset is committed only once
 // every earlier record of the task was acknowledged (and, with
 // transactions, their transaction committed), every flush interval and at
@@ -116,7 +117,7 @@ func (w *Worker) Run(ctx context.Context) error {
 	}
 
 	var err error
-	opts := w.producerOpts(w.cfg.Limits.WorkerInFlightRecords, "kcd-worker-"+w.cfg.WorkerID)
+	opts := w.producerOpts(w.cfg.producer, false, w.cfg.Limits.WorkerInFlightRecords, "kcd-worker-"+w.cfg.WorkerID)
 	// Sinks list partitions through this client, which answers from
 	// metadata cached for up to MetadataMinAge (5 s by default).
 	opts = append(opts, kgo.MetadataMinAge(min(5*time.Second, w.cfg.SinkRelistInterval)))
