@@ -240,12 +240,21 @@ func TestIntegrationRESTDetailsMatchKafkaConnect(t *testing.T) {
 // returns its REST URL once it is healthy.
 func startKcdNode(t *testing.T, brokers string) string {
 	t.Helper()
+	return startKcdNodeWith(t, brokers, nil)
+}
+
+// startKcdNodeWith is startKcdNode with mod applied to the node's config.
+func startKcdNodeWith(t *testing.T, brokers string, mod func(*config.Config)) string {
+	t.Helper()
 	cfg := config.Default()
 	cfg.DataDir = t.TempDir()
 	cfg.RESTAddr = "127.0.0.1:0"
 	cfg.BootstrapServers = []string{brokers}
 	cfg.PeerAddr = "127.0.0.1:0"
 	cfg.OffsetFlushInterval = time.Second
+	if mod != nil {
+		mod(&cfg)
+	}
 	node := daemon.New(cfg, slog.New(slog.DiscardHandler))
 	if err := node.Start(t.Context()); err != nil {
 		t.Fatal(err)
@@ -408,6 +417,34 @@ func jsonDiff(path string, a, b any, out *[]string) {
 // as on Kafka Connect: Kafka Connect's FileStreamSourceConnector (asked
 // for with kcd.runtime=java) refuses what Kafka Connect's worker refuses,
 // and confirms what it accepts.
+// TestIntegrationHostPluginSettingsMatchKafkaConnect: the converters,
+// transformations and predicates only the Java host has (Debezium's)
+// describe their settings at GET /connector-plugins/{plugin}/config as on
+// the real worker, which has the same plugin path.
+func TestIntegrationHostPluginSettingsMatchKafkaConnect(t *testing.T) {
+	connectURL := testenv.Require(t, testenv.ConnectURL)
+	brokers := testenv.Require(t, testenv.Kafka)
+	plugins, hostDir := testenv.PluginPath(t), testenv.JavaHostDir(t)
+	k := side{"kcd", startKcdNodeWith(t, brokers, func(c *config.Config) {
+		c.PluginPath, c.JavaHostDir, c.JavaHostHeap = strings.Split(plugins, ","), hostDir, "256m"
+	})}
+	cmp := comparer{t: t, k: k, c: side{"Kafka Connect", connectURL}, prefix: "kcd-golden-hostplugins-"}
+	_, cb := cmp.both(200, "GET", "/connector-plugins?connectorsOnly=false", "")
+	n := 0
+	for _, want := range decode[[]map[string]any](t, "connect plugins", cb) {
+		class, _ := want["class"].(string)
+		typ, _ := want["type"].(string)
+		if strings.HasPrefix(class, "org.apache.kafka.connect.") || typ == "source" || typ == "sink" {
+			continue
+		}
+		cmp.same(200, "GET", "/connector-plugins/"+class+"/config", "")
+		n++
+	}
+	if n == 0 {
+		t.Fatal("the real worker lists no converter, transformation or predicate outside Kafka Connect's own")
+	}
+}
+
 func TestIntegrationJavaOffsetChecksMatchKafkaConnect(t *testing.T) {
 	connectURL := testenv.Require(t, testenv.ConnectURL)
 	brokers := testenv.Require(t, testenv.Kafka)

@@ -219,6 +219,31 @@ func currentProviders() []Provider {
 	return out
 }
 
+// PluginConfigProvider is a Provider that describes the settings of its
+// plugins that are not connectors.
+type PluginConfigProvider interface {
+	PluginConfig(class string) (ConfigDef, error)
+}
+
+// ProvidedPluginConfig asks the provider that lists class (by its class
+// name) among its other plugins for its settings; ok is false when none
+// lists it or the one that does cannot describe it.
+func ProvidedPluginConfig(class string) (def ConfigDef, ok bool, err error) {
+	for _, p := range currentProviders() {
+		for _, d := range p.OtherPlugins() {
+			if d.Class != class {
+				continue
+			}
+			if cp, can := p.(PluginConfigProvider); can {
+				def, err = cp.PluginConfig(class)
+				return def, true, err
+			}
+			return nil, false, nil
+		}
+	}
+	return nil, false, nil
+}
+
 // ProvidedPlugins lists the providers' plugins that are not connectors.
 func ProvidedPlugins() []PluginDesc {
 	var out []PluginDesc

@@ -59,8 +59,8 @@ func (k *key) info() ConfigKeyInfo {
 	order := k.order
 	if k.group != "" {
 		group = &k.group
-	} else {
-		order = -1
+	} else if order == 0 {
+		order = -1 // ConfigDef.define without a group: Java plugins' keys carry their own
 	}
 	deps := k.dependents
 	if deps == nil {

@@ -108,7 +108,17 @@ func (h *Herder) PluginConfig(name, version string) ([]ConfigKeyInfo, error) {
 			if err := checkVersion(class, d.Version, version); err != nil {
 				return nil, err
 			}
-			return []ConfigKeyInfo{}, nil
+			def, ok, err := connect.ProvidedPluginConfig(class)
+			if err != nil {
+				return nil, fmt.Errorf("describe the settings of %s: %w", class, err) // 500, as a failing plugin is there
+			}
+			out := []ConfigKeyInfo{}
+			if ok {
+				for _, k := range ownKeys(def) {
+					out = append(out, k.info())
+				}
+			}
+			return out, nil
 		}
 	}
 	return nil, errorf(ErrNotFound, "Unknown plugin %s.", name)

@@ -155,6 +155,24 @@ func (p *Provider) configDef(class string) connect.ConfigDef {
 	return def
 }
 
+// PluginConfig is the ConfigDef of one of the host's converters, header
+// converters, transformations or predicates (connect.PluginConfigProvider).
+func (p *Provider) PluginConfig(class string) (connect.ConfigDef, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), min(p.h.opts.HangLimit, time.Minute))
+	defer cancel()
+	c, err := p.h.Conn(ctx)
+	if err != nil {
+		return nil, err
+	}
+	resp, err := c.Call(ctx, &hostpb.Request{Call: &hostpb.Request_PluginConfig{PluginConfig: &hostpb.PluginConfigRequest{ClassName: class}}})
+	if err != nil {
+		return nil, err
+	}
+	return configDefOf(resp.GetPluginConfig().GetKeys()), nil
+}
+
+var _ connect.PluginConfigProvider = (*Provider)(nil)
+
 func (p *Provider) validate(ctx context.Context, class string, cfg map[string]string) (*hostpb.ValidateResponse, error) {
 	c, err := p.h.Conn(ctx)
 	if err != nil {

@@ -1,6 +1,7 @@
 package io.kcd.javahost;
 
 import io.kcd.javahost.proto.ConfigKey;
+import io.kcd.javahost.proto.PluginConfigResponse;
 import io.kcd.javahost.proto.ConfigValue;
 import io.kcd.javahost.proto.ListPluginsResponse;
 import io.kcd.javahost.proto.Plugin;
@@ -245,25 +246,62 @@ final class Catalog {
 
   private static void addKeys(ValidateResponse.Builder b, ConfigDef def, String prefix) {
     for (ConfigDef.ConfigKey k : new TreeMap<>(def.configKeys()).values()) {
-      ConfigKey.Builder kb = ConfigKey.newBuilder().setName(prefix + k.name)
-          .setType(k.type.name())
-          .setImportance(k.importance == null ? "" : k.importance.name())
-          .setDocumentation(k.documentation == null ? "" : k.documentation)
-          .setGroup(k.group == null ? "" : k.group)
-          .setOrderInGroup(k.orderInGroup)
-          .setWidth(k.width == null ? "" : k.width.name())
-          .setDisplayName(k.displayName == null ? "" : k.displayName);
-      for (String d : k.dependents) {
-        kb.addDependents(prefix + d);
-      }
-      if (k.hasDefault()) {
-        kb.setHasDefault(true);
-        if (k.defaultValue != null) {
-          kb.setDefaultValue(ConfigDef.convertToString(k.defaultValue, k.type));
-        }
-      }
-      b.addKeys(kb);
+      b.addKeys(keyOf(k, prefix));
     }
+  }
+
+  private static ConfigKey.Builder keyOf(ConfigDef.ConfigKey k, String prefix) {
+    ConfigKey.Builder kb = ConfigKey.newBuilder().setName(prefix + k.name)
+        .setType(k.type.name())
+        .setImportance(k.importance == null ? "" : k.importance.name())
+        .setDocumentation(k.documentation == null ? "" : k.documentation)
+        .setGroup(k.group == null ? "" : k.group)
+        .setOrderInGroup(k.orderInGroup)
+        .setWidth(k.width == null ? "" : k.width.name())
+        .setDisplayName(k.displayName == null ? "" : k.displayName);
+    for (String d : k.dependents) {
+      kb.addDependents(prefix + d);
+    }
+    if (k.hasDefault()) {
+      kb.setHasDefault(true);
+      if (k.defaultValue != null) {
+        kb.setDefaultValue(ConfigDef.convertToString(k.defaultValue, k.type));
+      }
+    }
+    return kb;
+  }
+
+  /**
+   * The ConfigDef of a converter, header converter, transformation or
+   * predicate, in its own order, as Kafka Connect's
+   * GET /connector-plugins/{plugin}/config lists it. A class that is both a
+   * converter and a header converter counts as a converter, as there.
+   */
+  PluginConfigResponse pluginConfig(String name) throws Exception {
+    Class<?> cls = loadClass(plugins.delegatingLoader(), name);
+    ConfigDef def;
+    try (LoaderSwap ignored = Tccl.swap(cls.getClassLoader())) {
+      Object plugin = instantiate(cls, Object.class);
+      if (plugin instanceof Converter) {
+        def = ((Converter) plugin).config();
+      } else if (plugin instanceof HeaderConverter) {
+        def = ((HeaderConverter) plugin).config();
+      } else if (plugin instanceof Transformation) {
+        def = ((Transformation<?>) plugin).config();
+      } else if (plugin instanceof Predicate) {
+        def = ((Predicate<?>) plugin).config();
+      } else {
+        throw new org.apache.kafka.connect.errors.ConnectException(
+            cls.getName() + " is not a converter, header converter, transformation or predicate");
+      }
+    }
+    PluginConfigResponse.Builder b = PluginConfigResponse.newBuilder();
+    if (def != null) {
+      for (ConfigDef.ConfigKey k : def.configKeys().values()) {
+        b.addKeys(keyOf(k, ""));
+      }
+    }
+    return b.build();
   }
 
   private static void addValues(ValidateResponse.Builder b, ConfigDef def,

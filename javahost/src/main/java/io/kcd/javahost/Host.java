@@ -115,6 +115,10 @@ final class Host {
       case VALIDATE:
         onMisc(id, () -> Response.newBuilder().setValidate(catalog().validate(req.getValidate())));
         break;
+      case PLUGIN_CONFIG:
+        onMisc(id, () -> Response.newBuilder()
+            .setPluginConfig(catalog().pluginConfig(req.getPluginConfig().getClassName())));
+        break;
       case ALTER_OFFSETS:
         onMisc(id, () -> alterOffsets(req.getAlterOffsets()));
         break;
