@@ -113,3 +113,36 @@ func TestBufferMemoryBoundsTaskBudget(t *testing.T) {
 		t.Errorf("worker budget %d", w.budget.maxBytes)
 	}
 }
+
+// The producer the source tasks share is idempotent (up to five requests in
+// flight, partitions in order) unless the worker's settings say how many
+// requests may be in flight, whether to be idempotent, or acks other than
+// all: one request in flight for every task together would serialize them.
+func TestSharedProducerIdempotentUnlessSet(t *testing.T) {
+	for _, c := range []struct {
+		set  map[string]string
+		idem bool
+	}{
+		{nil, true},
+		{map[string]string{"compression.type": "lz4"}, true},
+		{map[string]string{"max.in.flight.requests.per.connection": "1"}, false},
+		{map[string]string{"enable.idempotence": "false"}, false},
+		{map[string]string{"enable.idempotence": "true"}, true},
+		{map[string]string{"acks": "1"}, false},
+	} {
+		cfg := Default()
+		cfg.Store, cfg.Seeds = openStore(t), []string{"x:1"}
+		cfg.Producer, cfg.ExactlyOnceSource = c.set, ExactlyOnceDisabled // the shared producer runs without it
+		cfg, err := cfg.withDefaults()
+		if err != nil {
+			t.Fatal(err)
+		}
+		w := &Worker{cfg: cfg}
+		if got := w.sharedProducer().Idempotent; got != c.idem {
+			t.Errorf("worker producer settings %v: shared producer idempotent %v, want %v", c.set, got, c.idem)
+		}
+		if cfg.producer.Idempotent != (c.set["enable.idempotence"] == "true") {
+			t.Errorf("%v: the worker's own settings changed: %+v", c.set, cfg.producer)
+		}
+	}
+}

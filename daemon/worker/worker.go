@@ -14,8 +14,9 @@
 //
 // Source tasks produce each through its own transactional franz-go client
 // (exactly-once source support, the default: txn.go), or through one
-// shared client when it is disabled (Kafka Connect's producer settings:
-// acks=all, one request in flight, not idempotent, unless set otherwise). A task's
+// shared client when it is disabled (Kafka Connect's producer settings,
+// but idempotent with up to five requests in flight unless in-flight or
+// idempotence are set: sharedProducer). A task's
 // records are tracked in order: a source offset is committed only once
 // every earlier record of the task was acknowledged (and, with
 // transactions, their transaction committed), every flush interval and at
@@ -42,6 +43,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/kcd-project/kcd/daemon/clientcfg"
 	"github.com/kcd-project/kcd/daemon/connectstore"
 	"github.com/kcd-project/kcd/store"
 )
@@ -117,7 +119,7 @@ func (w *Worker) Run(ctx context.Context) error {
 	}
 
 	var err error
-	opts := w.producerOpts(w.cfg.producer, false, w.cfg.Limits.WorkerInFlightRecords, "kcd-worker-"+w.cfg.WorkerID)
+	opts := w.producerOpts(w.sharedProducer(), false, w.cfg.Limits.WorkerInFlightRecords, "kcd-worker-"+w.cfg.WorkerID)
 	// Sinks list partitions through this client, which answers from
 	// metadata cached for up to MetadataMinAge (5 s by default).
 	opts = append(opts, kgo.MetadataMinAge(min(5*time.Second, w.cfg.SinkRelistInterval)))
@@ -331,4 +333,22 @@ func (w *Worker) sleep(ctx context.Context, d time.Duration) bool {
 	case <-ctx.Done():
 		return false
 	}
+}
+
+// sharedProducer is the settings of the producer the worker's source
+// tasks share. Kafka Connect gives each task a producer of its own with one
+// request in flight; one producer with one request in flight for all tasks
+// would make them wait on each other. Unless the worker's settings name
+// max.in.flight.requests.per.connection or enable.idempotence (or an acks
+// other than all), the shared producer is idempotent instead: up to five
+// requests in flight, each partition's records still in the order one
+// request in flight keeps them.
+func (w *Worker) sharedProducer() clientcfg.Producer {
+	p := w.cfg.producer
+	_, inflight := w.cfg.Producer["max.in.flight.requests.per.connection"]
+	_, idem := w.cfg.Producer["enable.idempotence"]
+	if !inflight && !idem && p.Acks == -1 {
+		p.Idempotent = true
+	}
+	return p
 }
