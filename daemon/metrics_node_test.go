@@ -1,12 +1,12 @@
 package daemon
 
 import (
+	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
@@ -24,9 +24,13 @@ func TestNodeServesMetrics(t *testing.T) {
 	want := []string{"kcd_raft_term", "kcd_raft_is_leader", "kcd_raft_commit_index", "kcd_coordinator_leading",
 		"kcd_store_backend_info", "kcd_store_op_duration_seconds", "kcd_worker_task_count",
 		"kcd_worker_rebalance_epoch", "go_goroutines", "process_resident_memory_bytes"}
-	deadline := time.Now().Add(15 * time.Second)
-	var last string
-	for {
+	var state string
+	defer func() {
+		if t.Failed() {
+			t.Logf("last scrape: %s", state)
+		}
+	}()
+	waitFor(t, "a complete scrape", func() bool {
 		res, err := http.Get(n.RESTURL() + "/metrics")
 		if err != nil {
 			t.Fatal(err)
@@ -50,13 +54,7 @@ func TestNodeServesMetrics(t *testing.T) {
 		leads := mfs["kcd_raft_is_leader"] != nil && mfs["kcd_raft_is_leader"].GetMetric()[0].GetGauge().GetValue() == 1 &&
 			mfs["kcd_coordinator_leading"] != nil && mfs["kcd_coordinator_leading"].GetMetric()[0].GetGauge().GetValue() == 1
 		backend := mfs["kcd_store_backend_info"] != nil && mfs["kcd_store_backend_info"].GetMetric()[0].GetLabel()[0].GetValue() == "raft"
-		if len(missing) == 0 && leads && backend {
-			return
-		}
-		last = strings.Join(missing, ", ")
-		if time.Now().After(deadline) {
-			t.Fatalf("no complete scrape: missing %s; leads %v, raft backend %v", last, leads, backend)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+		state = fmt.Sprintf("missing %s; leads %v, raft backend %v", strings.Join(missing, ", "), leads, backend)
+		return len(missing) == 0 && leads && backend
+	})
 }

@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/http"
 	"testing"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
 )
@@ -73,6 +74,23 @@ func decode[T any](t *testing.T, what string, b []byte) T {
 		t.Fatalf("%s: %v: %s", what, err, b)
 	}
 	return v
+}
+
+// waitUntil polls cond every interval until it holds, and fails the test
+// with cond's last state after timeout.
+func waitUntil(t *testing.T, timeout, interval time.Duration, what string, cond func() (bool, string)) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for {
+		ok, state := cond()
+		if ok {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out after %v waiting for %s; last: %s", timeout, what, state)
+		}
+		<-time.After(interval)
+	}
 }
 
 func mustf(t *testing.T, ok bool, format string, args ...any) {

@@ -261,14 +261,11 @@ func startKcdNodeWith(t *testing.T, brokers string, mod func(*config.Config)) st
 	}
 	t.Cleanup(func() { node.Close() })
 	url := node.RESTURL()
-	deadline := time.Now().Add(time.Minute)
-	for {
-		if status, _ := call(t, "GET", url+"/health", nil); status == 200 {
-			return url
-		}
-		mustf(t, time.Now().Before(deadline), "kcd did not become healthy on %s", brokers)
-		time.Sleep(50 * time.Millisecond)
-	}
+	waitUntil(t, time.Minute, 50*time.Millisecond, "kcd healthy on "+brokers, func() (bool, string) {
+		status, body := call(t, "GET", url+"/health", nil)
+		return status == 200, fmt.Sprintf("%d %s", status, body)
+	})
+	return url
 }
 
 // doHeaders is do with the given request headers.
@@ -304,17 +301,10 @@ func (m comparer) waitBody(method, path, want string) {
 	m.t.Helper()
 	w := m.normalized([]byte(want))
 	for _, s := range []side{m.k, m.c} {
-		deadline := time.Now().Add(30 * time.Second)
-		for {
+		waitUntil(m.t, 30*time.Second, 100*time.Millisecond, fmt.Sprintf("%s: %s %s to answer %s", s.name, method, path, want), func() (bool, string) {
 			r := s.do(m.t, method, path, "")
-			if r.status == 200 && m.normalized(r.body) == w {
-				break
-			}
-			if time.Now().After(deadline) {
-				m.t.Fatalf("%s: %s %s: %d %s, want %s", s.name, method, path, r.status, r.body, want)
-			}
-			time.Sleep(100 * time.Millisecond)
-		}
+			return r.status == 200 && m.normalized(r.body) == w, fmt.Sprintf("%d %s", r.status, r.body)
+		})
 	}
 }
 
@@ -532,20 +522,22 @@ func TestIntegrationPrimitiveConvertersSinkLikeKafkaConnect(t *testing.T) {
 		var files [2]string
 		for j, s := range []side{k, c} {
 			out := filepath.Join(dir, fmt.Sprintf("%d-%s.txt", i, s.name[:3]))
-			for {
+			waitUntil(t, time.Until(deadlineOf(ctx)), 100*time.Millisecond, fmt.Sprintf("%s: %s to write %d lines", s.name, tc.class, len(tc.values)), func() (bool, string) {
 				b, _ := os.ReadFile(out)
-				if strings.Count(string(b), "\n") >= len(tc.values) {
-					files[j] = string(b)
-					break
-				}
-				if ctx.Err() != nil {
-					t.Fatalf("%s: %s wrote %q, want %d lines", s.name, tc.class, b, len(tc.values))
-				}
-				time.Sleep(100 * time.Millisecond)
-			}
+				files[j] = string(b)
+				return strings.Count(files[j], "\n") >= len(tc.values), fmt.Sprintf("%q", b)
+			})
 		}
 		if files[0] != files[1] {
 			t.Errorf("%s: kcd wrote %q, Kafka Connect %q", tc.class, files[0], files[1])
 		}
 	}
+}
+
+// deadlineOf is ctx's deadline, or a minute from now without one.
+func deadlineOf(ctx context.Context) time.Time {
+	if d, ok := ctx.Deadline(); ok {
+		return d
+	}
+	return time.Now().Add(time.Minute)
 }

@@ -2,6 +2,7 @@ package worker
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"slices"
 	"testing"
@@ -32,12 +33,9 @@ func TestTopicTracker(t *testing.T) {
 		t.Fatal("a use dropped on a full queue is marked seen")
 	}
 	go tr.run(ctx)
-	for deadline := time.Now().Add(10 * time.Second); len(tr.queue) > 0; {
-		if time.Now().After(deadline) {
-			t.Fatalf("%d topic uses still queued", len(tr.queue))
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	waitFor(t, 10*time.Second, "the queued topic uses written", func() (bool, string) {
+		return len(tr.queue) == 0, fmt.Sprintf("%d queued", len(tr.queue))
+	})
 
 	topics := func() []string {
 		sts, err := cs.Topics(ctx, "c")
@@ -52,13 +50,10 @@ func TestTopicTracker(t *testing.T) {
 	}
 	waitTopics := func(want ...string) {
 		t.Helper()
-		deadline := time.Now().Add(10 * time.Second)
-		for !slices.Equal(topics(), want) {
-			if time.Now().After(deadline) {
-				t.Fatalf("topics %v, want %v", topics(), want)
-			}
-			time.Sleep(5 * time.Millisecond)
-		}
+		waitFor(t, 10*time.Second, fmt.Sprintf("topics %v", want), func() (bool, string) {
+			got := topics()
+			return slices.Equal(got, want), fmt.Sprint(got)
+		})
 	}
 	tr.use(id, "t1")
 	tr.use(id, "t2")
