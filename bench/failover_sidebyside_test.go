@@ -12,9 +12,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/twmb/franz-go/pkg/kadm"
-	"github.com/twmb/franz-go/pkg/kgo"
-
 	"github.com/kcd-project/kcd/daemon/systemtest"
 	"github.com/kcd-project/kcd/internal/testenv"
 )
@@ -52,12 +49,7 @@ func runFailoverSideBySide(b *testing.B) {
 	bin := kcdBinary(b)
 	ctx := context.Background()
 	s := newSheet()
-	cl, err := kgo.NewClient(kgo.SeedBrokers(strings.Split(brokers, ",")...))
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer cl.Close()
-	adm := kadm.NewClient(cl)
+	_, adm := kafkaClients(b, brokers)
 	topic := "kcd-bench-failover-" + strconv.FormatInt(time.Now().UnixNano(), 36)
 	if _, err := adm.CreateTopic(ctx, int32(*foTasks), 1, nil, topic); err != nil {
 		b.Fatal(err)

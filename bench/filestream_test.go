@@ -70,12 +70,7 @@ func runFileStreamSideBySide(b *testing.B) {
 	dir := b.TempDir()
 	n := *fsRecords
 
-	cl, err := kgo.NewClient(kgo.SeedBrokers(strings.Split(brokers, ",")...), kgo.ProducerLinger(5*time.Millisecond))
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer cl.Close()
-	adm := kadm.NewClient(cl)
+	cl, adm := kafkaClients(b, brokers)
 	stamp := strconv.FormatInt(time.Now().UnixNano(), 36)
 
 	// Inputs: a file of n lines and 4 of n/4, a topic of n records in 1

@@ -76,12 +76,7 @@ func runJavaHostSideBySide(b *testing.B) {
 	ctx := context.Background()
 	s := newSheet()
 
-	cl, err := kgo.NewClient(kgo.SeedBrokers(strings.Split(brokers, ",")...), kgo.ProducerLinger(5*time.Millisecond))
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer cl.Close()
-	adm := kadm.NewClient(cl)
+	cl, adm := kafkaClients(b, brokers)
 	stamp := strconv.FormatInt(time.Now().UnixNano(), 36)
 
 	// The data both sides read: a topic for MirrorSource, a table for Debezium.

@@ -41,12 +41,7 @@ func runRebalanceSideBySide(b *testing.B) {
 	bin := kcdBinary(b)
 	ctx := context.Background()
 	s := newSheet()
-	cl, err := kgo.NewClient(kgo.SeedBrokers(strings.Split(brokers, ",")...), kgo.ProducerLinger(5*time.Millisecond))
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer cl.Close()
-	adm := kadm.NewClient(cl)
+	cl, adm := kafkaClients(b, brokers)
 	stamp := strconv.FormatInt(time.Now().UnixNano(), 36)
 	dir := b.TempDir()
 

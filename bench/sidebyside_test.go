@@ -13,7 +13,11 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"testing"
 	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/kcd-project/kcd/daemon/systemtest"
 )
@@ -386,4 +390,15 @@ func num(v float64) string {
 	default:
 		return strconv.FormatFloat(v, 'f', 2, 64)
 	}
+}
+
+// kafkaClients returns a client of the test environment's Kafka that
+// lingers 5 ms, and its admin client; closed when b ends.
+func kafkaClients(b *testing.B, brokers string) (*kgo.Client, *kadm.Client) {
+	cl, err := kgo.NewClient(kgo.SeedBrokers(strings.Split(brokers, ",")...), kgo.ProducerLinger(5*time.Millisecond))
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(cl.Close)
+	return cl, kadm.NewClient(cl)
 }
