@@ -338,7 +338,7 @@ func runFileSource(b *testing.B, ctx context.Context, s *sheet, p *peer, adm *ka
 	if len(files) == 1 && !running.IsZero() {
 		s.add("FileStreamSource: POST → RUNNING", "s", false, p.name, running.Sub(posted).Seconds())
 	}
-	s.add(what+": records/s, first record → last", "rec/s", true, p.name, float64(n)/all.Sub(first).Seconds())
+	s.addRate(what+": records/s, first record → last", p.name, int64(n), all.Sub(first))
 	s.add(what+": POST → last record", "s", false, p.name, all.Sub(posted).Seconds())
 	s.add(what+": CPU per record", "µs", false, p.name, float64((after.cpu-before.cpu).Microseconds())/float64(n))
 	s.add(what+": peak resident memory", "MB", false, p.name, float64(peak)/(1<<20))
@@ -388,7 +388,7 @@ func runFileSink(b *testing.B, ctx context.Context, s *sheet, p *peer, dir, tag,
 	}
 	os.Remove(out)
 	s.add(what+": POST → first line written", "s", false, p.name, first.Sub(posted).Seconds())
-	s.add(what+": records/s, first line → last", "rec/s", true, p.name, float64(n)/all.Sub(first).Seconds())
+	s.addRate(what+": records/s, first line → last", p.name, int64(n), all.Sub(first))
 	s.add(what+": CPU per record", "µs", false, p.name, float64((after.cpu-before.cpu).Microseconds())/float64(n))
 	s.add(what+": peak resident memory", "MB", false, p.name, float64(peak)/(1<<20))
 }

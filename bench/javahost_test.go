@@ -265,7 +265,7 @@ func runMirror(b *testing.B, ctx context.Context, s *sheet, p *peer, adm *kadm.C
 	} else {
 		s.add(what+": POST → RUNNING", "s", false, p.name, r.running.Sub(r.posted).Seconds())
 	}
-	s.add(what+": records/s, first record → last", "rec/s", true, p.name, float64(n)/r.all.Sub(r.first).Seconds())
+	s.addRate(what+": records/s, first record → last", p.name, int64(n), r.all.Sub(r.first))
 	s.add(what+": POST → last record", "s", false, p.name, r.all.Sub(r.posted).Seconds())
 	s.add(what+": CPU per record", "µs", false, p.name, float64((r.after.cpu-r.before.cpu).Microseconds())/float64(n))
 	if p.name == sideKcd {
@@ -396,7 +396,7 @@ func runDebezium(b *testing.B, ctx context.Context, s *sheet, p *peer, adm *kadm
 			return fmt.Errorf("snapshot: %w", err)
 		}
 		snap := *r
-		s.add("Debezium: snapshot records/s, first record → last", "rec/s", true, p.name, float64(rows)/snap.all.Sub(snap.first).Seconds())
+		s.addRate("Debezium: snapshot records/s, first record → last", p.name, int64(rows), snap.all.Sub(snap.first))
 		q := fmt.Sprintf("INSERT INTO %s SELECT g, g, repeat('w', 80) FROM generate_series(%d, %d) g", t.table, rows+1, rows+stream)
 		if _, err := t.conn.Exec(ctx, q); err != nil {
 			return fmt.Errorf("insert: %w", err)
@@ -406,7 +406,7 @@ func runDebezium(b *testing.B, ctx context.Context, s *sheet, p *peer, adm *kadm
 		if err := waitCopied(ctx, p, adm, topic, rows, stream, 10*time.Minute, &streamed); err != nil {
 			return fmt.Errorf("streaming: %w", err)
 		}
-		s.add("Debezium: streaming records/s, commit → last record", "rec/s", true, p.name, float64(stream)/streamed.all.Sub(committed).Seconds())
+		s.addRate("Debezium: streaming records/s, commit → last record", p.name, int64(stream), streamed.all.Sub(committed))
 		r.all = streamed.all
 		return nil
 	})

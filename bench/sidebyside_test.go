@@ -302,6 +302,20 @@ func (s *sheet) add(metric, unit string, higherBetter bool, side string, v float
 	progress("%s: %s = %.4g %s", side, metric, v, unit)
 }
 
+// minRateSpan is the shortest span a records/s figure is taken over: the
+// counts are polled every 20-50 ms, so a shorter copy says nothing.
+const minRateSpan = 200 * time.Millisecond
+
+// addRate records n records over d as records/s, unless d is too short to
+// measure (more records make it measurable).
+func (s *sheet) addRate(metric, side string, n int64, d time.Duration) {
+	if d < minRateSpan {
+		progress("%s: %s: %d records in %v, too short to measure; give it more records", side, metric, n, d)
+		return
+	}
+	s.add(metric, "rec/s", true, side, float64(n)/d.Seconds())
+}
+
 // noteLoad records the load average, once per round.
 func (s *sheet) noteLoad() {
 	b, err := os.ReadFile("/proc/loadavg")
