@@ -550,14 +550,15 @@ func clientSettingField(name, usage string, at func(*Config) *map[string]string)
 		func(c *Config) string { return "" }}
 }
 
-// addKeyValues adds KEY=VALUE entries to m.
+// addKeyValues adds KEY=VALUE entries to m. A malformed entry is named by
+// its place, not shown: it may be a password.
 func addKeyValues(m *map[string]string, entries []string) error {
 	var errs []error
-	for _, e := range entries {
+	for i, e := range entries {
 		k, v, ok := strings.Cut(e, "=")
 		k = strings.TrimSpace(k)
 		if !ok || k == "" {
-			errs = append(errs, fmt.Errorf("%q is not KEY=VALUE", e))
+			errs = append(errs, fmt.Errorf("entry %d is not KEY=VALUE (not shown: it may hold a secret)", i+1))
 			continue
 		}
 		if *m == nil {
