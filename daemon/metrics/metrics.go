@@ -72,8 +72,9 @@ type Sources struct {
 
 // Handler serves the metrics of src.
 type Handler struct {
-	src Sources
-	reg *prometheus.Registry
+	src  Sources
+	reg  *prometheus.Registry // the Go runtime's metrics
+	proc *process
 	// scrapes holds the buffers of scrapes: each scrape takes its own, so
 	// that a client that reads slowly holds up no other.
 	scrapes sync.Pool // *scrape
@@ -91,13 +92,9 @@ const maxKeptBuffer = 16 << 20
 
 // New returns the handler for src.
 func New(src Sources) *Handler {
-	h := &Handler{src: src, reg: prometheus.NewRegistry()}
+	h := &Handler{src: src, reg: prometheus.NewRegistry(), proc: newProcess()}
 	h.scrapes.New = func() any { return new(scrape) }
-	h.reg.MustRegister(collectors.NewGoCollector(), newProcessCollector())
-	h.reg.MustRegister(nodeCollector{src})
-	if src.Store != nil {
-		h.reg.MustRegister(src.Store.hist, src.Store.errs)
-	}
+	h.reg.MustRegister(collectors.NewGoCollector())
 	return h
 }
 
@@ -142,6 +139,11 @@ func (h *Handler) render(sc *scrape, now time.Time) ([]byte, error) {
 		}
 	}
 	sc.w.b = append(sc.w.b[:0], sc.buf.Bytes()...)
+	h.proc.write(&sc.w)
+	sc.w.writeNode(h.src)
+	if h.src.Store != nil {
+		sc.w.writeStore(h.src.Store)
+	}
 	if h.src.Member != nil {
 		sc.w.writeRebalance(h.src.Member, now)
 	}
@@ -185,42 +187,34 @@ func (w *taskWriter) writeRebalance(m Member, now time.Time) {
 	}
 }
 
-// nodeCollector exports the Raft, coordinator and store backend metrics:
-// a few series, read at scrape time.
-type nodeCollector struct{ src Sources }
-
 var (
-	raftTerm        = prometheus.NewDesc("kcd_raft_term", "The Raft term this member is in.", nil, nil)
-	raftLeader      = prometheus.NewDesc("kcd_raft_leader_id", "The Raft id of the leader this member knows; 0: none.", nil, nil)
-	raftIsLeader    = prometheus.NewDesc("kcd_raft_is_leader", "1 when this member is the Raft leader (and runs the coordinator).", nil, nil)
-	raftCommit      = prometheus.NewDesc("kcd_raft_commit_index", "The highest log index this member knows committed.", nil, nil)
-	raftApplied     = prometheus.NewDesc("kcd_raft_applied_index", "The highest log index this member applied.", nil, nil)
-	raftProposals   = prometheus.NewDesc("kcd_raft_proposals_total", "Commands this member proposed (metadata writes, membership).", nil, nil)
-	raftProposeFail = prometheus.NewDesc("kcd_raft_proposals_failed_total", "Proposals of this member that failed: refused, timed out, or applied with an error.", nil, nil)
+	raftTerm        = family{"kcd_raft_term", "gauge", "The Raft term this member is in."}
+	raftLeader      = family{"kcd_raft_leader_id", "gauge", "The Raft id of the leader this member knows; 0: none."}
+	raftIsLeader    = family{"kcd_raft_is_leader", "gauge", "1 when this member is the Raft leader (and runs the coordinator)."}
+	raftCommit      = family{"kcd_raft_commit_index", "gauge", "The highest log index this member knows committed."}
+	raftApplied     = family{"kcd_raft_applied_index", "gauge", "The highest log index this member applied."}
+	raftProposals   = family{"kcd_raft_proposals_total", "counter", "Commands this member proposed (metadata writes, membership)."}
+	raftProposeFail = family{"kcd_raft_proposals_failed_total", "counter", "Proposals of this member that failed: refused, timed out, or applied with an error."}
 
-	coordLeading    = prometheus.NewDesc("kcd_coordinator_leading", "1 while this node runs the coordinator (it is the Raft leader).", nil, nil)
-	coordSessions   = prometheus.NewDesc("kcd_coordinator_sessions", "Workers with a session with this coordinator.", nil, nil)
-	coordUnits      = prometheus.NewDesc("kcd_coordinator_units", "Connectors and tasks assigned, as of the last rebalance this node's coordinator wrote.", nil, nil)
-	coordGeneration = prometheus.NewDesc("kcd_coordinator_epoch_generation", "Generation of the last assignment epoch this node's coordinator wrote.", nil, nil)
-	coordRebalances = prometheus.NewDesc("kcd_coordinator_rebalances_total", "Rebalances this node's coordinator wrote (with moves or triggers). Kafka Connect: connect-worker-rebalance-metrics completed-rebalances-total, as the leader sees it.", nil, nil)
-	coordMoves      = prometheus.NewDesc("kcd_coordinator_moves_total", "Connectors and tasks those rebalances moved.", nil, nil)
-	coordFailures   = prometheus.NewDesc("kcd_coordinator_rebalance_failures_total", "Rebalances that failed (and were tried again).", nil, nil)
-	coordTime       = prometheus.NewDesc("kcd_coordinator_rebalance_seconds", "Time the coordinator's rebalances took. Kafka Connect: connect-worker-rebalance-metrics rebalance-avg-time-ms.", nil, nil)
-	coordMaxTime    = prometheus.NewDesc("kcd_coordinator_rebalance_max_seconds", "The longest rebalance. Kafka Connect: connect-worker-rebalance-metrics rebalance-max-time-ms.", nil, nil)
+	coordLeading    = family{"kcd_coordinator_leading", "gauge", "1 while this node runs the coordinator (it is the Raft leader)."}
+	coordSessions   = family{"kcd_coordinator_sessions", "gauge", "Workers with a session with this coordinator."}
+	coordUnits      = family{"kcd_coordinator_units", "gauge", "Connectors and tasks assigned, as of the last rebalance this node's coordinator wrote."}
+	coordGeneration = family{"kcd_coordinator_epoch_generation", "gauge", "Generation of the last assignment epoch this node's coordinator wrote."}
+	coordRebalances = family{"kcd_coordinator_rebalances_total", "counter", "Rebalances this node's coordinator wrote (with moves or triggers). Kafka Connect: connect-worker-rebalance-metrics completed-rebalances-total, as the leader sees it."}
+	coordMoves      = family{"kcd_coordinator_moves_total", "counter", "Connectors and tasks those rebalances moved."}
+	coordFailures   = family{"kcd_coordinator_rebalance_failures_total", "counter", "Rebalances that failed (and were tried again)."}
+	coordTime       = family{"kcd_coordinator_rebalance_seconds", "summary", "Time the coordinator's rebalances took. Kafka Connect: connect-worker-rebalance-metrics rebalance-avg-time-ms."}
+	coordMaxTime    = family{"kcd_coordinator_rebalance_max_seconds", "gauge", "The longest rebalance. Kafka Connect: connect-worker-rebalance-metrics rebalance-max-time-ms."}
 
-	storeBackend = prometheus.NewDesc("kcd_store_backend_info", "1 for the active metadata store backend (raft, mysql, postgres, ...) and how this node reaches it (via).", []string{"backend", "via"}, nil)
+	storeBackend = family{"kcd_store_backend_info", "gauge", "1 for the active metadata store backend (raft, mysql, postgres, ...) and how this node reaches it (via)."}
 )
 
-func (c nodeCollector) Describe(ch chan<- *prometheus.Desc) {
-	prometheus.DescribeByCollect(c, ch)
-}
-
-func (c nodeCollector) Collect(ch chan<- prometheus.Metric) {
-	gauge := func(d *prometheus.Desc, v float64, labels ...string) {
-		ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, v, labels...)
-	}
-	counter := func(d *prometheus.Desc, v float64) {
-		ch <- prometheus.MustNewConstMetric(d, prometheus.CounterValue, v)
+// writeNode writes the Raft, coordinator and store backend metrics: a few
+// series, read at scrape time.
+func (w *taskWriter) writeNode(src Sources) {
+	one := func(f family, v float64) {
+		w.header(f)
+		w.line(f.name, "", nil, v)
 	}
 	b := func(v bool) float64 {
 		if v {
@@ -228,33 +222,39 @@ func (c nodeCollector) Collect(ch chan<- prometheus.Metric) {
 		}
 		return 0
 	}
-	if r := c.src.Raft; r != nil {
+	if r := src.Raft; r != nil {
 		total, failed := r.Proposals()
 		leader := r.Leader()
-		gauge(raftTerm, float64(r.Term()))
-		gauge(raftLeader, float64(leader))
-		gauge(raftIsLeader, b(leader != 0 && leader == r.ID()))
-		gauge(raftCommit, float64(r.CommitIndex()))
-		gauge(raftApplied, float64(r.AppliedIndex()))
-		counter(raftProposals, float64(total))
-		counter(raftProposeFail, float64(failed))
+		one(raftTerm, float64(r.Term()))
+		one(raftLeader, float64(leader))
+		one(raftIsLeader, b(leader != 0 && leader == r.ID()))
+		one(raftCommit, float64(r.CommitIndex()))
+		one(raftApplied, float64(r.AppliedIndex()))
+		one(raftProposals, float64(total))
+		one(raftProposeFail, float64(failed))
 	}
-	if co := c.src.Coordinator; co != nil {
+	if co := src.Coordinator; co != nil {
 		s := co.Stats()
-		gauge(coordLeading, b(s.Leading))
-		gauge(coordSessions, float64(s.Sessions))
-		gauge(coordUnits, float64(s.Units))
-		gauge(coordGeneration, float64(s.Epoch.Generation))
-		counter(coordRebalances, float64(s.Rebalances))
-		counter(coordMoves, float64(s.Moves))
-		counter(coordFailures, float64(s.RebalanceFailures))
-		ch <- prometheus.MustNewConstSummary(coordTime, uint64(s.Rebalances), s.RebalanceTime.Seconds(), nil)
-		gauge(coordMaxTime, s.MaxRebalanceTime.Seconds())
+		one(coordLeading, b(s.Leading))
+		one(coordSessions, float64(s.Sessions))
+		one(coordUnits, float64(s.Units))
+		one(coordGeneration, float64(s.Epoch.Generation))
+		one(coordRebalances, float64(s.Rebalances))
+		one(coordMoves, float64(s.Moves))
+		one(coordFailures, float64(s.RebalanceFailures))
+		w.header(coordTime)
+		w.line(coordTime.name, "_sum", nil, s.RebalanceTime.Seconds())
+		w.line(coordTime.name, "_count", nil, float64(s.Rebalances))
+		one(coordMaxTime, s.MaxRebalanceTime.Seconds())
 	}
-	if be := c.src.Backend; be != nil {
+	if be := src.Backend; be != nil {
 		name, via := be.Backend()
 		if name != "" {
-			gauge(storeBackend, 1, name, via)
+			w.header(storeBackend)
+			lb := appendLabel(nil, "backend", name)
+			lb = append(lb, ',')
+			lb = appendLabel(lb, "via", via)
+			w.line(storeBackend.name, "", lb, 1)
 		}
 	}
 }

@@ -12,8 +12,8 @@ import (
 // taskWriter writes the worker's series in Prometheus's text format by
 // hand: at 1,000 tasks they are tens of thousands of lines, which
 // client_golang's registry (a protobuf message per series) gathers about
-// ten times slower. It reuses its buffers from scrape to scrape; one
-// scrape at a time (Handler holds its lock).
+// ten times slower. It reuses its buffers from scrape to scrape; each
+// scrape has its own.
 type taskWriter struct {
 	stats  worker.Stats
 	states []worker.UnitState
@@ -21,6 +21,8 @@ type taskWriter struct {
 	labels []byte             // the tasks' label sets, end to end
 	ends   []int              // ends[i]: where task i's labels end in labels
 	b      []byte
+	// scratch holds the files the process metrics read.
+	scratch []byte
 }
 
 // family is one metric family: its name, type, and help, which names the
