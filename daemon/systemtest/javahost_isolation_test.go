@@ -79,6 +79,13 @@ func TestIntegrationJavaHostIsolationHeapExhausted(t *testing.T) {
 		"at io.kcd.testplugins.Leak.more(", "at io.kcd.testplugins.MisbehaveSourceTask.poll("}})
 }
 
+// A thread of the plugin's own, not a call, runs out of heap: the task still
+// fails naming the OutOfMemoryError and the thread.
+func TestIntegrationJavaHostIsolationHeapExhaustedByPluginThread(t *testing.T) {
+	runIsolation(t, isoCase{mode: "heap-thread", hostDies: true, trace: []string{
+		"OutOfMemoryError", "misbehave-heap"}})
+}
+
 // javaHostBuild returns the built host's directory and the plugin path of
 // the misbehaving test plugins; the test skips when they are not built (and
 // fails on CI).

@@ -220,8 +220,7 @@ final class Host {
       r = call.run().setId(id).build();
     } catch (Throwable t) {
       if (OutOfMemory.is(t)) {
-        OutOfMemory.release(); // before Errors.unwrap allocates
-        OutOfMemory.answerAndHalt(conn, id, Errors.unwrap(t)); // does not return
+        OutOfMemory.answerAndHalt(id, Errors.unwrap(t)); // does not return
       }
       if (t instanceof InterruptedException) {
         Thread.currentThread().interrupt();
@@ -250,7 +249,12 @@ final class Host {
           refuse(id, what + " is stopping");
           return;
         }
-        answer(id, call);
+        OutOfMemory.started(id, unit);
+        try {
+          answer(id, call);
+        } finally {
+          OutOfMemory.done(id);
+        }
       });
     } catch (RejectedExecutionException e) {
       refuse(id, what + ": too many calls queued or stopped");

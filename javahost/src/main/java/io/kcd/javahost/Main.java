@@ -59,10 +59,10 @@ public final class Main {
       return 2;
     }
     ExitGuard.install();
-    OutOfMemory.install();
     SocketChannel ch = SocketChannel.open(StandardProtocolFamily.UNIX);
     ch.connect(UnixDomainSocketAddress.of(socket));
     Conn conn = Conn.of(ch);
+    OutOfMemory.install(conn);
     conn.write(Frame.newBuilder().setHello(Hello.newBuilder()
         .setToken(token)
         .setHostVersion(HOST_VERSION)

@@ -1,38 +1,58 @@
 package io.kcd.javahost;
 
+import io.kcd.javahost.proto.Error;
+import io.kcd.javahost.proto.Frame;
 import io.kcd.javahost.proto.Response;
+import java.util.Map;
+import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.atomic.AtomicBoolean;
 
 /**
  * The host's end when its heap runs out. The JVM runs without
- * -XX:+ExitOnOutOfMemoryError so that the call that hit the limit can still
- * answer kcd with its stack, which names the plugin that filled the heap;
- * then the host halts at once, since nothing in a JVM out of heap can be
- * trusted, and kcd starts a new one. A reserve, freed at the first
- * OutOfMemoryError, leaves room for that answer.
+ * -XX:+ExitOnOutOfMemoryError so that the plugin call that hit the limit can
+ * still answer kcd with its stack, which names the plugin that filled the
+ * heap; then the host halts, since nothing in a JVM out of heap can be
+ * trusted, and kcd starts a new one. A reserve, freed at the first answer,
+ * leaves room for it.
+ *
+ * <p>Any thread may be the one that runs out, also one that runs no plugin
+ * (the reader of kcd's frames). That thread then waits, allocating nothing,
+ * for a plugin call to run out too (one that fills the heap soon does) and
+ * answer; if none does, it answers every call in progress with the
+ * OutOfMemoryError and the stack that call's thread is at, and halts.
  */
 final class OutOfMemory {
   /** The status -XX:+ExitOnOutOfMemoryError exits with. */
   static final int STATUS = 3;
-  /** How long the answer may take to reach the socket before the halt. */
+  /** How long the answers may take to reach the socket before the halt. */
   static final long ANSWER_WAIT_MS = 2_000;
+  /** How long a thread that runs no call waits for a call to run out too. */
+  static final long CALL_WAIT_MS = 1_000;
 
   @SuppressWarnings("unused") // held only to be freed
   private static volatile byte[] reserve = new byte[4 << 20];
+  /** Set by the first call that answers with its OutOfMemoryError. */
+  private static final AtomicBoolean answering = new AtomicBoolean();
+  /** Set by the first thread, call or not, that handles an OutOfMemoryError. */
   private static final AtomicBoolean dying = new AtomicBoolean();
+  /** The plugin calls in progress: call id to the unit whose thread runs it. */
+  private static final Map<Long, Unit> inFlight = new ConcurrentHashMap<>();
+  private static volatile Conn conn;
 
   private OutOfMemory() {}
 
   /**
    * Makes an OutOfMemoryError that no call catches end the host: a thread of
-   * the host's or a plugin's that dies of it halts the process.
+   * the host's or a plugin's that dies of it halts the process. It also runs
+   * the answering code once, so that nothing is linked (string concatenation,
+   * protobuf builders) when the heap is full.
    */
-  static void install() {
+  static void install(Conn c) {
+    conn = c;
     Thread.UncaughtExceptionHandler prev = Thread.getDefaultUncaughtExceptionHandler();
     Thread.setDefaultUncaughtExceptionHandler((t, e) -> {
       if (is(e)) {
-        release(); // before anything here allocates
-        halt(null, "thread ", t.getName(), e, -1);
+        outsideCall(t, e);
       } else if (prev != null) {
         prev.uncaughtException(t, e);
       } else {
@@ -40,6 +60,20 @@ final class OutOfMemory {
         e.printStackTrace();
       }
     });
+    OutOfMemoryError probe = new OutOfMemoryError("probe");
+    Frame f = answerFrame(0, Errors.of(probe));
+    f.toByteArray();
+    inFlightError(probe, "main", "\"t\" tid=1 RUNNABLE\n");
+    message("call ", "0", probe);
+  }
+
+  /** Notes that call id runs on unit's thread, until {@link #done}. */
+  static void started(long id, Unit unit) {
+    inFlight.put(id, unit);
+  }
+
+  static void done(long id) {
+    inFlight.remove(id);
   }
 
   /** Tells whether t is, or was caused by, an OutOfMemoryError. */
@@ -54,40 +88,79 @@ final class OutOfMemory {
 
   /**
    * Answers call id with e (its stack names the plugin) and halts the host.
-   * Only the first OutOfMemoryError answers; later ones wait for the halt.
+   * Only the first call answers; later ones wait for the halt.
    */
-  static void answerAndHalt(Conn conn, long id, Throwable e) {
-    release();
-    halt(conn, "call ", Long.toString(id), e, id);
-  }
-
-  /**
-   * Frees the reserve: the first thing to do on an OutOfMemoryError, before
-   * anything allocates (a string, an exception wrapper), or the handling
-   * itself runs out of memory and nothing halts.
-   */
-  static void release() {
-    reserve = null;
-  }
-
-  private static void halt(Conn conn, String where, String what, Throwable e, long id) {
-    if (!dying.compareAndSet(false, true)) {
+  static void answerAndHalt(long id, Throwable e) {
+    if (!answering.compareAndSet(false, true)) {
       sleepForever();
     }
-    release(); // room for what follows
+    dying.set(true);
+    reserve = null; // room for what follows
     try {
-      System.err.println("Terminating due to java.lang.OutOfMemoryError in " + where + what + ": "
-          + e.getMessage());
+      System.err.println(message("call ", Long.toString(id), e));
       e.printStackTrace();
-      if (conn != null) {
-        conn.write(io.kcd.javahost.proto.Frame.newBuilder()
-            .setResponse(Response.newBuilder().setId(id).setError(Errors.of(e))).build());
-        conn.sync(ANSWER_WAIT_MS);
+      Conn c = conn;
+      if (c != null) {
+        c.write(answerFrame(id, Errors.of(e)));
+        c.sync(ANSWER_WAIT_MS);
       }
     } catch (Throwable ignored) {
       // out of memory again, or the connection is gone: halt all the same
     }
     ExitGuard.exit(STATUS);
+  }
+
+  /** Handles an OutOfMemoryError that ended thread t outside a plugin call. */
+  private static void outsideCall(Thread t, Throwable e) {
+    if (!dying.compareAndSet(false, true)) {
+      sleepForever();
+    }
+    long deadline = System.nanoTime() + CALL_WAIT_MS * 1_000_000;
+    while (!answering.get() && System.nanoTime() < deadline) {
+      try {
+        Thread.sleep(10);
+      } catch (InterruptedException ignored) {
+        // keep waiting until the deadline
+      }
+    }
+    if (!answering.compareAndSet(false, true)) {
+      sleepForever(); // a call answers and halts
+    }
+    reserve = null;
+    try {
+      String where = t.getName();
+      System.err.println(message("thread ", where, e));
+      Conn c = conn;
+      for (Map.Entry<Long, Unit> call : inFlight.entrySet()) {
+        Error err = inFlightError(e, where, call.getValue().stack());
+        if (c != null) {
+          c.write(answerFrame(call.getKey(), err));
+        }
+      }
+      if (c != null) {
+        c.sync(ANSWER_WAIT_MS);
+      }
+    } catch (Throwable ignored) {
+      // as in answerAndHalt
+    }
+    ExitGuard.exit(STATUS);
+  }
+
+  private static String message(String where, String what, Throwable e) {
+    return "Terminating due to java.lang.OutOfMemoryError in " + where + what + ": "
+        + e.getMessage();
+  }
+
+  /** The answer to a call in progress when thread where ran out of heap: where the call is. */
+  private static Error inFlightError(Throwable e, String where, String stack) {
+    String msg = e.getMessage() + " (the host's heap ran out in its thread " + where
+        + " while this call ran; the call's thread was at the stack below)";
+    return Error.newBuilder().setClassName(OutOfMemoryError.class.getName()).setMessage(msg)
+        .setStackTrace(OutOfMemoryError.class.getName() + ": " + msg + "\n" + stack).build();
+  }
+
+  private static Frame answerFrame(long id, Error err) {
+    return Frame.newBuilder().setResponse(Response.newBuilder().setId(id).setError(err)).build();
   }
 
   private static void sleepForever() {

@@ -12,7 +12,8 @@ import org.apache.kafka.connect.source.SourceConnector;
  * A source connector whose tasks emit "t&lt;task&gt;-&lt;n&gt;" records and then
  * misbehave as {@code mode} says: ok (keep going), throw (poll throws), hang
  * (poll never returns), leak (threads that never end), heap (each poll keeps 4 MiB
- * more of the heap, until the host runs out of it), exit (System.exit); or, in
+ * more of the heap, until the host runs out of it), heap-thread (a thread of the
+ * task's own fills the heap while poll returns nothing every 50 ms), exit (System.exit); or, in
  * mode bench, returns the same {@code batch} pre-built records on every poll at
  * once, so a benchmark measures the runtime around poll rather than the plugin.
  */
@@ -22,7 +23,8 @@ public class MisbehaveSourceConnector extends SourceConnector {
       .define("topic", ConfigDef.Type.STRING, ConfigDef.NO_DEFAULT_VALUE,
           ConfigDef.Importance.HIGH, "Topic to write to.")
       .define("mode", ConfigDef.Type.STRING, "ok",
-          ConfigDef.ValidString.in("ok", "throw", "hang", "leak", "heap", "exit", "bench"),
+          ConfigDef.ValidString.in("ok", "throw", "hang", "leak", "heap", "heap-thread", "exit",
+              "bench"),
           ConfigDef.Importance.HIGH, "How the tasks misbehave after 'after' records; bench: "
               + "every poll returns 'batch' pre-built records of about 100 bytes.")
       .define("after", ConfigDef.Type.INT, 10, ConfigDef.Range.atLeast(0),

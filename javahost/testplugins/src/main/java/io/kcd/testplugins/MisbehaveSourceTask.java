@@ -48,6 +48,8 @@ public class MisbehaveSourceTask extends SourceTask {
     }
   }
 
+  private Thread filler;
+
   @Override
   public List<SourceRecord> poll() throws InterruptedException {
     if (bench != null) {
@@ -104,6 +106,19 @@ public class MisbehaveSourceTask extends SourceTask {
         return;
       case "heap":
         Leak.more();
+        return;
+      case "heap-thread":
+        // A thread of the plugin's own fills the heap; poll goes on.
+        if (filler == null) {
+          filler = new Thread(() -> {
+            while (true) {
+              Leak.more();
+            }
+          }, "misbehave-heap");
+          filler.setDaemon(true);
+          filler.start();
+        }
+        Thread.sleep(50);
         return;
       case "exit":
         System.exit(3);
