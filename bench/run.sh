@@ -47,6 +47,11 @@
 # QUICK=1 (make bench QUICK=1) runs only the side-by-side benchmarks, one round each at small
 # sizes, Kafka Connect's failover with a delay of 0 only: about 4 minutes.
 #
+# At the end bench/report writes the run's figures as one document: docs/benchmarks.md, or in
+# QUICK mode $BENCH_OUT/benchmarks.md only. It reads the raw output, runs.tsv (each benchmark's
+# arguments and exit code, written here) and run-start.txt (the machine and versions, recorded
+# before the first benchmark).
+#
 # About 25-35 minutes on 2 cores (the switch benchmark waits up to 90 s for the cluster to settle before each switch). Everything it starts it stops; raw output goes to $BENCH_OUT
 # (default .data/bench). Data dirs are under $TMPDIR (default /tmp), which must be a disk, not tmpfs.
 set -euo pipefail
@@ -61,14 +66,33 @@ OUT=$(cd "$OUT" && pwd)
 export BENCH_OUT=$OUT
 
 echo "== make bench, $(date -u +%Y-%m-%dT%H:%MZ): $(nproc) CPUs, $(go version | cut -d' ' -f3-4), kernel $(uname -r)"
+REPORT_MODE=()
+[ "${QUICK:-}" = 1 ] && REPORT_MODE=(-quick)
+rm -f "$OUT/runs.tsv"
+go run ./bench/report -in "$OUT" -start "${REPORT_MODE[@]}"
 go test -c -o "$OUT/bench.test" ./bench
+
+# record NAME RC LOAD ARGS...: a line of $OUT/runs.tsv, what bench/report shows as a
+# benchmark's settings and whether it failed.
+record() {
+	printf '%s\t%s\t%s\t%s\n' "$1" "$2" "$3" "${*:4}" >>"$OUT/runs.tsv"
+}
 
 # run NAME ARGS...: one benchmark binary run, output to $OUT/NAME.txt.
 run() {
-	local name=$1
+	local name=$1 load rc=0
 	shift
-	echo "== $name (load average before: $(cut -d' ' -f1-3 /proc/loadavg))"
-	(cd bench && "$OUT/bench.test" -test.run '^$' -test.timeout 15m "$@") 2>&1 | tee "$OUT/$name.txt"
+	load=$(cut -d' ' -f1-3 /proc/loadavg)
+	echo "== $name (load average before: $load)"
+	(cd bench && "$OUT/bench.test" -test.run '^$' -test.timeout 15m "$@") 2>&1 | tee "$OUT/$name.txt" || rc=$?
+	record "$name" "$rc" "$load" ${GOMAXPROCS:+GOMAXPROCS=$GOMAXPROCS} "$@"
+	return "$rc"
+}
+
+# report FILE: the run's figures as one document (bench/report).
+report() {
+	go run ./bench/report -in "$OUT" -out "$1" && echo "== the figures of this run: $1" ||
+		echo "== bench/report FAILED: the raw output is in $OUT"
 }
 
 # side_by_side ROUNDS ARGS...: kcd against the real Kafka Connect, one table each.
@@ -101,6 +125,7 @@ if [ "${QUICK:-}" = 1 ]; then
 	run rebalance-sbs -test.bench '^BenchmarkRebalanceSideBySide$' -test.benchtime 1x ||
 		echo "== rebalance-sbs FAILED: see $OUT/rebalance-sbs.txt"
 	tables
+	report "$OUT/benchmarks.md"
 	exit 0
 fi
 JAVAHOST_ARGS=()
@@ -112,6 +137,7 @@ echo "== writes-3sched: GOMAXPROCS=$((3 * $(nproc)))"
 GOMAXPROCS=$((3 * $(nproc))) run writes-3sched -test.bench '^BenchmarkWrites/writers=64$' -test.benchtime "$WRITES_TIME"
 
 fsyncs=
+load=$(cut -d' ' -f1-3 /proc/loadavg)
 if command -v perf >/dev/null && perf stat -e syscalls:sys_enter_fdatasync true >/dev/null 2>&1; then
 	n=20000
 	echo "== fsyncs: BenchmarkWrites/writers=64, $n writes, under perf stat"
@@ -124,8 +150,11 @@ if command -v perf >/dev/null && perf stat -e syscalls:sys_enter_fdatasync true 
 		/sys_enter_fdatasync/ {d=$1} /sys_enter_fsync/ {f=$1} /sys_enter_pwrite64/ {p=$1}
 		END {printf "per acknowledged write, 3 nodes together: %.2f fdatasync + %.3f fsync (%.2f per node), %.1f pwrite64", d/w, f/w, (d+f)/w/3, p/w}' "$OUT/fsyncs.perf")
 	echo "$fsyncs"
+	echo "$fsyncs" >"$OUT/fsyncs-per-write.txt"
+	record fsyncs 0 "$load" perf stat -test.bench '^BenchmarkWrites/writers=64$' -test.benchtime ${n}x
 else
 	echo "== fsyncs: skipped (perf cannot count syscalls:sys_enter_fdatasync here)"
+	echo "skipped: perf cannot count syscalls:sys_enter_fdatasync here" >"$OUT/fsyncs-per-write.txt"
 fi
 
 # The store benchmarks find MariaDB and PostgreSQL in $KCD_TEST_MYSQL_DSN and $KCD_TEST_POSTGRES_DSN, or
@@ -146,14 +175,20 @@ run migrate-raftonly -test.bench '^BenchmarkMigrateImport$/^node=raft-only$' -te
 	echo "== migrate-raftonly FAILED: see $OUT/migrate-raftonly.txt"
 run taskfailover -test.bench '^BenchmarkTaskFailover$' -test.benchtime "${TASK_TRIALS}x"
 # The socket hop per batch against an in-JVM call (bench/javahost-hop.sh: needs Java 17 and Maven).
-echo "== javahost-hop (load average before: $(cut -d' ' -f1-3 /proc/loadavg))"
-bench/javahost-hop.sh 2>&1 | tee "$OUT/javahost-hop.txt" || echo "== javahost-hop FAILED: see $OUT/javahost-hop.txt"
+load=$(cut -d' ' -f1-3 /proc/loadavg)
+echo "== javahost-hop (load average before: $load)"
+rc=0
+bench/javahost-hop.sh 2>&1 | tee "$OUT/javahost-hop.txt" || rc=$?
+record javahost-hop "$rc" "$load" bench/javahost-hop.sh
+[ "$rc" = 0 ] || echo "== javahost-hop FAILED: see $OUT/javahost-hop.txt"
 side_by_side "${BENCH_ROUNDS:-3}"
 run failover-sbs -test.bench '^BenchmarkFailoverSideBySide$' -test.benchtime 1x ||
 	echo "== failover-sbs FAILED: see $OUT/failover-sbs.txt"
 run rebalance-sbs -test.bench '^BenchmarkRebalanceSideBySide$' -test.benchtime 1x ||
 	echo "== rebalance-sbs FAILED: see $OUT/rebalance-sbs.txt"
+load=$(cut -d' ' -f1-3 /proc/loadavg)
 (cd daemon/coordinator/assignor && go test -run '^$' -bench '^BenchmarkAssign' -benchmem) 2>&1 | tee "$OUT/assign.txt"
+record assign 0 "$load" "(cd daemon/coordinator/assignor && go test -run '^\$' -bench '^BenchmarkAssign' -benchmem)"
 
 echo
 echo "== summary (raw output in $OUT)"
@@ -163,3 +198,4 @@ tables
 grep -h 'VmRSS\|Kafka Connect worker' "$OUT/memory.txt" | sed 's/^bench: //' || true
 grep -h '^bench: migrate: [0-9a-zW]' "$OUT/migrate.txt" "$OUT/migrate-raftonly.txt" | sed 's/^bench: //' || true
 grep -h '^bench: .*: \(innodb\|fsync\|switch .* done\)' "$OUT/stores.txt" "$OUT/storeswitch.txt" | sed 's/^bench: //' || true
+report docs/benchmarks.md
