@@ -328,6 +328,9 @@ func tableKey(t string) string {
 func (r *report) settings(name string) {
 	rec, ok := r.runs[name]
 	if !ok {
+		if _, ran := r.entries[name+".txt"]; ran {
+			r.p("Settings: not recorded (no line of %s for it).\n\n", runsFile)
+		}
 		return
 	}
 	args := rec.args

@@ -219,6 +219,7 @@ func TestReportOfAQuickRun(t *testing.T) {
 		"QUICK mode runs only the side-by-side benchmarks; not run: writes, writes-3sched, fsyncs, stores,",
 		"The run did not record its tree, machine and versions (no run-start.txt)",
 		"| when | not recorded; its files were written ",
+		"Settings: not recorded (no line of runs.tsv for it).",
 	)
 	mustNotContain(t, doc, "not run: see", "### Metadata writes")
 }
