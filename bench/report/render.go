@@ -236,15 +236,18 @@ func (r *report) sideBySide() {
 	sort.Strings(others)
 	for _, name := range others {
 		table := r.readTable(name)
-		if table == "" {
+		if table == "" || r.usedText[tableKey(table)] {
 			continue
 		}
 		base := strings.TrimSuffix(name, ".md")
-		raw := strings.Replace(base, "-sidebyside", "", 1)
 		r.p("### %s\n\nA table of `%s` (bench/report has no description of it).\n\n", base, name)
-		r.settings(raw)
-		if rf := r.rawOf(raw); rf != nil {
-			r.used[rf.name] = true
+		// Its benchmark's output is NAME.txt, NAME the table's name without
+		// "-sidebyside", unless that is a benchmark of kcd alone.
+		if raw := strings.Replace(base, "-sidebyside", "", 1); !isSingle(raw) {
+			r.settings(raw)
+			if rf := r.rawOf(raw); rf != nil {
+				r.used[rf.name] = true
+			}
 		}
 		r.shown(table)
 		r.p("%s\n", strings.TrimRight(table, "\n")+"\n")
@@ -276,6 +279,10 @@ func (r *report) sideBySide() {
 			r.p("%s\n", strings.TrimRight(t, "\n")+"\n")
 		}
 	}
+}
+
+func isSingle(name string) bool {
+	return slices.ContainsFunc(singles, func(s single) bool { return s.raw == name })
 }
 
 func (r *report) sortedTxt() []string {
