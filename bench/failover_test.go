@@ -115,7 +115,7 @@ func BenchmarkFailover(b *testing.B) {
 
 // waitSettled waits until every node runs, all agree on a leader and all
 // report the same commit index, and returns the leader. A cluster that has
-// not settled after 20 s is stuck (see docs/benchmarks.md); waitSettled
+// not settled after 20 s is stuck (see docs/notes/benchmarks-lab-notebook-2026-12.md); waitSettled
 // then saves every node's goroutines and log, restarts all of them, and
 // reports stuck=true.
 func waitSettled(b *testing.B, c *systemtest.Cluster, trial int) (lead uint64, stuck bool) {

@@ -108,7 +108,7 @@ type Config struct {
 	// bookkeeping per record); TaskInFlightBytes and TaskInFlightRecords
 	// bound one task. A task at a limit is not polled. More in flight
 	// keeps a producer busier at the cost of memory: see the trade-off in
-	// docs/benchmarks.md. A task's limits must not exceed the worker's.
+	// docs/notes/benchmarks-lab-notebook-2026-12.md. A task's limits must not exceed the worker's.
 	WorkerInFlightBytes   ByteSize `yaml:"worker-in-flight-bytes"`
 	WorkerInFlightRecords int      `yaml:"worker-in-flight-records"`
 	TaskInFlightBytes     ByteSize `yaml:"task-in-flight-bytes"`
@@ -296,7 +296,7 @@ func javaHeapBytes(v string) (int64, bool) {
 
 // DefaultMemoryLimit is the default of Config.MemoryLimit: with the
 // worker's default in-flight limits, a node under a full Connect load
-// stays below 100 MB resident (docs/benchmarks.md).
+// stays below 100 MB resident (docs/notes/benchmarks-lab-notebook-2026-12.md).
 const DefaultMemoryLimit ByteSize = 80 << 20
 
 // MinJoinTokenLen is the shortest join token accepted: the cluster keeps

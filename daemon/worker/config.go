@@ -129,7 +129,7 @@ type Limits struct {
 	// they approximate memory. Defaults 100,000 and 32 MiB: the bytes bind
 	// first (32 MiB is about 52,000 records of 100 bytes, 27,000 of 700),
 	// which keeps a producer busy; at 16 MiB a single task made a quarter
-	// fewer records/s (docs/benchmarks.md).
+	// fewer records/s (docs/notes/benchmarks-lab-notebook-2026-12.md).
 	TaskInFlightRecords int
 	TaskInFlightBytes   int64
 	// The same over all source tasks of the worker: what bounds the
