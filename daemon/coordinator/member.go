@@ -321,9 +321,14 @@ func (m *Member) heartbeats(ctx context.Context) {
 					return
 				}
 				failures++
-				if failures == 1 || failures%20 == 0 {
-					m.log.Warn("heartbeat failed", "err", r.err, "failures", failures)
+				// One or two in a row are usual at a start (the leader's
+				// coordinator a moment behind its election) and after a
+				// leader change: warn from the third in a row.
+				lvl := slog.LevelDebug
+				if failures == 3 || failures%20 == 0 {
+					lvl = slog.LevelWarn
 				}
+				m.log.Log(ctx, lvl, "heartbeat failed", "err", r.err, "failures", failures)
 				// The coordinator may be a moment away (a leader just
 				// elected, as at start): try again sooner than the
 				// interval, backing off.
