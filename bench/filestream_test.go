@@ -45,8 +45,10 @@ const (
 //     each) into a 1-partition topic each, until all are in Kafka;
 //   - sink, 1 and 4 tasks: a pre-filled topic of 1 and 4 partitions into a
 //     file, until every line is written, and the time to the first write;
-//   - after the rounds, -bench.filestream.restart-connectors sinks on each
-//     side, the process killed and started again: exec → all RUNNING.
+//   - after the rounds, in as many rounds, each side stopped and started
+//     again: exec → first 200, and a sink's first write (latency_test.go);
+//   - then -bench.filestream.restart-connectors sinks on each side, the
+//     process killed and started again: exec → all RUNNING.
 //
 // Both sides use StringConverter, exactly-once source support disabled
 // (Kafka Connect's default), and the producer compression.type
@@ -109,7 +111,7 @@ func runFileStreamSideBySide(b *testing.B) {
 	}); err != nil {
 		b.Fatalf("kcd: no 200 from GET /connectors: %v", err)
 	}
-	s.add("start → first 200 from GET /connectors", "s", false, sideKcd, time.Since(start).Seconds())
+	s.add(rowStartFresh, "ms", false, sideKcd, ms(time.Since(start)))
 	idle(s, kcd)
 
 	start = time.Now()
@@ -124,7 +126,7 @@ func runFileStreamSideBySide(b *testing.B) {
 	peerConnect := newPeer(sideConnect, url, func() []int { return []int{pid} })
 	// StartConnectWorkerPID returns once the worker is healthy: its first
 	// 200 came at most this late.
-	s.add("start → first 200 from GET /connectors", "s", false, sideConnect, time.Since(start).Seconds())
+	s.add(rowStartFresh, "ms", false, sideConnect, ms(time.Since(start)))
 	idle(s, peerConnect)
 
 	for round := range *fsRounds {
@@ -146,6 +148,8 @@ func runFileStreamSideBySide(b *testing.B) {
 			runFileSink(b, ctx, s, p, dir, tag+"x4", sinkIn4, 4, n)
 		}
 	}
+	// Start on an existing data dir, first sink write (latency_test.go).
+	pid = latencySideBySide(b, ctx, s, cl, adm, node, kcd, peerConnect, pid, kcProps, dir)
 	// Restart with many connectors: exec → every one RUNNING again.
 	if k := *fsRestart; k > 0 {
 		createSinks(b, ctx, kcd, sinkIn1, dir, "kcd", k)

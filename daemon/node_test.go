@@ -169,3 +169,40 @@ func TestJoinAndRefuseAnotherCluster(t *testing.T) {
 		t.Fatalf("restart into another cluster: %v", err)
 	}
 }
+
+// A single node answers GET /connectors without waiting for an election
+// timeout, on a fresh and on an existing data dir: with a timeout of an
+// hour here, only its immediate campaign can make it leader.
+func TestLoneNodeServesWithoutElectionTimeout(t *testing.T) {
+	dir := t.TempDir()
+	cfg := devConfig(t, dir)
+	cfg.ElectionTimeout = time.Hour
+	// Without a leader a read waits for one: the client gives up.
+	hc := &http.Client{Timeout: 10 * time.Second}
+	for _, run := range []string{"fresh", "existing"} {
+		n := New(cfg, slog.New(slog.DiscardHandler))
+		if err := n.Start(t.Context()); err != nil {
+			t.Fatalf("%s data dir: %v", run, err)
+		}
+		deadline := time.Now().Add(10 * time.Second)
+		for {
+			res, err := hc.Get(n.RESTURL() + "/connectors")
+			if err != nil {
+				n.Close()
+				t.Fatalf("%s data dir: %v", run, err)
+			}
+			res.Body.Close()
+			if res.StatusCode == http.StatusOK {
+				break
+			}
+			if time.Now().After(deadline) {
+				n.Close()
+				t.Fatalf("%s data dir: GET /connectors answers %d", run, res.StatusCode)
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+		if err := n.Close(); err != nil {
+			t.Fatal(err)
+		}
+	}
+}

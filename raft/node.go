@@ -57,6 +57,9 @@ type Node struct {
 
 	leader atomic.Uint64
 	term   atomic.Uint64
+	// leaderCh is closed and replaced whenever leader or term moves.
+	leaderMu sync.Mutex
+	leaderCh chan struct{}
 	// proposals and proposalsFailed count Propose calls (Proposals).
 	proposals, proposalsFailed atomic.Uint64
 	applied                    atomic.Uint64
@@ -83,8 +86,11 @@ type Node struct {
 	// added, so that the snapshot a new member may need includes it (raft
 	// refuses a snapshot whose configuration lacks the receiver).
 	snapNow bool
-	// campaignNow asks for an election once the first entries are applied.
-	campaignNow bool
+	// campaignNow: campaignIfAlone has yet to decide whether this node
+	// campaigns at once (set by the Ready loop only).
+	campaignNow atomic.Bool
+	// aloneCampaigns counts the elections campaignIfAlone started.
+	aloneCampaigns atomic.Uint64
 	// leading says this node was leader as of the last Ready's SoftState
 	// (touched by the Ready loop only).
 	leading bool
@@ -126,6 +132,7 @@ func Start(cfg Config) (*Node, error) {
 		log:       cfg.Logger.With("subsys", "raft", "node", cfg.ID),
 		waiters:   map[uint64]chan fsm.Result{},
 		appliedCh: make(chan struct{}),
+		leaderCh:  make(chan struct{}),
 		stopc:     make(chan struct{}),
 		donec:     make(chan struct{}),
 	}
@@ -213,14 +220,12 @@ func Start(cfg Config) (*Node, error) {
 		}
 		n.log.Info("bootstrapping a new cluster", "cluster_id", n.clusterID, "members", len(peers))
 		n.rn = etcdraft.StartNode(rc, peers)
-		// Alone, there is nobody to wait for: lead as soon as the bootstrap
-		// configuration is applied rather than after an election timeout.
-		n.campaignNow = len(peers) == 1
 	default:
 		// A restart, or a fresh node that joins: raft's configuration comes
 		// from the log (or, for a joiner, from the leader).
 		n.rn = etcdraft.RestartNode(rc)
 	}
+	n.campaignNow.Store(true)
 	newTransport := cfg.NewTransport
 	if newTransport == nil {
 		newTransport = func(clusterID string, r transport.Receiver) (transport.Transport, error) {
@@ -651,6 +656,13 @@ func (n *Node) WaitApplied(ctx context.Context, index uint64) error {
 	}
 }
 
+// leaderMoves returns a channel closed when the leader or term next moves.
+func (n *Node) leaderMoves() <-chan struct{} {
+	n.leaderMu.Lock()
+	defer n.leaderMu.Unlock()
+	return n.leaderCh
+}
+
 func (n *Node) setApplied(index uint64) {
 	n.applied.Store(index)
 	n.appliedMu.Lock()
@@ -760,6 +772,7 @@ func (n *Node) run() {
 	defer func() { _ = n.waitApply() }()
 	ticker := time.NewTicker(n.cfg.TickInterval)
 	defer ticker.Stop()
+	n.campaignIfAlone()
 	for {
 		select {
 		case <-ticker.C:
@@ -774,6 +787,9 @@ func (n *Node) run() {
 				return
 			}
 			n.rn.Advance()
+			if n.campaignNow.Load() {
+				n.campaignIfAlone()
+			}
 		case <-n.stopc:
 			return
 		}
@@ -781,15 +797,23 @@ func (n *Node) run() {
 }
 
 func (n *Node) handleReady(rd etcdraft.Ready) error {
+	moved := false
 	if rd.SoftState != nil {
 		n.leading = rd.SoftState.RaftState == etcdraft.StateLeader
 		if prev := n.leader.Swap(rd.SoftState.Lead); prev != rd.SoftState.Lead {
+			moved = true
 			n.log.Info("leader changed", "leader", rd.SoftState.Lead, "previous", prev, "state", rd.SoftState.RaftState.String())
 		}
 	}
 	if !etcdraft.IsEmptyHardState(rd.HardState) {
-		n.term.Store(rd.HardState.GetTerm())
+		moved = n.term.Swap(rd.HardState.GetTerm()) != rd.HardState.GetTerm() || moved
 		n.commit.Store(rd.HardState.GetCommit())
+	}
+	if moved {
+		n.leaderMu.Lock()
+		close(n.leaderCh)
+		n.leaderCh = make(chan struct{})
+		n.leaderMu.Unlock()
 	}
 	// A leader replicates to its followers while it writes its own log
 	// (Raft thesis 10.2.1, as etcd's server does): its appends and
@@ -845,11 +869,37 @@ func (n *Node) handleReady(rd etcdraft.Ready) error {
 	for _, rs := range rd.ReadStates {
 		n.reads.answer(rs)
 	}
-	if n.campaignNow && len(rd.CommittedEntries) > 0 {
-		n.campaignNow = false
-		go func() { _ = n.rn.Campaign(context.Background()) }()
-	}
 	return n.maybeSnapshot()
+}
+
+// campaignIfAlone starts an election at once when this node is the only
+// voter of its configuration and knows no leader, as after the start of a
+// single-node cluster, fresh or restarted: no other member can win or be
+// disrupted, so an election timeout (0.5-1 s by default) would only delay
+// the first leader. Raft's safety does not depend on when a node
+// campaigns; a configuration of several voters keeps its election timer.
+// It decides once raft has handed out every entry it knows committed and
+// the Ready loop has applied their configuration changes: only then is
+// raft's configuration current, and raft refuses to campaign while a
+// committed configuration change is unapplied. Called at the start of the
+// Ready loop and after each Advance (raft takes the applied index from
+// Advance) until it has decided; Ready loop only.
+func (n *Node) campaignIfAlone() {
+	st := n.rn.Status()
+	if st.Applied < st.GetCommit() {
+		return // the next Ready hands out the rest
+	}
+	n.campaignNow.Store(false)
+	voters := st.Config.Voters.IDs()
+	_, self := voters[n.cfg.ID]
+	if st.Lead != 0 || len(voters) != 1 || !self || n.isCorrupt() {
+		return
+	}
+	n.aloneCampaigns.Add(1)
+	n.log.Info("the only voter of its configuration: campaigning at once", "term", st.GetTerm())
+	if err := n.rn.Campaign(context.Background()); err != nil {
+		n.log.Warn("campaign", "err", err) // the election timer still runs
+	}
 }
 
 func hasConfChange(ents []*pb.Entry) bool {

@@ -213,18 +213,17 @@ func (b *readBatcher) readIndex(ctx context.Context, wait time.Duration) (uint64
 	defer timer.Stop()
 	// raft drops a request made with no leader or to a leader that lost
 	// its place: once a leader of another term is known, send again at
-	// once rather than after wait (a leadership transfer takes
-	// milliseconds).
-	tick := time.NewTicker(b.n.cfg.TickInterval)
-	defer tick.Stop()
+	// once rather than after wait (an election or a leadership transfer
+	// takes milliseconds).
 	for {
+		moved := b.n.leaderMoves()
+		if l := b.n.Leader(); l != 0 && (l != lead || b.n.Term() != term) {
+			return 0, errNoAnswer
+		}
 		select {
 		case index := <-ch:
 			return index, nil
-		case <-tick.C:
-			if l := b.n.Leader(); l != 0 && (l != lead || b.n.Term() != term) {
-				return 0, errNoAnswer
-			}
+		case <-moved:
 		case <-timer.C:
 			return 0, errNoAnswer
 		case <-ctx.Done():

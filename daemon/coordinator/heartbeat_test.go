@@ -91,3 +91,49 @@ func TestHungHeartbeatsDoNotLapseTheSession(t *testing.T) {
 			lapses, hung.Load(), hangFor, last.Sub(start))
 	}
 }
+
+// A heartbeat refused (as when the coordinator of a leader just elected is
+// not running yet, at a node's start) is sent again within milliseconds,
+// not after the heartbeat interval: with an interval of an hour here, only
+// that retry can get the session held.
+func TestFailedHeartbeatIsRetriedSoon(t *testing.T) {
+	rc := rafttest.NewCluster(t, 1, nil)
+	node := rc.Leader(10 * time.Second)
+	st := raftstore.New(node)
+	t.Cleanup(func() { st.Close() })
+	ctx, cancel := context.WithCancel(t.Context())
+	var wg sync.WaitGroup
+	t.Cleanup(func() { cancel(); wg.Wait() })
+
+	coord, err := New(Config{Store: st, Raft: node, SessionTimeout: 30 * time.Second, Logger: rafttest.Logger()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	wg.Add(1)
+	go func() { defer wg.Done(); coord.Run(ctx) }()
+	backend := heartbeatServer(t, coord)
+	target, _ := url.Parse(backend.URL)
+	proxy := httputil.NewSingleHostReverseProxy(target)
+	var beats atomic.Int64
+	front := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if beats.Add(1) == 1 {
+			http.Error(w, `{"error_code":503,"message":"coordinator: this node is not the leader; retry"}`, http.StatusServiceUnavailable)
+			return
+		}
+		proxy.ServeHTTP(w, r)
+	}))
+	t.Cleanup(front.Close)
+	m, err := NewMember(MemberConfig{
+		Worker:         WorkerInfo{ID: "w1", Weight: 1},
+		Store:          st,
+		Endpoints:      func() []string { return []string{front.URL} },
+		SessionTimeout: 30 * time.Second, HeartbeatInterval: time.Hour,
+		Logger: rafttest.Logger(),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	wg.Add(1)
+	go func() { defer wg.Done(); m.Run(ctx) }()
+	waitFor(t, 10*time.Second, "w1's session to be held", m.Alive)
+}

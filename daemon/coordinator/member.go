@@ -309,7 +309,7 @@ func (m *Member) heartbeats(ctx context.Context) {
 			t.Reset(d)
 		}
 	}
-	failures := 0
+	failures, again := 0, 0
 	for {
 		select {
 		case <-ctx.Done():
@@ -321,18 +321,32 @@ func (m *Member) heartbeats(ctx context.Context) {
 					return
 				}
 				failures++
-				if failures == 1 || failures%20 == 0 {
-					m.log.Warn("heartbeat failed", "err", r.err, "failures", failures)
+				// One or two in a row are usual at a start (the leader's
+				// coordinator a moment behind its election) and after a
+				// leader change: warn from the third in a row.
+				lvl := slog.LevelDebug
+				if failures == 3 || failures%20 == 0 {
+					lvl = slog.LevelWarn
+				}
+				m.log.Log(ctx, lvl, "heartbeat failed", "err", r.err, "failures", failures)
+				// The coordinator may be a moment away (a leader just
+				// elected, as at start): try again sooner than the
+				// interval, backing off.
+				if inFlight == 0 {
+					soon(retrySoon(failures))
 				}
 				continue
 			}
 			failures = 0
 			if (!m.answered(r.sent, r.reply) || m.releasing()) && inFlight == 0 {
 				// Waiting to be counted in the assignment (a rebalance
-				// follows a new session at once), or handing units over
-				// (a revoked unit moves once two heartbeats said it
-				// stopped): ask again soon.
-				soon(100 * time.Millisecond)
+				// follows a new session at once, in milliseconds), or
+				// handing units over (a revoked unit moves once two
+				// heartbeats said it stopped): ask again soon.
+				again++
+				soon(retrySoon(again))
+			} else {
+				again = 0
 			}
 		case <-t.C:
 			m.step("heartbeat")
@@ -349,6 +363,13 @@ func (m *Member) heartbeats(ctx context.Context) {
 			}()
 		}
 	}
+}
+
+// retrySoon is the wait before the next heartbeat after the n-th (from 1)
+// in a row that failed or asked to be sent again soon: 25 ms, 50 ms, then
+// 100 ms (soon never makes it later than the interval).
+func retrySoon(n int) time.Duration {
+	return 25 * time.Millisecond << min(n-1, 2)
 }
 
 // answered takes the reply to a heartbeat sent at sent, and tells whether

@@ -241,3 +241,35 @@ func flipByte(tb testing.TB, path string, off int64) {
 		tb.Fatal(err)
 	}
 }
+
+// TestValidRecordFarIntoThePreallocatedTail writes an intact record megabytes
+// after the end of the data, in the preallocated tail (unwritten extents,
+// which the scan for zeros skips unread): what lies beyond the unused space
+// is still read, and a valid record there is damage, not a torn tail.
+func TestValidRecordFarIntoThePreallocatedTail(t *testing.T) {
+	dir := t.TempDir()
+	s := openT(t, dir, Options{SegmentSize: 8 << 20})
+	mustSave(t, s, hardState(1, 1, 1), ents(1, 3, 1, "x"), nil)
+	s.Close()
+	seg := segmentFiles(t, dir)[0]
+	recs := records(t, seg)
+	end := int64(recs[len(recs)-1].end)
+	rec, err := appendRecord(nil, recEntry, ent(4, 1, "far"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := os.OpenFile(seg, os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	at := int64(6<<20 + 123) // zeros between end and at: the scan stops at end
+	if _, err := f.WriteAt(rec, at); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	_, err = Open(dir, Options{Logger: quiet})
+	var ce *CorruptError
+	if !errors.As(err, &ce) || ce.Offset != end || !strings.Contains(ce.Reason, fmt.Sprint(at)) {
+		t.Fatalf("Open: %v, want damage at offset %d naming the record at %d", err, end, at)
+	}
+}

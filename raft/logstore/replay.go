@@ -87,6 +87,7 @@ func scanSegment(path string, isTail bool, fn func(record) error) (end, size int
 		return 0, 0, false, fmt.Errorf("stat wal segment: %w", err)
 	}
 	size = info.Size()
+	noReadahead(f)
 	r := bufio.NewReaderSize(f, int(min(size, readChunk)))
 	var hdr [headerSize]byte
 	var payload []byte
@@ -158,11 +159,25 @@ func checkEnd(f *os.File, path string, off, size int64, isTail bool) (torn bool,
 }
 
 // zeroFrom reports whether the file is all zero from off to size, reading it
-// in chunks rather than all at once.
+// in chunks rather than all at once. Holes read as zeros and are skipped
+// unread; on Linux so are the preallocated (unwritten) extents of a segment
+// while none of their pages is cached: reading the 64 MiB of a fresh tail
+// segment took most of an Open. Only data is read, up to the next hole, so
+// that the scan itself caches no pages of such extents.
 func zeroFrom(f *os.File, off, size int64) (bool, error) {
-	buf := make([]byte, min(size-off, readChunk))
+	var buf []byte
 	for off < size {
-		n, err := f.ReadAt(buf[:min(int64(len(buf)), size-off)], off)
+		end := size
+		if data, hole, ok := dataRun(f, off); ok {
+			if data >= size {
+				return true, nil
+			}
+			off, end = max(off, data), min(size, max(hole, data+1))
+		}
+		if buf == nil {
+			buf = make([]byte, min(size-off, readChunk))
+		}
+		n, err := f.ReadAt(buf[:min(int64(len(buf)), end-off)], off)
 		if indexNonZero(buf[:n]) >= 0 {
 			return false, nil
 		}

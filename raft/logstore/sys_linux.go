@@ -5,6 +5,7 @@ package logstore
 import (
 	"errors"
 	"fmt"
+	"math"
 	"os"
 
 	"golang.org/x/sys/unix"
@@ -41,4 +42,30 @@ func lockDir(d *os.File) error {
 		return fmt.Errorf("directory %s is in use by another store", d.Name())
 	}
 	return err
+}
+
+// dataRun returns where the first data at or after off starts and where the
+// hole after it starts (SEEK_DATA, SEEK_HOLE); data is math.MaxInt64 when
+// only holes follow. What lies outside data runs reads as zeros. ok is
+// false when the file system cannot tell.
+func dataRun(f *os.File, off int64) (data, hole int64, ok bool) {
+	fd := int(f.Fd())
+	data, err := unix.Seek(fd, off, unix.SEEK_DATA)
+	if errors.Is(err, unix.ENXIO) {
+		return math.MaxInt64, math.MaxInt64, true
+	}
+	if err != nil {
+		return 0, 0, false
+	}
+	if hole, err = unix.Seek(fd, data, unix.SEEK_HOLE); err != nil {
+		return 0, 0, false
+	}
+	return data, hole, true
+}
+
+// noReadahead turns readahead off for f: a read near the end of a
+// segment's data would otherwise cache pages of the preallocated space
+// after it, which SEEK_DATA then counts as data.
+func noReadahead(f *os.File) {
+	_ = unix.Fadvise(int(f.Fd()), 0, 0, unix.FADV_RANDOM)
 }
