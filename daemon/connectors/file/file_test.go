@@ -266,3 +266,48 @@ func TestSinkWritesWholeLines(t *testing.T) {
 		t.Errorf("the buffer kept %d bytes after a huge record", cap(task.w.buf))
 	}
 }
+
+// Invalid UTF-8 reads as U+FFFD per bad byte (Java's decoder), counted as
+// one char each; a line past the ASCII fast path keeps its runes.
+func TestSourceDecodesAsJava(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "in.txt")
+	long := strings.Repeat("a", 17) + "é"
+	if err := os.WriteFile(file, []byte("x\xffy\n"+long+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	recs := pollAll(t, startSource(t, file, nil))
+	if len(recs) != 2 || recs[0].Value != "x\uFFFDy" || recs[0].SourceOffset[PositionField] != int64(4) ||
+		recs[1].Value != long || recs[1].SourceOffset[PositionField] != int64(4+19) {
+		t.Fatalf("records %+v", recs)
+	}
+}
+
+// Records handed back by RecycleRecords serve the next Poll; their values
+// and offsets, which may still be in flight, are new; all records share
+// one partition map.
+func TestSourceRecyclesRecords(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "in.txt")
+	if err := os.WriteFile(file, []byte("a\nb\nc\nd\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	task := startSource(t, file, nil, BatchSizeConfig, "2")
+	first, err := task.Poll(t.Context())
+	if err != nil || len(first) != 2 {
+		t.Fatalf("first poll: %v %v", first, err)
+	}
+	r0, v0, off0 := first[0], first[0].Value, first[0].SourceOffset
+	task.RecycleRecords(first)
+	second, err := task.Poll(t.Context())
+	if err != nil || len(second) != 2 {
+		t.Fatalf("second poll: %v %v", second, err)
+	}
+	if second[0] != r0 {
+		t.Errorf("the second poll did not reuse the first one's records")
+	}
+	if v0 != "a" || off0[PositionField] != int64(2) || second[0].Value != "c" || second[1].SourceOffset[PositionField] != int64(8) {
+		t.Errorf("values and offsets: %v %v, then %v %v", v0, off0, second[0].Value, second[1].SourceOffset)
+	}
+	if fmt.Sprintf("%p", second[0].SourcePartition) != fmt.Sprintf("%p", first[1].SourcePartition) {
+		t.Errorf("records do not share their partition map")
+	}
+}
