@@ -276,7 +276,8 @@ func retryBackoff(tr *taskRun, n int) time.Duration {
 // Converted records wait for budget in chunks of at most chunkRecords
 // records and chunkBytes bytes: what is converted but not yet counted in
 // flight stays that small, and budget and tracker are taken once per
-// chunk rather than once per record.
+// chunk rather than once per record. The FileStreamSource puts an offset
+// on every chunkRecords-th line (file.offsetEvery).
 const (
 	chunkRecords = 128
 	chunkBytes   = 1 << 20
