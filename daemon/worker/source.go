@@ -64,6 +64,8 @@ type sourceRun struct {
 
 	failMu  sync.Mutex
 	failErr error
+	// lastUse: the topic use last noted for GET /connectors/{name}/topics.
+	lastUse lastUse
 }
 
 func runSource(tr *taskRun) error {
@@ -586,7 +588,7 @@ func (st *sourceRun) acked(seq uint64, r *connect.SourceRecord, kr *kgo.Record, 
 		}
 	case kr != nil:
 		tr.stats.records.Add(1)
-		tr.w.used.use(tr.id, kr.Topic)
+		tr.w.used.useCached(&st.lastUse, tr.id, kr.Topic)
 		if st.committer != nil {
 			md := connect.RecordMetadata{Topic: kr.Topic, Partition: kr.Partition, Offset: kr.Offset}
 			if cerr := safe("CommitRecord", func() error { return st.committer.CommitRecord(r, md) }); cerr != nil {
