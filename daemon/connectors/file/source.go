@@ -198,8 +198,9 @@ const maxKeptText = 1 << 20
 // every line (Kafka Connect resends all since its last offset flush
 // anyway), while a map per line was a third of a line's cost. 128 is the
 // worker's chunk of records (chunkRecords): a task stopped mid-Poll stops
-// between chunks unless its in-flight budget is full, and so commits all
-// it produced.
+// between chunks, unless its in-flight budget is full or its lines are
+// long enough to end a chunk at its byte limit, and so commits all it
+// produced.
 const offsetEvery = 128
 
 // records makes the records of a Poll's lines: lines holds them one after
