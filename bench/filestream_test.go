@@ -2,14 +2,19 @@ package bench
 
 import (
 	"bufio"
+	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"flag"
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -27,6 +32,8 @@ var (
 	fsRecords = flag.Int("bench.filestream.records", 1_000_000, "BenchmarkFileStreamSideBySide: lines of 100 bytes per scenario")
 	fsRestart = flag.Int("bench.filestream.restart-connectors", 100, "BenchmarkFileStreamSideBySide: connectors running when each side restarts")
 	fsCompr   = flag.String("bench.filestream.compression", "snappy", "BenchmarkFileStreamSideBySide: both sides' producer compression.type (kcd --producer, the worker producer.compression.type; empty: each side's default, none)")
+	fsJVM     = flag.String("bench.filestream.connect-jvm", "kafka", "BenchmarkFileStreamSideBySide: the Kafka Connect worker's JVM options: kafka (what bin/connect-distributed.sh starts it with: -Xms256M -Xmx2G, G1) or testenv (the test environment's worker script as it is)")
+	fsDefault = flag.Bool("bench.filestream.defaults", false, "BenchmarkFileStreamSideBySide: each side with its defaults (kcd: exactly-once source support enabled; Kafka Connect: disabled; both without compression) instead of identical settings; -bench.filestream.compression is ignored")
 )
 
 const (
@@ -54,7 +61,14 @@ const (
 // (Kafka Connect's default), and the producer compression.type
 // -bench.filestream.compression (kcd --producer, the worker
 // producer.compression.type); their other producer settings are Kafka
-// Connect's defaults on both. It prints a table of each side's best
+// Connect's defaults on both. With -bench.filestream.defaults each side
+// runs with its defaults instead: kcd with no settings (exactly-once
+// source support enabled: a transactional producer per task), Kafka
+// Connect with none (disabled); neither compresses. Every round also runs
+// a raw franz-go producer with the settings of kcd's shared producer on
+// the same lines, 1 and 4 topics: the ceiling of the sources, in kcd's
+// column (its CPU per record is the benchmark process's). It prints a
+// table of each side's best
 // and median: records/s, CPU per record, peak resident memory, time from
 // POST /connectors, and the fresh processes' start-up and idle memory.
 // Run with -benchtime=1x; it needs the test environment.
@@ -97,11 +111,17 @@ func runFileStreamSideBySide(b *testing.B) {
 		}
 	}()
 
-	start := time.Now()
-	args := []string{"--exactly-once-source-support", "disabled"}
-	if *fsCompr != "" {
-		args = append(args, "--producer", "compression.type="+*fsCompr)
+	compr := *fsCompr
+	var args []string
+	if *fsDefault {
+		compr = ""
+	} else {
+		args = []string{"--exactly-once-source-support", "disabled"}
+		if compr != "" {
+			args = append(args, "--producer", "compression.type="+compr)
+		}
 	}
+	start := time.Now()
 	c := systemtest.StartCluster(b, bin, systemtest.Options{Size: 1, Bootstrap: brokers, ExtraArgs: args})
 	node := c.Node(1)
 	kcd := newPeer(sideKcd, "http://"+node.RESTAddr, func() []int { return []int{node.PID()} })
@@ -116,11 +136,18 @@ func runFileStreamSideBySide(b *testing.B) {
 
 	start = time.Now()
 	group := "kcd-bench-fs-" + stamp
-	kcProps := map[string]string{"exactly.once.source.support": "disabled",
-		"group.id": group, "config.storage.topic": group + "-configs", "offset.storage.topic": group + "-offsets",
-		"status.storage.topic": group + "-status"}
-	if *fsCompr != "" {
-		kcProps["producer.compression.type"] = *fsCompr
+	kcProps := map[string]string{"group.id": group, "config.storage.topic": group + "-configs",
+		"offset.storage.topic": group + "-offsets", "status.storage.topic": group + "-status"}
+	if !*fsDefault {
+		kcProps["exactly.once.source.support"] = "disabled"
+		if compr != "" {
+			kcProps["producer.compression.type"] = compr
+		}
+	}
+	if *fsJVM == "kafka" {
+		b.Setenv(testenv.ConnectWorker, connectWithKafkaJVM(b))
+	} else if *fsJVM != "testenv" {
+		b.Fatalf("-bench.filestream.connect-jvm %q: kafka or testenv", *fsJVM)
 	}
 	url, pid := testenv.StartConnectWorkerPID(b, kcProps)
 	peerConnect := newPeer(sideConnect, url, func() []int { return []int{pid} })
@@ -131,8 +158,8 @@ func runFileStreamSideBySide(b *testing.B) {
 
 	for round := range *fsRounds {
 		s.noteLoad()
-		rawProducer(b, ctx, s, cl, adm, fmt.Sprintf("kcd-bench-fs-raw-r%d-%s", round, stamp), n)
-		made = append(made, fmt.Sprintf("kcd-bench-fs-raw-r%d-%s", round, stamp))
+		made = append(made, rawProducer(b, ctx, s, adm, compr, fmt.Sprintf("r%d-%s", round, stamp), []string{one})...)
+		made = append(made, rawProducer(b, ctx, s, adm, compr, fmt.Sprintf("r%dx4-%s", round, stamp), quarters)...)
 		sides := []*peer{kcd, peerConnect}
 		if round%2 == 1 {
 			sides = []*peer{peerConnect, kcd}
@@ -168,50 +195,119 @@ func runFileStreamSideBySide(b *testing.B) {
 		waitAllRunning(b, ctx, newPeer(sideConnect, url, nil), "kc", k)
 		s.add(fmt.Sprintf("restart with %d connectors → all RUNNING", k), "s", false, sideConnect, time.Since(start).Seconds())
 	}
-	table := s.markdown()
+	table, file := s.markdown(), "filestream-sidebyside.md"
+	if *fsDefault {
+		table = "Each side with its defaults: kcd exactly-once source support enabled, Kafka Connect disabled, no compression.\n\n" + table
+		file = "filestream-sidebyside-defaults.md"
+	} else {
+		table = fmt.Sprintf("Identical settings: exactly-once source support disabled, StringConverter, compression.type %s.\n\n", cmp.Or(compr, "none")) + table
+	}
 	fmt.Println(table)
 	if out := os.Getenv("BENCH_OUT"); out != "" {
-		if err := os.WriteFile(filepath.Join(out, "filestream-sidebyside.md"), []byte(table), 0o644); err != nil {
+		if err := os.WriteFile(filepath.Join(out, file), []byte(table), 0o644); err != nil {
 			progress("write table: %v", err)
 		}
 	}
 }
 
-// rawProducer writes n records of lineBytes into a new 1-partition topic
-// with a franz-go client of its own with kcd's shared producer's settings
-// (Kafka Connect's defaults, -bench.filestream.compression): the ceiling
-// of a source on this broker, in kcd's column.
-func rawProducer(b *testing.B, ctx context.Context, s *sheet, _ *kgo.Client, adm *kadm.Client, topic string, n int) {
-	if _, err := adm.CreateTopic(ctx, 1, 1, nil, topic); err != nil {
-		b.Fatalf("create %s: %v", topic, err)
+// rawProducer produces the lines of files (without their newlines), each
+// file's into a new 1-partition topic of its own, one goroutine a file,
+// through one franz-go client with the settings of kcd's shared producer
+// (Kafka Connect's defaults, compression.type compr, idempotent with up to
+// five requests in flight: Worker.sharedProducer): the ceiling of the
+// FileStreamSources on this broker, in kcd's column. It returns the topics.
+func rawProducer(b *testing.B, ctx context.Context, s *sheet, adm *kadm.Client, compr, tag string, files []string) []string {
+	var values [][][]byte
+	var topics []string
+	n := 0
+	for i, f := range files {
+		text, err := os.ReadFile(f)
+		if err != nil {
+			b.Fatal(err)
+		}
+		lines := bytes.Split(bytes.TrimSuffix(text, []byte("\n")), []byte("\n"))
+		values = append(values, lines)
+		n += len(lines)
+		t := fmt.Sprintf("kcd-bench-fs-raw-%s-%d", tag, i)
+		if _, err := adm.CreateTopic(ctx, 1, 1, nil, t); err != nil {
+			b.Fatalf("create %s: %v", t, err)
+		}
+		topics = append(topics, t)
 	}
 	settings := map[string]string{}
-	if *fsCompr != "" {
-		settings["compression.type"] = *fsCompr
+	if compr != "" {
+		settings["compression.type"] = compr
 	}
 	p, err := clientcfg.DefaultProducer().With(settings, clientcfg.ProducerPrefix)
 	if err != nil {
 		b.Fatal(err)
 	}
+	p.Idempotent = true // as kcd's shared producer is unless told otherwise
 	cl, err := kgo.NewClient(append(p.Opts(false), kgo.SeedBrokers(strings.Split(brokersOf(b), ",")...),
-		kgo.DefaultProduceTopic(topic))...)
+		kgo.MaxBufferedRecords(100_000))...)
 	if err != nil {
 		b.Fatal(err)
 	}
 	defer cl.Close()
-	value := []byte(strings.Repeat("x", lineBytes))
+	// Connected before the clock starts, as kcd's producer is by the time
+	// its first record is counted.
+	if err := cl.Ping(ctx); err != nil {
+		b.Fatal(err)
+	}
+	var failed atomic.Value
+	var wg sync.WaitGroup
+	cpu := processCPU(b)
 	start := time.Now()
-	for range n {
-		cl.Produce(ctx, &kgo.Record{Value: value}, func(_ *kgo.Record, err error) {
-			if err != nil {
-				progress("raw producer: %v", err)
+	for i, lines := range values {
+		wg.Go(func() {
+			for _, v := range lines {
+				cl.Produce(ctx, &kgo.Record{Topic: topics[i], Value: v}, func(_ *kgo.Record, err error) {
+					if err != nil {
+						failed.Store(err)
+					}
+				})
 			}
 		})
 	}
+	wg.Wait()
 	if err := cl.Flush(ctx); err != nil {
 		b.Fatal(err)
 	}
-	s.add("raw franz-go producer, the same records: records/s", "rec/s", true, sideKcd, float64(n)/time.Since(start).Seconds())
+	if err, _ := failed.Load().(error); err != nil {
+		b.Fatalf("raw producer: %v", err)
+	}
+	took := time.Since(start)
+	what := fmt.Sprintf("raw franz-go producer ×%d, the same lines", len(files))
+	s.addRate(what+": records/s", sideKcd, int64(n), took)
+	s.add(what+": CPU per record", "µs", false, sideKcd, float64((processCPU(b)-cpu).Microseconds())/float64(n))
+	return topics
+}
+
+// kafkaJVM is the heap and garbage collector Kafka's own scripts start a
+// Connect worker with (bin/connect-distributed.sh's KAFKA_HEAP_OPTS,
+// kafka-run-class.sh's KAFKA_JVM_PERFORMANCE_OPTS), where the test
+// environment's script keeps its services small (-Xmx512m, serial GC): at
+// that size a worker copying 4 files at full speed can run out of heap.
+const kafkaJVM = "-Xms256M -Xmx2G -server -XX:+UseG1GC -XX:MaxGCPauseMillis=20 -XX:InitiatingHeapOccupancyPercent=35 -XX:+ExplicitGCInvokesConcurrent"
+
+// connectWithKafkaJVM writes a copy of the test environment's worker
+// script that starts the JVM with kafkaJVM instead of its own heap and
+// collector options, and returns its path.
+func connectWithKafkaJVM(b *testing.B) string {
+	script := testenv.Require(b, testenv.ConnectWorker)
+	text, err := os.ReadFile(script)
+	if err != nil {
+		b.Fatal(err)
+	}
+	opts := regexp.MustCompile(`-Xms\S+ -Xmx\S+ -XX:\+Use\w+GC`)
+	if !opts.Match(text) {
+		b.Fatalf("%s: no -Xms -Xmx -XX:+Use…GC to replace with Kafka's JVM options; run with -bench.filestream.connect-jvm testenv", script)
+	}
+	out := filepath.Join(b.TempDir(), "connect-worker")
+	if err := os.WriteFile(out, opts.ReplaceAll(text, []byte(kafkaJVM)), 0o755); err != nil {
+		b.Fatal(err)
+	}
+	return out
 }
 
 // createSinks creates k FileStreamSinks of topic on p and waits until
@@ -298,10 +394,16 @@ func runFileSource(b *testing.B, ctx context.Context, s *sheet, p *peer, adm *ka
 	}
 	sampler := samplePeak(p.pids, 100*time.Millisecond)
 	posted := time.Now()
+	// All at once, as the raw producer starts its files: one after the
+	// other, the first would run alone while the others are created.
+	errs := make(chan error, len(files))
 	for i, f := range files {
 		cfg := map[string]string{"connector.class": fileSourceClass, "tasks.max": "1", "file": f, "topic": topics[i],
 			"key.converter": stringConverter, "value.converter": stringConverter}
-		if err := p.create(ctx, time.Minute, fmt.Sprintf("bench-fs-%s-%d", tag, i), cfg); err != nil {
+		go func() { errs <- p.create(ctx, time.Minute, fmt.Sprintf("bench-fs-%s-%d", tag, i), cfg) }()
+	}
+	for range files {
+		if err := <-errs; err != nil {
 			b.Fatal(err)
 		}
 	}

@@ -27,9 +27,12 @@
 #   memory    BenchmarkIdleRSS: VmRSS of idle kcd processes, and of the test environment's Kafka
 #             Connect worker when it runs
 #   filestream BenchmarkFileStreamSideBySide: FileStreamSource (1 and 4 connectors) and FileStreamSink
-#             (1 and 4 tasks) on kcd and on a fresh real Kafka Connect worker, same Kafka, converters,
-#             compression and exactly-once setting, $BENCH_ROUNDS alternating rounds
-#             (default 3): records/s, CPU per record, memory, start-up, first sink write
+#             (1 and 4 tasks) on kcd and on a fresh real Kafka Connect worker (started with Kafka's
+#             own JVM options), same Kafka, converters, compression and exactly-once setting,
+#             $BENCH_ROUNDS alternating rounds (default 3): records/s, CPU per record, memory,
+#             start-up, first sink write; a raw franz-go producer on the same lines as the ceiling
+#   filestream-defaults the same with each side's defaults (kcd: exactly-once source support
+#             enabled; Kafka Connect: disabled; neither compresses), without the restart
 #   javahost-hop bench/javahost-hop.sh: a source poll and a sink put of 1, 100 and 1,000 records
 #             through the Java host's socket against the same calls in one JVM (Kafka Connect's way)
 #   javahost  BenchmarkJavaHostSideBySide: Kafka Connect's MirrorSourceConnector and Debezium's
@@ -110,7 +113,7 @@ side_by_side() {
 
 tables() {
 	echo
-	for f in "$OUT"/filestream-sidebyside.md "$OUT"/javahost-sidebyside-eos-*.md; do
+	for f in "$OUT"/filestream-sidebyside.md "$OUT"/filestream-sidebyside-defaults.md "$OUT"/javahost-sidebyside-eos-*.md; do
 		[ -s "$f" ] && { echo "== $(basename "$f" .md)"; cat "$f"; }
 	done
 	grep -h '^| failover' "$OUT/failover-sbs.txt" 2>/dev/null || true
@@ -182,6 +185,9 @@ bench/javahost-hop.sh 2>&1 | tee "$OUT/javahost-hop.txt" || rc=$?
 record javahost-hop "$rc" "$load" bench/javahost-hop.sh
 [ "$rc" = 0 ] || echo "== javahost-hop FAILED: see $OUT/javahost-hop.txt"
 side_by_side "${BENCH_ROUNDS:-3}"
+run filestream-defaults -test.bench '^BenchmarkFileStreamSideBySide$' -test.benchtime 1x \
+	-bench.filestream.rounds "${BENCH_ROUNDS:-3}" -bench.filestream.defaults -bench.filestream.restart-connectors 0 ||
+	echo "== filestream-defaults FAILED: see $OUT/filestream-defaults.txt"
 run failover-sbs -test.bench '^BenchmarkFailoverSideBySide$' -test.benchtime 1x ||
 	echo "== failover-sbs FAILED: see $OUT/failover-sbs.txt"
 run rebalance-sbs -test.bench '^BenchmarkRebalanceSideBySide$' -test.benchtime 1x ||

@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -407,4 +408,147 @@ func BenchmarkStatsInto1000Tasks(b *testing.B) {
 	for b.Loop() {
 		w.StatsInto(&st)
 	}
+}
+
+// BenchmarkFileSourceToKafka is bench's FileStreamSource scenario in the
+// process, to profile: benchRecords lines of benchSize bytes through 1 or
+// 4 FileStreamSource connectors (a file and a 1-partition topic each) with
+// StringConverter and the shared producer, against a raw franz-go
+// producer of the shared producer's settings sending the same lines to 1
+// or 4 such topics.
+func BenchmarkFileSourceToKafka(b *testing.B) {
+	for _, tasks := range []int{1, 4} {
+		b.Run(fmt.Sprintf("tasks=%d", tasks), func(b *testing.B) {
+			be := newBenchEnv(b)
+			w := be.worker(func(cfg *Config) { cfg.ExactlyOnceSource = ExactlyOnceDisabled })
+			perTask := benchRecords / tasks
+			var files []string
+			for tk := range tasks {
+				f := filepath.Join(b.TempDir(), "in.txt")
+				writeBenchLines(b, f, tk*perTask, perTask)
+				files = append(files, f)
+			}
+			var workerRuns, rawRuns, ratios, workerCPU, rawCPU []float64
+			i := 0
+			for b.Loop() {
+				runWorker := func() {
+					defer withMemoryLimit()()
+					start := time.Now()
+					var names []string
+					for _, f := range files {
+						name := be.name("fsrc")
+						be.createConnector(name, map[string]string{"connector.class": "FileStreamSource", "file": f,
+							"topic": be.topic(1), "tasks.max": "1", "value.converter": StringConverter, "key.converter": StringConverter})
+						names = append(names, name)
+					}
+					for _, name := range names {
+						be.waitRecords(w, name, int64(perTask))
+					}
+					workerRuns = append(workerRuns, time.Since(start).Seconds())
+				}
+				runRaw := func() {
+					if os.Getenv("KCD_BENCH_WORKER_ONLY") != "" { // to profile the worker alone
+						rawRuns = append(rawRuns, 1)
+						return
+					}
+					var topics []string
+					for range tasks {
+						topics = append(topics, be.topic(1))
+					}
+					rawRuns = append(rawRuns, rawProduceLines(b, be.seeds, topics, perTask).Seconds())
+				}
+				// CPU of the whole process per record: what bench's CPU
+				// per record is of a kcd node.
+				cpuOf := func(run func()) float64 {
+					before := processCPU()
+					run()
+					return float64((processCPU() - before).Nanoseconds()) / 1e3 / float64(perTask*tasks)
+				}
+				if i%2 == 0 {
+					workerCPU = append(workerCPU, cpuOf(runWorker))
+					rawCPU = append(rawCPU, cpuOf(runRaw))
+				} else {
+					rawCPU = append(rawCPU, cpuOf(runRaw))
+					workerCPU = append(workerCPU, cpuOf(runWorker))
+				}
+				ratios = append(ratios, rawRuns[i]/workerRuns[i])
+				if os.Getenv("KCD_BENCH_VERBOSE") != "" {
+					b.Logf("worker %.3fs %.2fµs/rec raw %.3fs %.2fµs/rec: %.0f %%", workerRuns[i], workerCPU[i], rawRuns[i], rawCPU[i], 100*ratios[i])
+				}
+				i++
+			}
+			n := float64(perTask * tasks)
+			b.ReportMetric(n/median(workerRuns), "records/s")
+			b.ReportMetric(n/median(rawRuns), "raw-records/s")
+			b.ReportMetric(100*median(ratios), "%-of-raw")
+			b.ReportMetric(median(workerCPU), "cpu-µs/record")
+			b.ReportMetric(median(rawCPU), "raw-cpu-µs/record")
+		})
+	}
+}
+
+// writeBenchLines writes lines first..first+n-1 of benchSize bytes, as
+// bench's FileStream scenarios do.
+func writeBenchLines(b *testing.B, path string, first, n int) {
+	var buf []byte
+	pad := strings.Repeat("x", benchSize-12)
+	for i := first; i < first+n; i++ {
+		buf = fmt.Appendf(buf, "%012d%s\n", i, pad)
+	}
+	if err := os.WriteFile(path, buf, 0o644); err != nil {
+		b.Fatal(err)
+	}
+}
+
+// rawProduceLines sends perTopic lines of writeBenchLines to each topic,
+// one goroutine a topic, with one franz-go producer of the worker's
+// shared producer's settings, and returns how long Kafka took to
+// acknowledge them all from the first Produce.
+func rawProduceLines(b *testing.B, seeds []string, topics []string, perTopic int) time.Duration {
+	p, err := clientcfg.DefaultProducer().With(benchProducer(), clientcfg.ProducerPrefix)
+	if err != nil {
+		b.Fatal(err)
+	}
+	p.Idempotent = true // as Worker.sharedProducer makes it
+	cl, err := kgo.NewClient(append(p.Opts(false), kgo.SeedBrokers(seeds...), kgo.MaxBufferedRecords(100_000))...)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer cl.Close()
+	var failed atomic.Value
+	start := time.Now()
+	done := make(chan struct{}, len(topics))
+	pad := strings.Repeat("x", benchSize-12)
+	for tk, topic := range topics {
+		go func() {
+			for i := range perTopic {
+				v := fmt.Appendf(make([]byte, 0, benchSize), "%012d%s", tk*perTopic+i, pad)
+				cl.Produce(context.Background(), &kgo.Record{Topic: topic, Value: v}, func(_ *kgo.Record, err error) {
+					if err != nil {
+						failed.Store(err)
+					}
+				})
+			}
+			done <- struct{}{}
+		}()
+	}
+	for range topics {
+		<-done
+	}
+	if err := cl.Flush(context.Background()); err != nil {
+		b.Fatal(err)
+	}
+	if err, _ := failed.Load().(error); err != nil {
+		b.Fatal(err)
+	}
+	return time.Since(start)
+}
+
+// processCPU is the user and system CPU time of this process so far.
+func processCPU() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }

@@ -64,6 +64,8 @@ type sourceRun struct {
 
 	failMu  sync.Mutex
 	failErr error
+	// lastUse: the topic use last noted for GET /connectors/{name}/topics.
+	lastUse lastUse
 }
 
 func runSource(tr *taskRun) error {
@@ -276,7 +278,8 @@ func retryBackoff(tr *taskRun, n int) time.Duration {
 // Converted records wait for budget in chunks of at most chunkRecords
 // records and chunkBytes bytes: what is converted but not yet counted in
 // flight stays that small, and budget and tracker are taken once per
-// chunk rather than once per record.
+// chunk rather than once per record. The FileStreamSource puts an offset
+// on every chunkRecords-th line (file.offsetEvery).
 const (
 	chunkRecords = 128
 	chunkBytes   = 1 << 20
@@ -585,7 +588,7 @@ func (st *sourceRun) acked(seq uint64, r *connect.SourceRecord, kr *kgo.Record, 
 		}
 	case kr != nil:
 		tr.stats.records.Add(1)
-		tr.w.used.use(tr.id, kr.Topic)
+		tr.w.used.useCached(&st.lastUse, tr.id, kr.Topic)
 		if st.committer != nil {
 			md := connect.RecordMetadata{Topic: kr.Topic, Partition: kr.Partition, Offset: kr.Offset}
 			if cerr := safe("CommitRecord", func() error { return st.committer.CommitRecord(r, md) }); cerr != nil {

@@ -92,3 +92,39 @@ func TestTopicTracker(t *testing.T) {
 	nilTracker.use(id, "t3")
 	nilTracker.forget("c", "t3")
 }
+
+// A record path's cached use skips the lookup for a run of one topic, and
+// notes the topic again once any use left seen: a reset, or a use dropped
+// on a full queue.
+func TestTopicTrackerCachedUse(t *testing.T) {
+	tr := newTopicTracker(&Worker{log: slog.New(slog.DiscardHandler)})
+	id := TaskID{Connector: "c"}
+	var c lastUse
+	tr.useCached(&c, id, "t")
+	tr.useCached(&c, id, "t")
+	if len(tr.queue) != 1 {
+		t.Fatalf("%d uses queued, want 1", len(tr.queue))
+	}
+	<-tr.queue
+	tr.forget("c", "t")
+	tr.useCached(&c, id, "t")
+	if len(tr.queue) != 1 {
+		t.Fatalf("after a reset: %d uses queued, want 1", len(tr.queue))
+	}
+	<-tr.queue
+
+	for range topicQueue {
+		tr.queue <- queuedTopic{id: TaskID{Connector: "filler"}, topic: "f"}
+	}
+	tr.useCached(&c, id, "u")
+	if _, ok := tr.seen.Load(topicUse{"c", "u"}); ok {
+		t.Fatal("a use dropped on a full queue is marked seen")
+	}
+	<-tr.queue
+	tr.useCached(&c, id, "u")
+	if _, ok := tr.seen.Load(topicUse{"c", "u"}); !ok {
+		t.Fatal("a use dropped on a full queue is not noted on the next record")
+	}
+	var nilTracker *topicTracker
+	nilTracker.useCached(&c, id, "v")
+}

@@ -35,7 +35,8 @@ type Converter interface {
 	// handles keys or values.
 	Configure(config map[string]string, isKey bool) error
 	// FromConnectData serializes value of schema. A nil result is a null
-	// record value (a tombstone).
+	// record value (a tombstone). The result may share memory with value
+	// (a []byte or a string's bytes): callers only read it.
 	FromConnectData(topic string, schema *data.Schema, value any) ([]byte, error)
 	// ToConnectData deserializes b, which is nil for a null record value.
 	// The schema returned may be shared with other calls: do not modify it.

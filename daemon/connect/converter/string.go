@@ -5,6 +5,7 @@ import (
 	"strings"
 	"unicode/utf16"
 	"unicode/utf8"
+	"unsafe"
 
 	"github.com/kcd-project/kcd/daemon/connect/data"
 	"github.com/kcd-project/kcd/daemon/connect/internal/java"
@@ -50,10 +51,29 @@ func (c *StringConverter) FromConnectData(_ string, _ *data.Schema, value any) (
 	if isNull(value) {
 		return nil, nil
 	}
-	if b, ok := value.([]byte); ok {
-		return b, nil
+	switch v := value.(type) {
+	case []byte:
+		return v, nil
+	case string:
+		if _, ok := c.charset().(utf8Charset); ok {
+			return stringBytes(v), nil
+		}
 	}
-	return c.charset().encode(java.AppendToString(nil, value, c.floatFormat)), nil
+	b := c.charset().encode(java.AppendToString(nil, value, c.floatFormat))
+	if b == nil {
+		b = []byte{} // an empty string is an empty value, not a null one
+	}
+	return b, nil
+}
+
+// stringBytes returns the bytes of s itself, not a copy: what a converter
+// returns is only read (produced as it is), and a string's bytes never
+// change. An empty s gives an empty, non-nil slice.
+func stringBytes(s string) []byte {
+	if s == "" {
+		return []byte{}
+	}
+	return unsafe.Slice(unsafe.StringData(s), len(s))
 }
 
 // ToConnectData reads b as an optional string.
@@ -176,6 +196,9 @@ func (c singleByte) decode(b []byte) string {
 type utf16Charset struct{ le, bom bool }
 
 func (c utf16Charset) encode(b []byte) []byte {
+	if len(b) == 0 {
+		return []byte{} // Java writes no byte-order mark for ""
+	}
 	units := utf16.Encode([]rune(string(b)))
 	out := make([]byte, 0, 2*len(units)+2)
 	if c.bom {

@@ -108,3 +108,18 @@ func TestByteArrayConverter(t *testing.T) {
 		t.Fatalf("read: %v %v %v", s, v, err)
 	}
 }
+
+// An empty string is an empty record value, as Java's "".getBytes() is,
+// never a null one (a tombstone), in every encoding.
+func TestStringConverterEmptyIsNotNull(t *testing.T) {
+	for _, enc := range []string{"UTF-8", "US-ASCII", "ISO-8859-1", "UTF-16", "UTF-16LE"} {
+		c := &StringConverter{}
+		if err := c.Configure(map[string]string{"converter.encoding": enc}, false); err != nil {
+			t.Fatal(err)
+		}
+		b, err := c.FromConnectData("t", data.StringSchema, "")
+		if err != nil || b == nil || len(b) != 0 {
+			t.Errorf("%s: \"\" wrote %#v %v, want an empty non-nil value", enc, b, err)
+		}
+	}
+}

@@ -65,7 +65,8 @@ func TestSourcePositionsCountJavaChars(t *testing.T) {
 	if err := os.WriteFile(file, []byte(content), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	recs := pollAll(t, startSource(t, file, nil))
+	// One line a Poll: each is the last of its Poll, which has an offset.
+	recs := pollAll(t, startSource(t, file, nil, BatchSizeConfig, "1"))
 	want := []struct {
 		line string
 		pos  int64
@@ -89,7 +90,7 @@ func TestSourceResumesAndWaitsForTerminator(t *testing.T) {
 		t.Fatal(err)
 	}
 	offsets := map[string]map[string]any{file: {PositionField: json.Number("4")}}
-	task := startSource(t, file, offsets)
+	task := startSource(t, file, offsets, BatchSizeConfig, "1")
 	recs := pollAll(t, task)
 	if len(recs) != 1 || recs[0].Value != "twö😀" || recs[0].SourceOffset[PositionField] != int64(10) {
 		t.Fatalf("after resume: %+v", recs)
@@ -264,5 +265,73 @@ func TestSinkWritesWholeLines(t *testing.T) {
 	}
 	if cap(task.w.buf) > 2*lineBuffer {
 		t.Errorf("the buffer kept %d bytes after a huge record", cap(task.w.buf))
+	}
+}
+
+// Invalid UTF-8 reads as U+FFFD per bad byte (Java's decoder), counted as
+// one char each; a line past the ASCII fast path keeps its runes.
+func TestSourceDecodesAsJava(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "in.txt")
+	long := strings.Repeat("a", 17) + "é"
+	if err := os.WriteFile(file, []byte("x\xffy\n"+long+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	recs := pollAll(t, startSource(t, file, nil, BatchSizeConfig, "1"))
+	if len(recs) != 2 || recs[0].Value != "x\uFFFDy" || recs[0].SourceOffset[PositionField] != int64(4) ||
+		recs[1].Value != long || recs[1].SourceOffset[PositionField] != int64(4+19) {
+		t.Fatalf("records %+v", recs)
+	}
+}
+
+// Records handed back by RecycleRecords serve the next Poll; their values
+// and offsets, which may still be in flight, are new; all Polls share one
+// partition map.
+func TestSourceRecyclesRecords(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "in.txt")
+	if err := os.WriteFile(file, []byte("a\nb\nc\nd\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	task := startSource(t, file, nil, BatchSizeConfig, "2")
+	first, err := task.Poll(t.Context())
+	if err != nil || len(first) != 2 {
+		t.Fatalf("first poll: %v %v", first, err)
+	}
+	r0, v0, off0, part0 := first[0], first[0].Value, first[1].SourceOffset, first[1].SourcePartition
+	task.RecycleRecords(first)
+	second, err := task.Poll(t.Context())
+	if err != nil || len(second) != 2 {
+		t.Fatalf("second poll: %v %v", second, err)
+	}
+	if second[0] != r0 {
+		t.Errorf("the second poll did not reuse the first one's records")
+	}
+	if v0 != "a" || off0[PositionField] != int64(4) || second[0].Value != "c" || second[1].SourceOffset[PositionField] != int64(8) {
+		t.Errorf("values and offsets: %v %v, then %v %v", v0, off0, second[0].Value, second[1].SourceOffset)
+	}
+	if fmt.Sprintf("%p", second[1].SourcePartition) != fmt.Sprintf("%p", part0) {
+		t.Errorf("records do not share their partition map")
+	}
+}
+
+// Of a Poll's lines, every offsetEvery-th and the last carry their
+// offset, all with the one partition; the others carry none.
+func TestSourceOffsetEveryChunk(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "in.txt")
+	n := 2*offsetEvery + 44
+	if err := os.WriteFile(file, []byte(strings.Repeat("ab\n", n)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	recs, err := startSource(t, file, nil).Poll(t.Context())
+	if err != nil || len(recs) != n {
+		t.Fatalf("%d records, %v", len(recs), err)
+	}
+	for i, r := range recs {
+		carries := i%offsetEvery == offsetEvery-1 || i == n-1
+		switch {
+		case carries && (r.SourceOffset[PositionField] != int64(3*(i+1)) || r.SourcePartition[FilenameField] != file):
+			t.Errorf("line %d: offset %v %v, want position %d", i, r.SourcePartition, r.SourceOffset, 3*(i+1))
+		case !carries && (r.SourceOffset != nil || r.SourcePartition != nil):
+			t.Errorf("line %d carries an offset: %v", i, r.SourceOffset)
+		}
 	}
 }

@@ -2,9 +2,9 @@ package file
 
 import (
 	"bytes"
+	"encoding/binary"
 	"fmt"
 	"io"
-	"strings"
 	"unicode/utf8"
 )
 
@@ -29,31 +29,44 @@ func newLineReader(r io.Reader, skip int64) *lineReader {
 	return &lineReader{r: r, buf: make([]byte, 64<<10), skip: skip}
 }
 
-// next returns the next complete line and the chars it used, terminator
-// included; ok is false when more data must be read first.
-func (l *lineReader) next() (line string, chars int64, ok bool) {
+// next returns the next complete line, valid until the next fill, and the
+// chars it used, terminator included; ok is false when more data must be
+// read first.
+func (l *lineReader) next() (line []byte, chars int64, ok bool) {
 	l.skipChars()
 	if l.skip > 0 {
-		return "", 0, false
+		return nil, 0, false
 	}
 	data := l.buf[l.start:l.end]
-	i := bytes.IndexAny(data, "\r\n")
+	i := lineEnd(data)
 	if i < 0 {
-		return "", 0, false
+		return nil, 0, false
 	}
 	n := i + 1
 	if data[i] == '\r' {
 		if i+1 >= len(data) {
-			return "", 0, false
+			return nil, 0, false
 		}
 		if data[i+1] == '\n' {
 			n = i + 2
 		}
 	}
-	line = decode(data[:i])
-	chars = utf16Len(data[:n])
 	l.start += n
-	return line, chars, true
+	return data[:i], utf16Len(data[:n]), true
+}
+
+// lineEnd is the index of the first \r or \n in b, or -1: two vectorized
+// searches rather than bytes.IndexAny's byte at a time.
+func lineEnd(b []byte) int {
+	i := bytes.IndexByte(b, '\n')
+	upto := b
+	if i >= 0 {
+		upto = b[:i]
+	}
+	if j := bytes.IndexByte(upto, '\r'); j >= 0 {
+		return j
+	}
+	return i
 }
 
 // skipChars drops buffered data while chars remain to be skipped; a rune
@@ -102,9 +115,11 @@ func runeChars(r rune) int64 {
 	return 1
 }
 
+// utf16Len is how many Java chars b decodes to.
 func utf16Len(b []byte) int64 {
-	n := int64(0)
-	for i := 0; i < len(b); {
+	i := asciiPrefix(b)
+	n := int64(i)
+	for i < len(b) {
 		if b[i] < utf8.RuneSelf {
 			n++
 			i++
@@ -117,17 +132,28 @@ func utf16Len(b []byte) int64 {
 	return n
 }
 
-// decode turns a line's bytes into a string, each invalid byte becoming
-// U+FFFD as Java's UTF-8 decoder makes it.
-func decode(b []byte) string {
-	if utf8.Valid(b) {
-		return string(b)
+// asciiPrefix is the length of b's leading ASCII bytes, give or take the
+// last word: it tests eight bytes at a time.
+func asciiPrefix(b []byte) int {
+	i := 0
+	for ; i+8 <= len(b); i += 8 {
+		if binary.LittleEndian.Uint64(b[i:])&0x8080808080808080 != 0 {
+			break
+		}
 	}
-	var sb strings.Builder
+	return i
+}
+
+// appendDecoded appends a line's bytes as a Java string holds them: each
+// invalid byte becomes U+FFFD, as Java's UTF-8 decoder makes it.
+func appendDecoded(dst, b []byte) []byte {
+	if i := asciiPrefix(b); i == len(b) || utf8.Valid(b[i:]) {
+		return append(dst, b...)
+	}
 	for i := 0; i < len(b); {
 		r, size := utf8.DecodeRune(b[i:])
-		sb.WriteRune(r)
+		dst = utf8.AppendRune(dst, r)
 		i += size
 	}
-	return sb.String()
+	return dst
 }

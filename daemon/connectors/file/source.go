@@ -70,16 +70,35 @@ type SourceTask struct {
 	topic     string
 	batchSize int
 
-	mu       sync.Mutex // Poll against Stop
-	stream   io.ReadCloser
-	lines    *lineReader
-	position int64 // chars up to the end of the last line returned
-	stdin    bool
-	warned   bool
-	stopped  bool
+	mu        sync.Mutex // Poll against Stop
+	stream    io.ReadCloser
+	lines     *lineReader
+	position  int64          // chars up to the end of the last line returned
+	partition map[string]any // every record's source partition: read-only
+	stdin     bool
+	warned    bool
+	stopped   bool
+
+	// Poll's buffers: the lines' text, where each ends and the position
+	// after it. The records of the last Poll, and a spare batch the
+	// runtime is done with, whose memory the next Poll reuses.
+	text        []byte
+	ends        []int
+	positions   []int64
+	last, spare recordBatch
 }
 
-var _ connect.SourceTask = (*SourceTask)(nil)
+// recordBatch is the memory of a Poll's records: one allocation for the
+// structs, one for the slice of pointers to them.
+type recordBatch struct {
+	recs []*connect.SourceRecord
+	slab []connect.SourceRecord
+}
+
+var (
+	_ connect.SourceTask           = (*SourceTask)(nil)
+	_ connect.SourceRecordRecycler = (*SourceTask)(nil)
+)
 
 // Start reads the config; the file is opened by the first Poll, so that a
 // task may wait for its file to appear.
@@ -111,7 +130,10 @@ func (t *SourceTask) Start(ctx connect.SourceTaskContext, cfg map[string]string)
 }
 
 // Poll returns up to batch.size complete lines, waiting a little when
-// there are none.
+// there are none. A Poll's lines share one string, its records one slab
+// (RecycleRecords hands it back), and all records one partition map; one
+// line in offsetEvery carries an offset. What a line costs is its boxed
+// value.
 func (t *SourceTask) Poll(ctx context.Context) ([]*connect.SourceRecord, error) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
@@ -129,44 +151,110 @@ func (t *SourceTask) Poll(ctx context.Context) ([]*connect.SourceRecord, error) 
 			return nil, err
 		}
 	}
-	var recs []*connect.SourceRecord
-	for len(recs) < t.batchSize {
+	text, ends, positions := t.text[:0], t.ends[:0], t.positions[:0]
+	var err error
+	for len(ends) < t.batchSize {
 		line, chars, ok := t.lines.next()
 		if ok {
-			recs = append(recs, t.record(line, chars))
+			text = appendDecoded(text, line)
+			t.position += chars
+			ends, positions = append(ends, len(text)), append(positions, t.position)
 			continue
 		}
-		err := t.lines.fill()
-		if err == nil {
+		if err = t.lines.fill(); err == nil {
 			continue
 		}
 		if !errors.Is(err, io.EOF) {
-			return recs, fmt.Errorf("read %s: %w", t.name(), err)
+			err = fmt.Errorf("read %s: %w", t.name(), err)
+			break
 		}
-		if len(recs) == 0 {
+		err = nil
+		if len(ends) == 0 {
 			t.mu.Unlock()
 			wait(ctx, pollWait)
 			t.mu.Lock()
 		}
 		break
 	}
-	return recs, nil
+	// Bounded buffers: a Poll of unusually long lines does not keep its
+	// memory for the next one.
+	t.text, t.ends, t.positions = text, ends, positions
+	if cap(text) > maxKeptText {
+		t.text = nil
+	}
+	if len(ends) == 0 {
+		return nil, err
+	}
+	return t.records(string(text), ends, positions), err
 }
 
-func (t *SourceTask) record(line string, chars int64) *connect.SourceRecord {
-	r := &connect.SourceRecord{
-		Topic:       t.topic,
-		ValueSchema: data.StringSchema,
-		Value:       line,
-		Timestamp:   time.Now(),
+// maxKeptText is the most line bytes Poll keeps room for between Polls.
+const maxKeptText = 1 << 20
+
+// offsetEvery: of a Poll's lines, every offsetEvery-th and the last carry
+// their source offset, the others none. The runtime commits the offset of
+// the last record acknowledged in order that has one, so a restart after
+// a crash resends at most offsetEvery-1 more lines than with an offset on
+// every line (Kafka Connect resends all since its last offset flush
+// anyway), while a map per line was a third of a line's cost. 128 is the
+// worker's chunk of records (chunkRecords): a task stopped mid-Poll stops
+// between chunks, unless its in-flight budget is full or its lines are
+// long enough to end a chunk at its byte limit, and so commits all it
+// produced.
+const offsetEvery = 128
+
+// records makes the records of a Poll's lines: lines holds them one after
+// the other, ends[i] is where line i ends and positions[i] the position
+// after it.
+func (t *SourceTask) records(lines string, ends []int, positions []int64) []*connect.SourceRecord {
+	b := t.batch(len(ends))
+	// One clock reading for the Poll: Kafka Connect reads it per line, in
+	// milliseconds; the lines of a Poll are read within about one.
+	now := time.Now()
+	start := 0
+	for i, end := range ends {
+		r := &b.slab[i]
+		b.recs[i] = r
+		// r is zero: setting fields is cheaper than copying whole structs
+		// into the heap.
+		r.Topic, r.ValueSchema, r.Value, r.Timestamp = t.topic, data.StringSchema, lines[start:end], now
+		if !t.stdin && (i%offsetEvery == offsetEvery-1 || i == len(ends)-1) {
+			r.SourcePartition = t.partition
+			r.SourceOffset = map[string]any{PositionField: positions[i]}
+		}
+		start = end
 	}
-	if !t.stdin {
-		t.position += chars
-		r.SourcePartition = map[string]any{FilenameField: t.filename}
-		r.SourceOffset = map[string]any{PositionField: t.position}
-	}
-	return r
+	t.last = b
+	return b.recs
 }
+
+// batch returns zero records for n lines: the spare batch's memory when it
+// is large enough.
+func (t *SourceTask) batch(n int) recordBatch {
+	b := t.spare
+	t.spare = recordBatch{}
+	if cap(b.recs) < n {
+		return recordBatch{recs: make([]*connect.SourceRecord, n), slab: make([]connect.SourceRecord, n)}
+	}
+	b.recs, b.slab = b.recs[:n], b.slab[:n]
+	clear(b.slab)
+	return b
+}
+
+// RecycleRecords takes back the records of the last Poll: the next Poll
+// reuses their structs (not their values and offsets, which may still be
+// in flight: those are new in every Poll).
+func (t *SourceTask) RecycleRecords(recs []*connect.SourceRecord) {
+	if len(recs) > 0 && len(t.last.recs) > 0 && &recs[0] == &t.last.recs[0] {
+		if cap(t.last.recs) <= maxKeptRecords {
+			t.spare = t.last
+		}
+		t.last = recordBatch{}
+	}
+}
+
+// maxKeptRecords is the most records RecycleRecords keeps the memory of.
+const maxKeptRecords = 1 << 14
 
 // open opens the file and moves past the stored position; ok is false
 // while the file does not exist.
@@ -193,6 +281,7 @@ func (t *SourceTask) open(ctx context.Context) (bool, error) {
 		return false, err
 	}
 	t.stream, t.position = f, pos
+	t.partition = map[string]any{FilenameField: t.filename}
 	t.lines = newLineReader(f, pos)
 	t.ctx.Logger().Debug("opened file", "file", t.filename, "position", pos)
 	return true, nil
