@@ -17,9 +17,11 @@ import (
 type taskWriter struct {
 	stats  worker.Stats
 	states []worker.UnitState
-	counts map[string]*[8]int // tasks per connector and status
-	labels []byte             // the tasks' label sets, end to end
-	ends   []int              // ends[i]: where task i's labels end in labels
+	counts map[string]*[8]int   // tasks per connector and status
+	labels []byte               // the tasks' label sets, end to end
+	ends   []int                // ends[i]: where task i's labels end in labels
+	rows   [][numTaskCols]int64 // rows[i]: task i's values (taskRow)
+	sels   []selector           // sels[i]: the families task i has series in
 	b      []byte
 	// scratch holds the files the process metrics read.
 	scratch []byte
@@ -102,21 +104,6 @@ func (w *taskWriter) taskLabels(i int) []byte {
 	return w.labels[start:w.ends[i]]
 }
 
-// perTask writes one family with one series per task that want selects;
-// v is a fixed-point value: v / 10^scale.
-func (w *taskWriter) perTask(f family, scale int, want func(*worker.TaskStats) bool, v func(*worker.TaskStats) int64) {
-	w.header(f)
-	for i := range w.stats.Tasks {
-		t := &w.stats.Tasks[i]
-		if want(t) {
-			w.b = append(w.b, f.name...)
-			w.b = append(w.b, w.taskLabels(i)...)
-			w.b = appendFixed(w.b, v(t), scale)
-			w.b = append(w.b, '\n')
-		}
-	}
-}
-
 // appendFixed appends v / 10^scale in decimal, exactly, without trailing
 // zeros: seconds from nanoseconds without the float formatting that took a
 // good part of a scrape.
@@ -148,47 +135,7 @@ func appendFixed(b []byte, v int64, scale int) []byte {
 	return append(b, d[:n]...)
 }
 
-// perTaskInt is perTask for an integer value.
-func (w *taskWriter) perTaskInt(f family, want func(*worker.TaskStats) bool, v func(*worker.TaskStats) int64) {
-	w.header(f)
-	for i := range w.stats.Tasks {
-		t := &w.stats.Tasks[i]
-		if want(t) {
-			w.b = append(w.b, f.name...)
-			w.b = append(w.b, w.taskLabels(i)...)
-			w.b = strconv.AppendInt(w.b, v(t), 10)
-			w.b = append(w.b, '\n')
-		}
-	}
-}
-
-// summary writes a family of type summary (no quantiles): _sum, in
-// seconds from nanoseconds, and _count.
-func (w *taskWriter) summary(f family, want func(*worker.TaskStats) bool, sum func(*worker.TaskStats) time.Duration, count func(*worker.TaskStats) int64) {
-	w.header(f)
-	for i := range w.stats.Tasks {
-		t := &w.stats.Tasks[i]
-		if want(t) {
-			l := w.taskLabels(i)
-			w.b = append(w.b, f.name...)
-			w.b = append(w.b, "_sum"...)
-			w.b = append(w.b, l...)
-			w.b = appendFixed(w.b, int64(sum(t)), 9)
-			w.b = append(w.b, '\n')
-			w.b = append(w.b, f.name...)
-			w.b = append(w.b, "_count"...)
-			w.b = append(w.b, l...)
-			w.b = strconv.AppendInt(w.b, count(t), 10)
-			w.b = append(w.b, '\n')
-		}
-	}
-}
-
-func anyTask(*worker.TaskStats) bool    { return true }
-func isSource(t *worker.TaskStats) bool { return !t.Sink }
-func isSink(t *worker.TaskStats) bool   { return t.Sink }
-
-// nanos is a duration as the fixed-point nanoseconds perTask writes as seconds.
+// nanos is the scale of a duration in nanoseconds written as seconds.
 const nanos = 9
 
 // write appends the worker's series to w.b: what src reports now, so that
@@ -209,69 +156,156 @@ func (w *taskWriter) write(src Worker, now time.Time) {
 	w.writeStates()
 	w.writeWorker(src.Startups())
 
-	// connector-task-metrics
-	w.perTaskInt(family{"kcd_connector_task_batch_size_max", "gauge", "The largest batch of records the task handed over: a Poll batch (source) or Put batch (sink). Kafka Connect: connector-task-metrics batch-size-max."},
-		anyTask, func(t *worker.TaskStats) int64 { return t.PeakBatch })
-	w.perTaskInt(family{"kcd_connector_task_batch_records_total", "counter", "Records in the batches the task handed over. Kafka Connect: connector-task-metrics batch-size-avg, which is rate(kcd_connector_task_batch_records_total) / rate(kcd_source_task_poll_batch_seconds_count or kcd_sink_task_put_batch_seconds_count)."},
-		anyTask, func(t *worker.TaskStats) int64 { return t.BatchRecords })
-	w.perTaskInt(family{"kcd_connector_task_offset_commit_success_total", "counter", "Offset commits that completed. Kafka Connect: connector-task-metrics offset-commit-success-percentage (with the failures)."},
-		anyTask, func(t *worker.TaskStats) int64 { return t.Commits })
-	w.perTaskInt(family{"kcd_connector_task_offset_commit_failure_total", "counter", "Offset commits that failed. Kafka Connect: connector-task-metrics offset-commit-failure-percentage (with the successes)."},
-		anyTask, func(t *worker.TaskStats) int64 { return t.CommitFailures })
-	w.summary(family{"kcd_connector_task_offset_commit_seconds", "summary", "Time offset commits took. Kafka Connect: connector-task-metrics offset-commit-avg-time-ms."},
-		anyTask, func(t *worker.TaskStats) time.Duration { return t.CommitTime }, func(t *worker.TaskStats) int64 { return t.Commits + t.CommitFailures })
-	w.perTask(family{"kcd_connector_task_offset_commit_max_seconds", "gauge", "The longest offset commit. Kafka Connect: connector-task-metrics offset-commit-max-time-ms."},
-		nanos, anyTask, func(t *worker.TaskStats) int64 { return int64(t.PeakCommitTime) })
+	w.writeTasks()
+}
 
-	// source-task-metrics
-	w.perTaskInt(family{"kcd_source_task_record_poll_total", "counter", "Records the source task's Poll returned. Kafka Connect: source-task-metrics source-record-poll-total; source-record-poll-rate is its rate()."},
-		isSource, func(t *worker.TaskStats) int64 { return t.Polled })
-	w.perTaskInt(family{"kcd_source_task_record_write_total", "counter", "Records of the source task that Kafka acknowledged. Kafka Connect: source-task-metrics source-record-write-total; source-record-write-rate is its rate()."},
-		isSource, func(t *worker.TaskStats) int64 { return t.Records })
-	w.summary(family{"kcd_source_task_poll_batch_seconds", "summary", "Time the source task's Poll took for a batch. Kafka Connect: source-task-metrics poll-batch-avg-time-ms."},
-		isSource, func(t *worker.TaskStats) time.Duration { return t.BatchTime }, func(t *worker.TaskStats) int64 { return t.Batches })
-	w.perTask(family{"kcd_source_task_poll_batch_max_seconds", "gauge", "The longest Poll of a batch. Kafka Connect: source-task-metrics poll-batch-max-time-ms."},
-		nanos, isSource, func(t *worker.TaskStats) int64 { return int64(t.PeakBatchTime) })
-	w.perTaskInt(family{"kcd_source_task_record_active_count", "gauge", "Records the source task polled that Kafka has not acknowledged yet. Kafka Connect: source-task-metrics source-record-active-count."},
-		isSource, func(t *worker.TaskStats) int64 { return t.InFlightRecords })
-	w.perTaskInt(family{"kcd_source_task_record_active_count_max", "gauge", "The most records of the source task in flight at once. Kafka Connect: source-task-metrics source-record-active-count-max."},
-		isSource, func(t *worker.TaskStats) int64 { return t.PeakInFlightRecords })
+// selector picks the tasks a per-task family has series for.
+type selector uint8
 
-	// sink-task-metrics
-	w.perTaskInt(family{"kcd_sink_task_record_read_total", "counter", "Records the sink task read from Kafka. Kafka Connect: sink-task-metrics sink-record-read-total; sink-record-read-rate is its rate()."},
-		isSink, func(t *worker.TaskStats) int64 { return t.Read })
-	w.perTaskInt(family{"kcd_sink_task_record_send_total", "counter", "Records the sink task's Put took. Kafka Connect: sink-task-metrics sink-record-send-total; sink-record-send-rate is its rate()."},
-		isSink, func(t *worker.TaskStats) int64 { return t.Records })
-	w.summary(family{"kcd_sink_task_put_batch_seconds", "summary", "Time the sink task's Put took for a batch. Kafka Connect: sink-task-metrics put-batch-avg-time-ms."},
-		isSink, func(t *worker.TaskStats) time.Duration { return t.BatchTime }, func(t *worker.TaskStats) int64 { return t.Batches })
-	w.perTask(family{"kcd_sink_task_put_batch_max_seconds", "gauge", "The longest Put of a batch. Kafka Connect: sink-task-metrics put-batch-max-time-ms."},
-		nanos, isSink, func(t *worker.TaskStats) int64 { return int64(t.PeakBatchTime) })
-	w.perTaskInt(family{"kcd_sink_task_offset_commit_completion_total", "counter", "Offset commits of the sink task that completed. Kafka Connect: sink-task-metrics offset-commit-completion-total."},
-		isSink, func(t *worker.TaskStats) int64 { return t.Commits })
-	w.perTaskInt(family{"kcd_sink_task_offset_commit_skip_total", "counter", "Offset commits of the sink task skipped because its Flush or PreCommit asked to commit later. Kafka Connect: sink-task-metrics offset-commit-skip-total."},
-		isSink, func(t *worker.TaskStats) int64 { return t.CommitSkips })
-	w.perTaskInt(family{"kcd_sink_task_partition_count", "gauge", "Topic partitions assigned to the sink task. Kafka Connect: sink-task-metrics partition-count."},
-		isSink, func(t *worker.TaskStats) int64 { return int64(len(t.Partitions)) })
-	w.perTaskInt(family{"kcd_sink_task_record_lag", "gauge", "Records the sink task is behind over its partitions, as of its last fetch; absent while unknown. Kafka Connect: sink-task-metrics sink-record-lag-max (a sum here)."},
-		func(t *worker.TaskStats) bool { return t.Sink && t.Lag >= 0 }, func(t *worker.TaskStats) int64 { return t.Lag })
+const (
+	selAny selector = 1 << iota
+	selSource
+	selSink
+	selSinkLag // sinks whose lag is known
+)
 
-	// task-error-metrics
-	w.perTaskInt(family{"kcd_task_error_record_failures_total", "counter", "Failed attempts to process a record, retries included. Kafka Connect: task-error-metrics total-record-failures."},
-		anyTask, func(t *worker.TaskStats) int64 { return t.Errors.Failures })
-	w.perTaskInt(family{"kcd_task_error_record_errors_total", "counter", "Records whose processing ended in an error. Kafka Connect: task-error-metrics total-record-errors."},
-		anyTask, func(t *worker.TaskStats) int64 { return t.Errors.Errors })
-	w.perTaskInt(family{"kcd_task_error_records_skipped_total", "counter", "Records skipped under errors.tolerance=all. Kafka Connect: task-error-metrics total-records-skipped."},
-		anyTask, func(t *worker.TaskStats) int64 { return t.Skipped })
-	w.perTaskInt(family{"kcd_task_error_retries_total", "counter", "Retries of a failed operation (errors.retry.timeout). Kafka Connect: task-error-metrics total-retries."},
-		anyTask, func(t *worker.TaskStats) int64 { return t.Errors.Retries })
-	w.perTaskInt(family{"kcd_task_error_errors_logged_total", "counter", "Errors logged (errors.log.enable). Kafka Connect: task-error-metrics total-errors-logged."},
-		anyTask, func(t *worker.TaskStats) int64 { return t.Errors.Logged })
-	w.perTaskInt(family{"kcd_task_error_deadletterqueue_produce_requests_total", "counter", "Records sent to the dead letter queue. Kafka Connect: task-error-metrics deadletterqueue-produce-requests."},
-		anyTask, func(t *worker.TaskStats) int64 { return t.Errors.DLQRequests })
-	w.perTaskInt(family{"kcd_task_error_deadletterqueue_produce_failures_total", "counter", "Records the dead letter queue did not take. Kafka Connect: task-error-metrics deadletterqueue-produce-failures."},
-		anyTask, func(t *worker.TaskStats) int64 { return t.Errors.DLQFailures })
-	w.perTask(family{"kcd_task_error_last_error_timestamp_seconds", "gauge", "When the task last met an error (Unix seconds); 0: never. Kafka Connect: task-error-metrics last-error-timestamp."},
-		3, anyTask, func(t *worker.TaskStats) int64 { return t.Errors.LastErrorUTC })
+func selectorsOf(t *worker.TaskStats) selector {
+	s := selAny
+	if t.Sink {
+		s |= selSink
+		if t.Lag >= 0 {
+			s |= selSinkLag
+		}
+	} else {
+		s |= selSource
+	}
+	return s
+}
+
+// taskFamily is a family with one series per selected task: the value in
+// column col of the task's row, an integer (scale < 0) or fixed point
+// v / 10^scale; a summary (count >= 0) writes col as _sum, in seconds from
+// nanoseconds, and column count as _count.
+type taskFamily struct {
+	f          family
+	sel        selector
+	scale      int
+	col, count int
+}
+
+// numTaskCols is the length of a task's row (taskRow).
+const numTaskCols = 31
+
+// taskRow reads the values of every per-task family of t at once, so that
+// writing the families calls no function per series.
+func taskRow(t *worker.TaskStats) [numTaskCols]int64 {
+	return [numTaskCols]int64{
+		t.PeakBatch,
+		t.BatchRecords,
+		t.Commits,
+		t.CommitFailures,
+		int64(t.CommitTime),
+		t.Commits + t.CommitFailures,
+		int64(t.PeakCommitTime),
+		t.Polled,
+		t.Records,
+		int64(t.BatchTime),
+		t.Batches,
+		int64(t.PeakBatchTime),
+		t.InFlightRecords,
+		t.PeakInFlightRecords,
+		t.Read,
+		t.Records,
+		int64(t.BatchTime),
+		t.Batches,
+		int64(t.PeakBatchTime),
+		t.Commits,
+		t.CommitSkips,
+		int64(len(t.Partitions)),
+		t.Lag,
+		t.Errors.Failures,
+		t.Errors.Errors,
+		t.Skipped,
+		t.Errors.Retries,
+		t.Errors.Logged,
+		t.Errors.DLQRequests,
+		t.Errors.DLQFailures,
+		t.Errors.LastErrorUTC,
+	}
+}
+
+// taskFamilies are the per-task families, in the order they are written.
+var taskFamilies = [...]taskFamily{
+	{family{"kcd_connector_task_batch_size_max", "gauge", "The largest batch of records the task handed over: a Poll batch (source) or Put batch (sink). Kafka Connect: connector-task-metrics batch-size-max."}, selAny, -1, 0, -1},
+	{family{"kcd_connector_task_batch_records_total", "counter", "Records in the batches the task handed over. Kafka Connect: connector-task-metrics batch-size-avg, which is rate(kcd_connector_task_batch_records_total) / rate(kcd_source_task_poll_batch_seconds_count or kcd_sink_task_put_batch_seconds_count)."}, selAny, -1, 1, -1},
+	{family{"kcd_connector_task_offset_commit_success_total", "counter", "Offset commits that completed. Kafka Connect: connector-task-metrics offset-commit-success-percentage (with the failures)."}, selAny, -1, 2, -1},
+	{family{"kcd_connector_task_offset_commit_failure_total", "counter", "Offset commits that failed. Kafka Connect: connector-task-metrics offset-commit-failure-percentage (with the successes)."}, selAny, -1, 3, -1},
+	{family{"kcd_connector_task_offset_commit_seconds", "summary", "Time offset commits took. Kafka Connect: connector-task-metrics offset-commit-avg-time-ms."}, selAny, nanos, 4, 5},
+	{family{"kcd_connector_task_offset_commit_max_seconds", "gauge", "The longest offset commit. Kafka Connect: connector-task-metrics offset-commit-max-time-ms."}, selAny, nanos, 6, -1},
+	{family{"kcd_source_task_record_poll_total", "counter", "Records the source task's Poll returned. Kafka Connect: source-task-metrics source-record-poll-total; source-record-poll-rate is its rate()."}, selSource, -1, 7, -1},
+	{family{"kcd_source_task_record_write_total", "counter", "Records of the source task that Kafka acknowledged. Kafka Connect: source-task-metrics source-record-write-total; source-record-write-rate is its rate()."}, selSource, -1, 8, -1},
+	{family{"kcd_source_task_poll_batch_seconds", "summary", "Time the source task's Poll took for a batch. Kafka Connect: source-task-metrics poll-batch-avg-time-ms."}, selSource, nanos, 9, 10},
+	{family{"kcd_source_task_poll_batch_max_seconds", "gauge", "The longest Poll of a batch. Kafka Connect: source-task-metrics poll-batch-max-time-ms."}, selSource, nanos, 11, -1},
+	{family{"kcd_source_task_record_active_count", "gauge", "Records the source task polled that Kafka has not acknowledged yet. Kafka Connect: source-task-metrics source-record-active-count."}, selSource, -1, 12, -1},
+	{family{"kcd_source_task_record_active_count_max", "gauge", "The most records of the source task in flight at once. Kafka Connect: source-task-metrics source-record-active-count-max."}, selSource, -1, 13, -1},
+	{family{"kcd_sink_task_record_read_total", "counter", "Records the sink task read from Kafka. Kafka Connect: sink-task-metrics sink-record-read-total; sink-record-read-rate is its rate()."}, selSink, -1, 14, -1},
+	{family{"kcd_sink_task_record_send_total", "counter", "Records the sink task's Put took. Kafka Connect: sink-task-metrics sink-record-send-total; sink-record-send-rate is its rate()."}, selSink, -1, 15, -1},
+	{family{"kcd_sink_task_put_batch_seconds", "summary", "Time the sink task's Put took for a batch. Kafka Connect: sink-task-metrics put-batch-avg-time-ms."}, selSink, nanos, 16, 17},
+	{family{"kcd_sink_task_put_batch_max_seconds", "gauge", "The longest Put of a batch. Kafka Connect: sink-task-metrics put-batch-max-time-ms."}, selSink, nanos, 18, -1},
+	{family{"kcd_sink_task_offset_commit_completion_total", "counter", "Offset commits of the sink task that completed. Kafka Connect: sink-task-metrics offset-commit-completion-total."}, selSink, -1, 19, -1},
+	{family{"kcd_sink_task_offset_commit_skip_total", "counter", "Offset commits of the sink task skipped because its Flush or PreCommit asked to commit later. Kafka Connect: sink-task-metrics offset-commit-skip-total."}, selSink, -1, 20, -1},
+	{family{"kcd_sink_task_partition_count", "gauge", "Topic partitions assigned to the sink task. Kafka Connect: sink-task-metrics partition-count."}, selSink, -1, 21, -1},
+	{family{"kcd_sink_task_record_lag", "gauge", "Records the sink task is behind over its partitions, as of its last fetch; absent while unknown. Kafka Connect: sink-task-metrics sink-record-lag-max (a sum here)."}, selSinkLag, -1, 22, -1},
+	{family{"kcd_task_error_record_failures_total", "counter", "Failed attempts to process a record, retries included. Kafka Connect: task-error-metrics total-record-failures."}, selAny, -1, 23, -1},
+	{family{"kcd_task_error_record_errors_total", "counter", "Records whose processing ended in an error. Kafka Connect: task-error-metrics total-record-errors."}, selAny, -1, 24, -1},
+	{family{"kcd_task_error_records_skipped_total", "counter", "Records skipped under errors.tolerance=all. Kafka Connect: task-error-metrics total-records-skipped."}, selAny, -1, 25, -1},
+	{family{"kcd_task_error_retries_total", "counter", "Retries of a failed operation (errors.retry.timeout). Kafka Connect: task-error-metrics total-retries."}, selAny, -1, 26, -1},
+	{family{"kcd_task_error_errors_logged_total", "counter", "Errors logged (errors.log.enable). Kafka Connect: task-error-metrics total-errors-logged."}, selAny, -1, 27, -1},
+	{family{"kcd_task_error_deadletterqueue_produce_requests_total", "counter", "Records sent to the dead letter queue. Kafka Connect: task-error-metrics deadletterqueue-produce-requests."}, selAny, -1, 28, -1},
+	{family{"kcd_task_error_deadletterqueue_produce_failures_total", "counter", "Records the dead letter queue did not take. Kafka Connect: task-error-metrics deadletterqueue-produce-failures."}, selAny, -1, 29, -1},
+	{family{"kcd_task_error_last_error_timestamp_seconds", "gauge", "When the task last met an error (Unix seconds); 0: never. Kafka Connect: task-error-metrics last-error-timestamp."}, selAny, 3, 30, -1},
+}
+
+// writeTasks writes every per-task family, one family after another as
+// the text format wants, from rows read once per task.
+func (w *taskWriter) writeTasks() {
+	w.rows = w.rows[:0]
+	w.sels = w.sels[:0]
+	for i := range w.stats.Tasks {
+		t := &w.stats.Tasks[i]
+		w.rows = append(w.rows, taskRow(t))
+		w.sels = append(w.sels, selectorsOf(t))
+	}
+	for k := range taskFamilies {
+		tf := &taskFamilies[k]
+		w.header(tf.f)
+		for i := range w.rows {
+			if w.sels[i]&tf.sel == 0 {
+				continue
+			}
+			l := w.taskLabels(i)
+			v := w.rows[i][tf.col]
+			w.b = append(w.b, tf.f.name...)
+			if tf.count >= 0 {
+				w.b = append(w.b, "_sum"...)
+				w.b = append(w.b, l...)
+				w.b = appendFixed(w.b, v, tf.scale)
+				w.b = append(w.b, '\n')
+				w.b = append(w.b, tf.f.name...)
+				w.b = append(w.b, "_count"...)
+				w.b = append(w.b, l...)
+				w.b = strconv.AppendInt(w.b, w.rows[i][tf.count], 10)
+			} else {
+				w.b = append(w.b, l...)
+				if tf.scale < 0 {
+					w.b = strconv.AppendInt(w.b, v, 10)
+				} else {
+					w.b = appendFixed(w.b, v, tf.scale)
+				}
+			}
+			w.b = append(w.b, '\n')
+		}
+	}
 }
 
 // The statuses a connector or task can have, lower-case as Kafka Connect's
