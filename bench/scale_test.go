@@ -180,6 +180,7 @@ func runScale(b *testing.B) {
 	if lead == nil {
 		b.Fatal("no leader")
 	}
+	ops0 := workerStoreOps(ctx, nodes)
 	heap0, rss0 := memNow(b)
 	idx0, log0 := lead.Raft().AppliedIndex(), lead.Raft().LogStats()
 	cpu0 := processCPU(b)
@@ -215,7 +216,7 @@ func runScale(b *testing.B) {
 					return
 				}
 				cfg := map[string]string{"connector.class": "Datagen", "topic": topic, "tasks.max": strconv.Itoa(tasks), "max.records": "1"}
-				if err := p.create(ctx, 2*time.Minute, scaleName(int(i)), cfg); err != nil {
+				if err := scaleCreate(ctx, p, scaleName(int(i)), cfg); err != nil {
 					errOnce.Do(func() { createErr = err })
 					return
 				}
@@ -259,6 +260,7 @@ func runScale(b *testing.B) {
 	}
 	cpu := processCPU(b) - cpu0
 	peakRSS := peak.Peak()
+	ops1 := workerStoreOps(ctx, nodes)
 	idx1, log1 := lead.Raft().AppliedIndex(), lead.Raft().LogStats()
 	heap1, rss1 := memNow(b)
 	entries := float64(idx1 - idx0)
@@ -270,6 +272,11 @@ func runScale(b *testing.B) {
 	s.add("first POST → every unit RUNNING where assigned", "s", false, sideKcd, done.Sub(first).Seconds())
 	s.add("last 201 → every unit RUNNING where assigned", "s", false, sideKcd, done.Sub(last).Seconds())
 	s.add("CPU of the process, first POST → all RUNNING", "s", false, sideKcd, cpu.Seconds())
+	reads := ops1["get"] + ops1["scan"] + ops1["revision"] - ops0["get"] - ops0["scan"] - ops0["revision"]
+	writes := ops1["put"] + ops1["batch"] + ops1["compare_and_set"] + ops1["delete"] - ops0["put"] - ops0["batch"] - ops0["compare_and_set"] - ops0["delete"]
+	s.add("store reads of the workers (over REST to the Raft nodes), first POST → all RUNNING", "reads", false, sideKcd, reads)
+	s.add("store reads of the workers per connector", "reads", false, sideKcd, reads/float64(conns))
+	s.add("store writes of the workers per connector", "writes", false, sideKcd, writes/float64(conns))
 	s.add("Raft log: entries appended over the creation", "entries", false, sideKcd, entries)
 	s.add("Raft log: command bytes appended over the creation", "MB", false, sideKcd, entryBytes/1e6)
 	s.add("Raft log: entries per connector", "entries", false, sideKcd, entries/float64(conns))
@@ -292,6 +299,7 @@ func runScale(b *testing.B) {
 	b.ReportMetric(done.Sub(last).Seconds(), "assign-after-last-s")
 	b.ReportMetric(done.Sub(first).Seconds(), "assign-after-first-s")
 	b.ReportMetric(entries, "raft-entries")
+	b.ReportMetric(reads/float64(conns), "worker-reads/connector")
 	b.ReportMetric(entryBytes/float64(conns), "raft-B/connector")
 	b.ReportMetric(float64(heap1)/1e6, "heap-after-MB")
 	b.ReportMetric(float64(rss1)/1e6, "rss-after-MB")
@@ -327,6 +335,32 @@ func (s *sheet) markdownKcd() string {
 		fmt.Fprintf(&b, "\nLoad average at the start of each round: %s\n", strings.Join(s.loadavg, "; "))
 	}
 	return b.String()
+}
+
+// scaleCreate POSTs a connector until it is created. A 409 that says it
+// already exists, after a try that failed without an answer (a timeout
+// under load) or with a 5xx, means that try went through.
+func scaleCreate(ctx context.Context, p *peer, name string, cfg map[string]string) error {
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Minute)
+	defer cancel()
+	unsure := false
+	for {
+		code, body, err := p.do(ctx, http.MethodPost, "/connectors", map[string]any{"name": name, "config": cfg})
+		switch {
+		case err == nil && code == http.StatusCreated:
+			return nil
+		case err == nil && code == http.StatusConflict && unsure && strings.Contains(string(body), "already exists"):
+			return nil
+		case err == nil && code/100 == 4 && code != http.StatusConflict:
+			return fmt.Errorf("create %s: %d %s", name, code, body)
+		}
+		unsure = unsure || err != nil || code/100 == 5
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("create %s: %d %s %v", name, code, body, err)
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
 }
 
 func scaleName(i int) string { return fmt.Sprintf("scale-%05d", i) }
@@ -500,6 +534,33 @@ func storeImage(b *testing.B, n *scaleNode) (int64, []prefixBytes) {
 type countWriter struct{ n int64 }
 
 func (w *countWriter) Write(p []byte) (int, error) { w.n += int64(len(p)); return len(p), nil }
+
+// workerStoreOps sums the store operations the worker-only nodes made
+// (their kcd_store_op_duration_seconds_count by op, from GET /metrics).
+func workerStoreOps(ctx context.Context, nodes []*scaleNode) map[string]float64 {
+	const metric = `kcd_store_op_duration_seconds_count{op="`
+	out := map[string]float64{}
+	for _, n := range nodes {
+		if n.raft || n.killed {
+			continue
+		}
+		_, body, err := newPeer(sideKcd, n.url, nil).do(ctx, http.MethodGet, "/metrics", nil)
+		if err != nil {
+			continue
+		}
+		for _, line := range strings.Split(string(body), "\n") {
+			rest, ok := strings.CutPrefix(line, metric)
+			if !ok {
+				continue
+			}
+			op, v, ok := strings.Cut(rest, `"} `)
+			if f, err := strconv.ParseFloat(strings.TrimSpace(v), 64); ok && err == nil {
+				out[op] += f
+			}
+		}
+	}
+	return out
+}
 
 // unitsByWorker is what each worker runs (GET /kcd/v1/worker of every
 // live worker node): worker → unit → starts.
