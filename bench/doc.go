@@ -18,6 +18,13 @@
 //     environment's Kafka, into a kcd node in this process: time, peak
 //     heap, allocations and peak RSS growth of each phase. Run it with
 //     -benchtime=1x.
+//   - BenchmarkScale: kcd alone at scale: three raft-only nodes and
+//     -bench.scale.workers worker-only nodes in this process create
+//     -bench.scale.connectors connectors of -bench.scale.tasks idle Datagen
+//     tasks on the test environment's Kafka: time until every unit runs
+//     where assigned, Raft log growth, the leader's store, the process's
+//     memory, and a kill of the Raft leader (until every unit runs again;
+//     units moved or restarted). Run it with -benchtime=1x.
 //
 // None of them runs under go test's default -run: they are benchmarks
 // only, and the process benchmarks build cmd/kcd when they start.

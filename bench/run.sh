@@ -43,19 +43,25 @@
 #             (needs the test environment and a built Java host: make testenv-up, make javahost)
 #   rebalance-sbs BenchmarkRebalanceSideBySide: two workers each side run 30 sink tasks under a
 #             steady producer, a third joins: tasks moved, longest output stall, exec -> its share
+#   scale     BenchmarkScale, kcd alone: 3 raft-only nodes and $BENCH_SCALE_WORKERS worker-only nodes
+#             (default 20) in one process create $BENCH_SCALE_CONNECTORS (100) Datagen connectors of
+#             $BENCH_SCALE_TASKS (10) tasks: time until all are RUNNING where assigned, Raft log growth,
+#             the leader's store, the process's memory, and a kill of the Raft leader (until every unit
+#             runs again; units moved or restarted)
 #   failover-sbs BenchmarkFailoverSideBySide: three workers each side, kill -9 of one, until its
 #             FileStreamSink tasks run elsewhere; Kafka Connect with scheduled.rebalance.max.delay.ms
 #             0 and its default 300000 (that trial alone takes about five minutes)
 #
 # QUICK=1 (make bench QUICK=1) runs only the side-by-side benchmarks, one round each at small
-# sizes, Kafka Connect's failover with a delay of 0 only: about 4 minutes.
+# sizes, Kafka Connect's failover with a delay of 0 only, and the scale benchmark at 50
+# connectors x 10 tasks over 10 workers: about 5 minutes.
 #
 # At the end bench/report writes the run's figures as one document: docs/benchmarks.md, or in
 # QUICK mode $BENCH_OUT/benchmarks.md only. It reads the raw output, runs.tsv (each benchmark's
 # arguments and exit code, written here) and run-start.txt (the machine and versions, recorded
 # before the first benchmark).
 #
-# About 25-35 minutes on 2 cores (the switch benchmark waits up to 90 s for the cluster to settle before each switch). Everything it starts it stops; raw output goes to $BENCH_OUT
+# About 30-40 minutes on 2 cores (the switch benchmark waits up to 90 s for the cluster to settle before each switch). Everything it starts it stops; raw output goes to $BENCH_OUT
 # (default .data/bench). Data dirs are under $TMPDIR (default /tmp), which must be a disk, not tmpfs.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -111,9 +117,16 @@ side_by_side() {
 	done
 }
 
+# scale CONNECTORS TASKS WORKERS: BenchmarkScale at that size.
+scale() {
+	run scale -test.bench '^BenchmarkScale$' -test.benchtime 1x -test.timeout 30m \
+		-bench.scale.connectors "$1" -bench.scale.tasks "$2" -bench.scale.workers "$3" ||
+		echo "== scale FAILED: see $OUT/scale.txt"
+}
+
 tables() {
 	echo
-	for f in "$OUT"/filestream-sidebyside.md "$OUT"/filestream-sidebyside-defaults.md "$OUT"/javahost-sidebyside-eos-*.md; do
+	for f in "$OUT"/filestream-sidebyside.md "$OUT"/filestream-sidebyside-defaults.md "$OUT"/javahost-sidebyside-eos-*.md "$OUT"/scale.md; do
 		[ -s "$f" ] && { echo "== $(basename "$f" .md)"; cat "$f"; }
 	done
 	grep -h '^| failover' "$OUT/failover-sbs.txt" 2>/dev/null || true
@@ -127,6 +140,7 @@ if [ "${QUICK:-}" = 1 ]; then
 		echo "== failover-sbs FAILED: see $OUT/failover-sbs.txt"
 	run rebalance-sbs -test.bench '^BenchmarkRebalanceSideBySide$' -test.benchtime 1x ||
 		echo "== rebalance-sbs FAILED: see $OUT/rebalance-sbs.txt"
+	scale 50 10 10
 	tables
 	report "$OUT/benchmarks.md"
 	exit 0
@@ -192,13 +206,16 @@ run failover-sbs -test.bench '^BenchmarkFailoverSideBySide$' -test.benchtime 1x 
 	echo "== failover-sbs FAILED: see $OUT/failover-sbs.txt"
 run rebalance-sbs -test.bench '^BenchmarkRebalanceSideBySide$' -test.benchtime 1x ||
 	echo "== rebalance-sbs FAILED: see $OUT/rebalance-sbs.txt"
+# 1,000 connectors x 10 tasks over 100 workers does not settle today (docs/benchmarks.md, "Where the
+# targets are missed"): the default is the largest size that does here.
+scale "${BENCH_SCALE_CONNECTORS:-100}" "${BENCH_SCALE_TASKS:-10}" "${BENCH_SCALE_WORKERS:-20}"
 load=$(cut -d' ' -f1-3 /proc/loadavg)
 (cd daemon/coordinator/assignor && go test -run '^$' -bench '^BenchmarkAssign' -benchmem) 2>&1 | tee "$OUT/assign.txt"
 record assign 0 "$load" "(cd daemon/coordinator/assignor && go test -run '^\$' -bench '^BenchmarkAssign' -benchmem)"
 
 echo
 echo "== summary (raw output in $OUT)"
-grep -h '^Benchmark' "$OUT/writes.txt" "$OUT/writes-3sched.txt" "$OUT/stores.txt" "$OUT/storeswitch.txt" "$OUT/failover.txt" "$OUT/memory.txt" "$OUT/migrate.txt" "$OUT/migrate-raftonly.txt" "$OUT/taskfailover.txt" "$OUT/assign.txt"
+grep -h '^Benchmark' "$OUT/writes.txt" "$OUT/writes-3sched.txt" "$OUT/stores.txt" "$OUT/storeswitch.txt" "$OUT/failover.txt" "$OUT/memory.txt" "$OUT/migrate.txt" "$OUT/migrate-raftonly.txt" "$OUT/taskfailover.txt" "$OUT/scale.txt" "$OUT/assign.txt"
 [ -n "$fsyncs" ] && echo "fsyncs: $fsyncs"
 tables
 grep -h 'VmRSS\|Kafka Connect worker' "$OUT/memory.txt" | sed 's/^bench: //' || true

@@ -383,3 +383,50 @@ func TestRebalanceDelayKeepsADepartedWorkersUnitsWaiting(t *testing.T) {
 		t.Fatalf("units moved after %v, before the delay of %v", took, delay)
 	}
 }
+
+// Kill stops a node as kill -9 would: it hands nothing over (the others
+// elect a leader of a later term), its REST API is gone, and its worker
+// runs nothing any more.
+func TestKillStopsTheNodeWithoutHandover(t *testing.T) {
+	nodes := coordCluster(t)
+	var lead *Node
+	for deadline := time.Now().Add(20 * time.Second); lead == nil; time.Sleep(20 * time.Millisecond) {
+		for _, n := range nodes {
+			if n.Raft().IsLeader() {
+				lead = n
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("no leader")
+		}
+	}
+	term := lead.Raft().Term()
+	url := lead.RESTURL()
+	lead.Kill()
+	select {
+	case <-lead.workerDone:
+	default:
+		t.Error("the killed node's worker still runs")
+	}
+	if res, err := http.Get(url + "/"); err == nil {
+		res.Body.Close()
+		t.Errorf("the killed node's REST API still answers: %s", res.Status)
+	}
+	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		var next *Node
+		for _, n := range nodes {
+			if n != lead && n.Raft().IsLeader() {
+				next = n
+			}
+		}
+		if next != nil {
+			if next.Raft().Term() <= term {
+				t.Fatalf("new leader at term %d, the killed one led term %d", next.Raft().Term(), term)
+			}
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("no new leader after the kill")
+		}
+	}
+}

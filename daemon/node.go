@@ -74,6 +74,7 @@ type Node struct {
 
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
+	killed bool // Kill ran: Close has nothing left to do
 
 	mu        sync.Mutex
 	clusterID string
@@ -396,6 +397,9 @@ func (n *Node) Raft() *raft.Node { return n.raft }
 // step is bounded, so that a node without quorum (whose offset commits and
 // leave cannot succeed) still stops within seconds.
 func (n *Node) Close() error {
+	if n.killed {
+		return nil
+	}
 	var err error
 	if n.rest != nil {
 		ctx, cancel := context.WithTimeout(context.Background(), restStopTimeout)
@@ -459,6 +463,38 @@ func (n *Node) Close() error {
 	}
 	n.log.Info("kcd node stopped")
 	return nil
+}
+
+// Kill stops the node at once, as kill -9 would stop its process: the REST
+// and peer servers close with their connections, the Raft member halts (no
+// leadership transfer), the worker halts (no drain, no offset commit, no
+// status, no leave). For tests and benchmarks that run nodes in one
+// process; Close is the clean way, and does nothing after Kill.
+func (n *Node) Kill() {
+	n.killed = true
+	if n.rest != nil {
+		_ = n.rest.Close()
+		n.cancelRequests()
+	}
+	if n.peer != nil {
+		_ = n.peer.Close()
+	}
+	if n.worker != nil {
+		n.memberCancel()
+		n.worker.Halt()
+	}
+	if n.raft != nil {
+		n.raft.Halt()
+	}
+	if n.cancel != nil {
+		n.cancel()
+	}
+	if n.worker != nil {
+		waitClosed(n.workerDone, time.Second)
+		waitClosed(n.memberDone, time.Second)
+	}
+	waitGroup(&n.wg, 2*time.Second)
+	n.closeResources()
 }
 
 // Bounds of the steps of Close. With a leader, offset commits and a leave

@@ -297,6 +297,7 @@ func (n *Node) restoreSnapshot(snap *pb.Snapshot) error {
 	n.setVoters(n.confState)
 	n.snapIndex = snap.GetMetadata().GetIndex()
 	n.snapBytes, _ = uint64(len(snap.GetData())), n.logBytes.Swap(0)
+	n.lastSnapBytes.Store(n.snapBytes)
 	n.setApplied(n.snapIndex)
 	n.log.Info("installed snapshot from the leader", "index", n.snapIndex)
 	return nil
@@ -351,6 +352,8 @@ func (n *Node) maybeSnapshot() error {
 	}
 	n.snapIndex = index
 	n.snapBytes, _ = uint64(len(data)), n.logBytes.Swap(0)
+	n.snapshots.Add(1)
+	n.lastSnapBytes.Store(n.snapBytes)
 	if index > n.cfg.SnapshotCatchUp {
 		// ErrCompacted: the log already starts later (after a snapshot
 		// from the leader); nothing to drop.

@@ -82,6 +82,8 @@ type Node struct {
 	// (Ready loop only), logBytes the entry data applied since then.
 	snapBytes uint64
 	logBytes  atomic.Uint64
+	// The counters LogStats reports.
+	entryBytes, snapshots, lastSnapBytes atomic.Uint64
 	// snapNow asks for a snapshot at the next chance: after a member was
 	// added, so that the snapshot a new member may need includes it (raft
 	// refuses a snapshot whose configuration lacks the receiver).
@@ -447,6 +449,21 @@ func (n *Node) Proposals() (total, failed uint64) {
 
 // CommitIndex is the highest log index this member knows committed.
 func (n *Node) CommitIndex() uint64 { return n.commit.Load() }
+
+// LogStats are counters of a member's log since it started.
+type LogStats struct {
+	// EntryBytes is the data of the normal entries it applied (commands,
+	// without the log's framing).
+	EntryBytes uint64
+	// Snapshots is how many snapshots it took; SnapshotBytes the size of
+	// the last one it took or installed (0: none yet).
+	Snapshots, SnapshotBytes uint64
+}
+
+// LogStats returns the member's log counters.
+func (n *Node) LogStats() LogStats {
+	return LogStats{EntryBytes: n.entryBytes.Load(), Snapshots: n.snapshots.Load(), SnapshotBytes: n.lastSnapBytes.Load()}
+}
 
 func (n *Node) propose(ctx context.Context, cmd fsm.Command) (fsm.Result, error) {
 	if n.isCorrupt() {
@@ -988,6 +1005,7 @@ func (n *Node) applyEntries(ents []*pb.Entry) error {
 			}
 			batch = append(batch, fsm.Entry{Index: e.GetIndex(), Term: e.GetTerm(), Data: e.GetData()})
 			n.logBytes.Add(uint64(len(e.GetData())))
+			n.entryBytes.Add(uint64(len(e.GetData())))
 		case pb.EntryType_EntryConfChange, pb.EntryType_EntryConfChangeV2:
 			if err := flush(); err != nil {
 				return err

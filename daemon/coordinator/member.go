@@ -78,6 +78,11 @@ type Member struct {
 	epoch      Epoch
 	leader     uint64
 	running    func() []Unit
+	// changedConns are the connectors whose units of this worker the
+	// assignment changed since the worker last asked (TakeChanged);
+	// changedAll: any may have (the session changed, or a full read).
+	changedConns map[string]bool
+	changedAll   bool
 	// rebalances counts the epochs this member saw the assignment move to
 	// after its first; lastRebalance is when it saw the last one.
 	rebalances    int64
@@ -121,6 +126,9 @@ func NewMember(cfg MemberConfig) (*Member, error) {
 		revokes: map[Unit]string{},
 		fenced:  true, // nothing runs before the coordinator answered
 		running: func() []Unit { return nil },
+
+		changedConns: map[string]bool{},
+		changedAll:   true,
 	}, nil
 }
 
@@ -267,7 +275,7 @@ func (m *Member) watchdog(ctx context.Context) {
 		m.mu.Lock()
 		expired := !m.fenced && time.Since(m.lastAck) >= m.cfg.SessionTimeout
 		if expired {
-			m.fenced, m.confirmed = true, false
+			m.fenced, m.confirmed, m.changedAll = true, false, true
 		}
 		m.mu.Unlock()
 		if expired {
@@ -406,6 +414,9 @@ func (m *Member) answered(sent time.Time, reply HeartbeatReply) bool {
 		m.lastRebalance = time.Now()
 	}
 	m.epoch, m.leader = reply.Epoch, reply.Leader
+	if changed {
+		m.changedAll = true
+	}
 	m.mu.Unlock()
 	if resync {
 		select {
@@ -580,6 +591,7 @@ func (m *Member) load(ctx context.Context) (int64, error) {
 		return 0, fmt.Errorf("read the assignment: read at revision %d, older than revision %d already seen", rev, seen)
 	}
 	m.owners, m.revokes, m.seenRev, m.synced = owners, revokes, rev, true
+	m.changedAll = true
 	if rev >= m.confirmRev {
 		m.reload = false
 	}
@@ -651,12 +663,34 @@ func (m *Member) apply(ctx context.Context, w store.Watcher, rev int64) (int64, 
 				}
 			}
 			m.seenRev = rev
+			if mine {
+				m.changedConns[u.Connector] = true
+			}
 			m.mu.Unlock()
 			if mine {
 				m.signal()
 			}
 		}
 	}
+}
+
+// TakeChanged tells which connectors' units of this worker changed (were
+// given, taken, revoked) since the last call, or all when any may have
+// (the session was held or lost, the assignment read whole): a worker
+// that reacts to Changed then looks again at those connectors only, not
+// at every connector of the cluster.
+func (m *Member) TakeChanged() (connectors []string, all bool) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	all = m.changedAll
+	if !all {
+		for c := range m.changedConns {
+			connectors = append(connectors, c)
+		}
+	}
+	clear(m.changedConns)
+	m.changedAll = false
+	return connectors, all
 }
 
 // Rebalances tells the assignment epoch the member last heard of, the

@@ -22,6 +22,24 @@ func releasing(a Assignment, name string, id int) bool {
 	return ok && r.Releasing(name, id)
 }
 
+// changeTeller is an Assignment that tells which connectors' answers
+// changed since it last told (all: any may have), so that a change makes
+// the worker look again at those connectors only.
+type changeTeller interface {
+	TakeChanged() (connectors []string, all bool)
+}
+
+// changedConnectors returns the connectors whose answers changed since
+// the last call; ok is false when any may have (or a cannot tell).
+func changedConnectors(a Assignment) (names []string, ok bool) {
+	t, can := a.(changeTeller)
+	if !can {
+		return nil, false
+	}
+	names, all := t.TakeChanged()
+	return names, !all
+}
+
 // Assignment decides which connectors and tasks run on this worker. A
 // single worker runs all of them (All); the coordinator will hand each
 // worker its share through an implementation of its own.

@@ -257,3 +257,84 @@ func TestWorkerFollowsAssignment(t *testing.T) {
 	e.waitState(name, 0, connectstore.StateRunning)
 	e.waitState(name, 2, connectstore.StateRunning)
 }
+
+// toldOwnership gives each connector its own tasks and tells which
+// connectors changed (TakeChanged), as the coordinator's Member does.
+type toldOwnership struct {
+	mu      sync.Mutex
+	tasks   map[string]map[int]bool
+	told    []string
+	all     bool
+	changed chan struct{}
+}
+
+func (o *toldOwnership) Connector(string) bool { return true }
+func (o *toldOwnership) Task(name string, id int) bool {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return o.tasks[name][id]
+}
+func (o *toldOwnership) Changed() <-chan struct{}             { return o.changed }
+func (o *toldOwnership) Fence(string, int) connectstore.Fence { return nil }
+func (o *toldOwnership) TakeChanged() ([]string, bool) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	told, all := o.told, o.all
+	o.told, o.all = nil, false
+	return told, all
+}
+
+// set gives connector name the tasks ids and tells that the connectors
+// tell changed (all when tell is nil).
+func (o *toldOwnership) set(name string, tell []string, ids ...int) {
+	o.mu.Lock()
+	o.tasks[name] = map[int]bool{}
+	for _, id := range ids {
+		o.tasks[name][id] = true
+	}
+	o.told, o.all = tell, tell == nil
+	o.mu.Unlock()
+	o.changed <- struct{}{}
+}
+
+// An assignment that tells which connectors changed has the worker look
+// again at those only; one that tells all, at every connector.
+func TestWorkerLooksAgainOnlyAtTheConnectorsTheAssignmentNames(t *testing.T) {
+	t.Parallel()
+	e := fakeEnv(t)
+	a, b := e.name("told-a"), e.name("told-b")
+	own := &toldOwnership{tasks: map[string]map[int]bool{a: {0: true}, b: {0: true}}, changed: make(chan struct{})}
+	w := e.start(func(c *Config) { c.Assignment = own })
+	for _, name := range []string{a, b} {
+		e.create(name, map[string]string{"connector.class": "Datagen", "topic": e.name("t"), "tasks.max": "2", "rate.per.task": "50",
+			"value.converter": StringConverter})
+	}
+	running := func() []string {
+		var ids []string
+		for _, ts := range w.Stats().Tasks {
+			ids = append(ids, fmt.Sprintf("%s/%d", ts.ID.Connector, ts.ID.Task))
+		}
+		slices.Sort(ids)
+		return ids
+	}
+	waitRunning := func(want ...string) {
+		t.Helper()
+		slices.Sort(want)
+		waitFor(t, 10*time.Second, fmt.Sprintf("tasks %v running", want), func() (bool, string) {
+			got := running()
+			return slices.Equal(got, want), fmt.Sprint(got)
+		})
+	}
+	waitRunning(a+"/0", b+"/0")
+	own.set(a, []string{a}, 0, 1)
+	waitRunning(a+"/0", a+"/1", b+"/0")
+	// b gets a task, but only a is named: b's supervisor is not told.
+	own.set(b, []string{a}, 0, 1)
+	for end := time.Now().Add(500 * time.Millisecond); time.Now().Before(end); time.Sleep(20 * time.Millisecond) {
+		if got := running(); slices.Contains(got, b+"/1") {
+			t.Fatalf("%s/1 started though the assignment named only %s: %v", b, a, got)
+		}
+	}
+	own.set(a, nil, 0, 1)
+	waitRunning(a+"/0", a+"/1", b+"/0", b+"/1")
+}

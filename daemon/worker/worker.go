@@ -260,6 +260,15 @@ func (w *Worker) drain(ctx context.Context, wt store.Watcher, rev int64) (int64,
 		case s := <-w.exited:
 			w.reap(ctx, s)
 		case <-w.cfg.Assignment.Changed():
+			if names, ok := changedConnectors(w.cfg.Assignment); ok {
+				// Only these connectors' units here changed: reading every
+				// connector again would cost each worker a read per
+				// connector of the cluster on every rebalance.
+				for _, n := range names {
+					w.poke(ctx, n, true)
+				}
+				continue
+			}
 			names, err := w.store.Connectors(ctx)
 			if err != nil {
 				return rev, fmt.Errorf("list connectors after an assignment change: %w", err)
