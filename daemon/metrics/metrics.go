@@ -138,7 +138,8 @@ func (h *Handler) render(sc *scrape, now time.Time) ([]byte, error) {
 			return nil, err
 		}
 	}
-	sc.w.b = append(sc.w.b[:0], sc.buf.Bytes()...)
+	sc.w.begin()
+	sc.w.b = append(sc.w.b, sc.buf.Bytes()...)
 	h.proc.write(&sc.w)
 	sc.w.writeNode(h.src)
 	if h.src.Store != nil {
@@ -156,8 +157,9 @@ func (h *Handler) render(sc *scrape, now time.Time) ([]byte, error) {
 // trim drops buffers grown past maxKeptBuffer, so that one scrape of a
 // huge worker does not pin its memory for good.
 func (sc *scrape) trim() {
-	if cap(sc.w.b) > maxKeptBuffer {
+	if cap(sc.w.b) > maxKeptBuffer || cap(sc.w.prev) > maxKeptBuffer {
 		sc.w.b = nil
+		sc.w.forget()
 	}
 	if sc.buf.Cap() > maxKeptBuffer {
 		sc.buf = bytes.Buffer{}

@@ -25,6 +25,9 @@ import (
 type fakeWorker struct {
 	tasks  []worker.TaskStats
 	states []worker.UnitState
+	// busy: every task moves records between two reads, as on a worker
+	// whose tasks all run under load (the worst case for a scrape).
+	busy bool
 }
 
 func newFakeWorker(n int) *fakeWorker {
@@ -51,6 +54,21 @@ func newFakeWorker(n int) *fakeWorker {
 }
 
 func (f *fakeWorker) StatsInto(s *worker.Stats) {
+	if f.busy {
+		for i := range f.tasks {
+			t := &f.tasks[i]
+			t.Records += 100
+			t.Batches++
+			t.BatchRecords += 100
+			t.BatchTime += 3 * time.Millisecond
+			if t.Sink {
+				t.Read += 100
+			} else {
+				t.Polled += 100
+				t.InFlightRecords = int64(i%7) * 10
+			}
+		}
+	}
 	s.Tasks = append(s.Tasks[:0], f.tasks...)
 }
 
@@ -241,7 +259,9 @@ func TestGzip(t *testing.T) {
 func BenchmarkScrape1000Tasks(b *testing.B) {
 	for _, gz := range []bool{false, true} {
 		b.Run(fmt.Sprintf("gzip=%v", gz), func(b *testing.B) {
-			h := New(fakeSources(1000))
+			src := fakeSources(1000)
+			src.Worker.(*fakeWorker).busy = true
+			h := New(src)
 			req := httptest.NewRequest("GET", "/metrics", nil)
 			if gz {
 				req.Header.Set("Accept-Encoding", "gzip")
@@ -261,7 +281,9 @@ func BenchmarkScrape1000Tasks(b *testing.B) {
 // BenchmarkRender1000Tasks is the part of a scrape that reads the counters
 // and formats them, without the HTTP response.
 func BenchmarkRender1000Tasks(b *testing.B) {
-	h := New(Sources{Worker: newFakeWorker(1000)})
+	f := newFakeWorker(1000)
+	f.busy = true
+	h := New(Sources{Worker: f})
 	sc := new(scrape)
 	b.ReportAllocs()
 	cpu := cpuTime()
@@ -285,11 +307,12 @@ func (d *discard) WriteHeader(int)             {}
 // BenchmarkWorkerSeries1000Tasks is the worker's part of a scrape alone.
 func BenchmarkWorkerSeries1000Tasks(b *testing.B) {
 	f := newFakeWorker(1000)
+	f.busy = true
 	var w taskWriter
 	b.ReportAllocs()
 	cpu := cpuTime()
 	for b.Loop() {
-		w.b = w.b[:0]
+		w.begin()
 		w.write(f, time.Now())
 	}
 	reportCPU(b, cpu)
@@ -350,4 +373,79 @@ func TestAppendFixedIsExactDecimal(t *testing.T) {
 			}
 		}
 	}
+}
+
+// snapshotWorker reports the tasks it is given, as they are.
+type snapshotWorker struct{ tasks []worker.TaskStats }
+
+func (s *snapshotWorker) StatsInto(st *worker.Stats) { st.Tasks = append(st.Tasks[:0], s.tasks...) }
+func (s *snapshotWorker) States(dst []worker.UnitState) []worker.UnitState {
+	return dst
+}
+func (s *snapshotWorker) Startups() worker.Startups { return worker.Startups{} }
+
+// A writer that copies unchanged series from its previous scrape writes
+// exactly what a fresh writer writes, while values change, tasks come and
+// go, change order, and a sink's lag becomes known or unknown.
+func TestSeriesCopiedFromTheLastScrapeAreCurrent(t *testing.T) {
+	base := newFakeWorker(40).tasks
+	src := &snapshotWorker{}
+	var cached taskWriter
+	now := time.Unix(1_700_000_000, 0)
+	for step := range 30 {
+		tasks := append([]worker.TaskStats(nil), base...)
+		switch step % 6 {
+		case 1: // some values change
+			for i := range tasks {
+				if i%3 == step%3 {
+					tasks[i].Records += int64(step)
+					tasks[i].BatchTime += time.Duration(step) * time.Millisecond
+					tasks[i].Errors.Failures += int64(step)
+				}
+				if i%5 == 0 { // a summary's count alone
+					tasks[i].Batches++
+					tasks[i].Commits++
+				}
+			}
+		case 2: // a task goes away
+			tasks = append(tasks[:5], tasks[6:]...)
+		case 3: // a task comes
+			tasks = append(tasks, worker.TaskStats{ID: worker.TaskID{Connector: "new", Task: step}, Sink: true, Lag: -1})
+		case 4: // the order changes; a task of the same values is another's
+			tasks[0], tasks[1] = tasks[1], tasks[0]
+			tasks[2].ID.Connector += "-renamed"
+		case 5: // a sink's lag becomes unknown, another's known
+			for i := range tasks {
+				if tasks[i].Sink {
+					if tasks[i].Lag >= 0 {
+						tasks[i].Lag = -1
+					} else {
+						tasks[i].Lag = int64(step)
+					}
+					break
+				}
+			}
+		}
+		base = tasks
+		src.tasks = tasks
+		cached.begin()
+		cached.write(src, now)
+		var fresh taskWriter
+		fresh.begin()
+		fresh.write(src, now)
+		if string(cached.b) != string(fresh.b) {
+			t.Fatalf("step %d: the writer that copies from its last scrape wrote\n%s\nwhere a fresh one wrote\n%s", step, firstDiff(cached.b, fresh.b), firstDiff(fresh.b, cached.b))
+		}
+	}
+}
+
+// firstDiff is a's line where a and b first differ.
+func firstDiff(a, b []byte) string {
+	la, lb := strings.Split(string(a), "\n"), strings.Split(string(b), "\n")
+	for i := range la {
+		if i >= len(lb) || la[i] != lb[i] {
+			return la[i]
+		}
+	}
+	return "(a prefix of the other)"
 }

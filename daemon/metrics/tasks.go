@@ -22,7 +22,16 @@ type taskWriter struct {
 	ends   []int                // ends[i]: where task i's labels end in labels
 	rows   [][numTaskCols]int64 // rows[i]: task i's values (taskRow)
 	sels   []selector           // sels[i]: the families task i has series in
-	b      []byte
+	// spans[i][k]: where task i's series of taskFamilies[k] is in b.
+	spans [][len(taskFamilies)]lineSpan
+	// The previous scrape's b, labels, rows, sels and spans: a series whose
+	// task and value did not change is copied from it, not formatted again.
+	prev       []byte
+	prevLabels []byte
+	prevRows   [][numTaskCols]int64
+	prevSels   []selector
+	prevSpans  [][len(taskFamilies)]lineSpan
+	b          []byte
 	// scratch holds the files the process metrics read.
 	scratch []byte
 }
@@ -143,7 +152,8 @@ const nanos = 9
 func (w *taskWriter) write(src Worker, now time.Time) {
 	src.StatsInto(&w.stats)
 	w.states = src.States(w.states[:0])
-	w.labels, w.ends = w.labels[:0], w.ends[:0]
+	w.prevLabels, w.labels = w.labels, w.prevLabels[:0]
+	w.ends = w.ends[:0]
 	for i := range w.stats.Tasks {
 		id := w.stats.Tasks[i].ID
 		w.labels = append(w.labels, '{')
@@ -266,16 +276,42 @@ var taskFamilies = [...]taskFamily{
 	{family{"kcd_task_error_last_error_timestamp_seconds", "gauge", "When the task last met an error (Unix seconds); 0: never. Kafka Connect: task-error-metrics last-error-timestamp."}, selAny, 3, 30, -1},
 }
 
+// lineSpan is where a line is in a scrape's buffer.
+type lineSpan struct{ start, end int32 }
+
+// begin starts a scrape: the last one's buffer becomes prev.
+func (w *taskWriter) begin() {
+	w.prev, w.b = w.b, w.prev[:0]
+}
+
+// forget drops what begin kept, so that nothing is copied from it.
+func (w *taskWriter) forget() {
+	w.prev, w.prevLabels = nil, nil
+	w.prevRows, w.prevSels, w.prevSpans = nil, nil, nil
+}
+
 // writeTasks writes every per-task family, one family after another as
-// the text format wants, from rows read once per task.
+// the text format wants, from rows read once per task. When the tasks are
+// those of the previous scrape, in the same order, a series whose values
+// did not change is copied from that scrape's buffer: on a worker with
+// many tasks most series (errors, peaks, commits, idle tasks) change
+// seldom between scrapes.
 func (w *taskWriter) writeTasks() {
-	w.rows = w.rows[:0]
-	w.sels = w.sels[:0]
+	w.prevRows, w.rows = w.rows, w.prevRows[:0]
+	w.prevSels, w.sels = w.sels, w.prevSels[:0]
+	w.prevSpans, w.spans = w.spans, w.prevSpans[:0]
 	for i := range w.stats.Tasks {
 		t := &w.stats.Tasks[i]
 		w.rows = append(w.rows, taskRow(t))
 		w.sels = append(w.sels, selectorsOf(t))
 	}
+	if n := len(w.rows); cap(w.spans) >= n {
+		w.spans = w.spans[:n]
+	} else {
+		w.spans = make([][len(taskFamilies)]lineSpan, n)
+	}
+	same := len(w.prevRows) == len(w.rows) && len(w.prevSpans) == len(w.rows) &&
+		len(w.prev) <= math.MaxInt32 && string(w.prevLabels) == string(w.labels)
 	for k := range taskFamilies {
 		tf := &taskFamilies[k]
 		w.header(tf.f)
@@ -283,8 +319,16 @@ func (w *taskWriter) writeTasks() {
 			if w.sels[i]&tf.sel == 0 {
 				continue
 			}
-			l := w.taskLabels(i)
+			start := len(w.b)
 			v := w.rows[i][tf.col]
+			if same && w.prevSels[i] == w.sels[i] && w.prevRows[i][tf.col] == v &&
+				(tf.count < 0 || w.prevRows[i][tf.count] == w.rows[i][tf.count]) {
+				sp := w.prevSpans[i][k]
+				w.b = append(w.b, w.prev[sp.start:sp.end]...)
+				w.spans[i][k] = lineSpan{int32(start), int32(len(w.b))}
+				continue
+			}
+			l := w.taskLabels(i)
 			w.b = append(w.b, tf.f.name...)
 			if tf.count >= 0 {
 				w.b = append(w.b, "_sum"...)
@@ -304,6 +348,7 @@ func (w *taskWriter) writeTasks() {
 				}
 			}
 			w.b = append(w.b, '\n')
+			w.spans[i][k] = lineSpan{int32(start), int32(len(w.b))}
 		}
 	}
 }
