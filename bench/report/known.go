@@ -14,6 +14,7 @@ type sideBySide struct {
 	raw   string // NAME of NAME.txt
 	title string
 	about string
+	full  bool // run by the full make bench only, not QUICK=1
 }
 
 var sideBySides = []sideBySide{
@@ -21,21 +22,30 @@ var sideBySides = []sideBySide{
 		"BenchmarkFileStreamSideBySide: FileStreamSource (1 and 4 connectors) and FileStreamSink (1 and 4 tasks) " +
 			"on kcd and on a fresh real Kafka Connect worker, same Kafka, converters, producer compression " +
 			"(default snappy) and exactly-once setting, rounds alternating (default 3, 1,000,000 lines of 100 bytes, " +
-			"100 connectors for the restart): records/s, CPU per record, memory, start-up, first sink write."},
+			"100 connectors for the restart): records/s, CPU per record, memory, start-up, first sink write.", false},
+	{"filestream-sidebyside-defaults.md", "filestream-defaults", "FileStream source and sink, each side with its defaults",
+		"BenchmarkFileStreamSideBySide -bench.filestream.defaults: the same scenarios with no settings on either side " +
+			"(kcd: exactly-once source support enabled, each source task producing in transactions; Kafka Connect: " +
+			"disabled; no compression on either).", true},
+	{"scale.md", "scale", "Scale, kcd alone (BenchmarkScale)",
+		"BenchmarkScale: 3 raft-only nodes and worker-only nodes in one process, against the test environment's Kafka, " +
+			"create Datagen connectors (one record a task, then idle): time until every unit runs where assigned, " +
+			"Raft log growth, the leader's store, the process's memory, and a kill of the Raft leader (until every unit " +
+			"runs again; units moved or restarted on live workers).", false},
 	{"javahost-sidebyside-eos-enabled.md", "javahost-eos-enabled", "Kafka Connect's Java plugins, exactly-once source support enabled (kcd's default)",
 		"BenchmarkJavaHostSideBySide: Kafka Connect's MirrorSourceConnector and Debezium's PostgresConnector on kcd " +
 			"(its Java connector host) and on a fresh real Kafka Connect worker, same plugins, Kafka and PostgreSQL, " +
 			"rounds alternating (default 3; 1,000,000 mirrored records, 100,000 rows snapshot, 20,000 streamed): " +
-			"records/s, CPU per record, POST → RUNNING, memory."},
+			"records/s, CPU per record, POST → RUNNING, memory.", false},
 	{"javahost-sidebyside-eos-disabled.md", "javahost-eos-disabled", "Kafka Connect's Java plugins, exactly-once source support disabled (Kafka Connect's default)",
-		"BenchmarkJavaHostSideBySide again, with exactly-once source support disabled on both sides."},
+		"BenchmarkJavaHostSideBySide again, with exactly-once source support disabled on both sides.", false},
 	{"failover-sbs-sidebyside.md", "failover-sbs", "Failover of a worker",
 		"BenchmarkFailoverSideBySide: three workers each side run FileStreamSink tasks (default 6); kill -9 of one, " +
 			"until its tasks run elsewhere. Kafka Connect with scheduled.rebalance.max.delay.ms 0 and with its " +
-			"default 300000 (QUICK mode: 0 only)."},
+			"default 300000 (QUICK mode: 0 only).", false},
 	{"rebalance-sbs-sidebyside.md", "rebalance-sbs", "A worker joins",
 		"BenchmarkRebalanceSideBySide: two workers each side run 30 FileStreamSink tasks under a steady producer; " +
-			"a third joins: tasks moved, the longest stall of the sink's output, the new worker's exec → its share."},
+			"a third joins: tasks moved, the longest stall of the sink's output, the new worker's exec → its share.", false},
 }
 
 // A single is a benchmark of kcd alone, in NAME.txt.

@@ -218,7 +218,7 @@ func (r *report) sideBySide() {
 			r.p("**Failed:** %s\n\n", fail)
 		}
 		if table == "" {
-			r.notRun(s.raw, rf, false)
+			r.notRun(s.raw, rf, s.full)
 			continue
 		}
 		r.shown(table)
