@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/kcd-project/kcd/daemon/systemtest"
+	"github.com/kcd-project/kcd/internal/fstype"
 )
 
 var (
@@ -49,7 +50,7 @@ func kcdBinary(b *testing.B) string {
 func dataDir(b *testing.B) string {
 	b.Helper()
 	dir := b.TempDir()
-	fs := fsType(dir)
+	fs := fstype.Of(dir)
 	progress("data in %s (file system: %s)", dir, fs)
 	if fs == "tmpfs" {
 		progress("WARNING: %s is on tmpfs: fsync is free there, the figures will be too good; set TMPDIR to a disk", dir)

@@ -25,6 +25,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/kcd-project/kcd/internal/fstype"
 )
 
 func main() {
@@ -97,7 +99,7 @@ func probe(root string, full bool) map[string]string {
 		kv["memory"] = m
 	}
 	kv["kernel"] = firstLineOf("/proc/sys/kernel/osrelease")
-	kv["tmpdir"] = os.TempDir() + " on " + fsType(os.TempDir())
+	kv["tmpdir"] = os.TempDir() + " on " + fstype.Of(os.TempDir())
 	kv["go"] = runtime.Version()
 	kv["java"] = firstLine(cmdLine(root, "java", "-version"))
 	kv["kafka"] = jarVersion(root, ".cache/kafka-*/libs/kafka_*.jar", `^kafka_[0-9.]+-(.+)\.jar$`)

@@ -1,11 +1,17 @@
-package bench
+//go:build linux
+
+// Package fstype names the file system a directory is on: the benchmarks
+// report it, since fsync on tmpfs is free and their figures mean nothing
+// there.
+package fstype
 
 import (
 	"fmt"
 	"syscall"
 )
 
-func fsType(dir string) string {
+// Of names the file system dir is on.
+func Of(dir string) string {
 	var st syscall.Statfs_t
 	if err := syscall.Statfs(dir, &st); err != nil {
 		return "unknown (" + err.Error() + ")"
