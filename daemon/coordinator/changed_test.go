@@ -1,14 +1,11 @@
 package coordinator
 
 import (
-	"context"
 	"encoding/json"
 	"slices"
-	"sync"
 	"testing"
 	"time"
 
-	"github.com/kcd-project/kcd/raft/raftstore"
 	"github.com/kcd-project/kcd/raft/rafttest"
 )
 
@@ -16,13 +13,8 @@ import (
 // assignment gave, took or revoked, and no others: a worker looks again at
 // those only. A full read of the assignment says all.
 func TestTakeChangedNamesOnlyTheConnectorsOfThisWorkersUnits(t *testing.T) {
-	rc := rafttest.NewCluster(t, 1, nil)
-	node := rc.Leader(10 * time.Second)
-	st := raftstore.New(node)
-	t.Cleanup(func() { st.Close() })
-	ctx, cancel := context.WithCancel(t.Context())
-	var wg sync.WaitGroup
-	t.Cleanup(func() { cancel(); wg.Wait() })
+	r := newOneNode(t)
+	st, ctx, wg := r.st, r.ctx, &r.wg
 	put := func(key string, v any) {
 		t.Helper()
 		b, _ := json.Marshal(v)

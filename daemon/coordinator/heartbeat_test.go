@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kcd-project/kcd/raft"
 	"github.com/kcd-project/kcd/raft/raftstore"
 	"github.com/kcd-project/kcd/raft/rafttest"
 )
@@ -27,20 +28,9 @@ func TestHungHeartbeatsDoNotLapseTheSession(t *testing.T) {
 		// interval: heartbeats sent one after another would have two hang.
 		hangFor = 2 * time.Second
 	)
-	rc := rafttest.NewCluster(t, 1, nil)
-	node := rc.Leader(10 * time.Second)
-	st := raftstore.New(node)
-	t.Cleanup(func() { st.Close() })
-	ctx, cancel := context.WithCancel(t.Context())
-	var wg sync.WaitGroup
-	t.Cleanup(func() { cancel(); wg.Wait() })
-
-	coord, err := New(Config{Store: st, Raft: node, SessionTimeout: sessionTimeout, Logger: rafttest.Logger()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	wg.Add(1)
-	go func() { defer wg.Done(); coord.Run(ctx) }()
+	r := newOneNode(t)
+	st, ctx, wg := r.st, r.ctx, &r.wg
+	coord := r.coordinator(t, sessionTimeout)
 	backend := heartbeatServer(t, coord)
 	target, _ := url.Parse(backend.URL)
 	proxy := httputil.NewSingleHostReverseProxy(target)
@@ -97,20 +87,9 @@ func TestHungHeartbeatsDoNotLapseTheSession(t *testing.T) {
 // not after the heartbeat interval: with an interval of an hour here, only
 // that retry can get the session held.
 func TestFailedHeartbeatIsRetriedSoon(t *testing.T) {
-	rc := rafttest.NewCluster(t, 1, nil)
-	node := rc.Leader(10 * time.Second)
-	st := raftstore.New(node)
-	t.Cleanup(func() { st.Close() })
-	ctx, cancel := context.WithCancel(t.Context())
-	var wg sync.WaitGroup
-	t.Cleanup(func() { cancel(); wg.Wait() })
-
-	coord, err := New(Config{Store: st, Raft: node, SessionTimeout: 30 * time.Second, Logger: rafttest.Logger()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	wg.Add(1)
-	go func() { defer wg.Done(); coord.Run(ctx) }()
+	r := newOneNode(t)
+	st, ctx, wg := r.st, r.ctx, &r.wg
+	coord := r.coordinator(t, 30*time.Second)
 	backend := heartbeatServer(t, coord)
 	target, _ := url.Parse(backend.URL)
 	proxy := httputil.NewSingleHostReverseProxy(target)
@@ -136,4 +115,36 @@ func TestFailedHeartbeatIsRetriedSoon(t *testing.T) {
 	wg.Add(1)
 	go func() { defer wg.Done(); m.Run(ctx) }()
 	waitFor(t, 10*time.Second, "w1's session to be held", m.Alive)
+}
+
+// oneNode is a store on a one-member Raft group, and a context that ends
+// with the test, which then waits for the goroutines counted in wg.
+type oneNode struct {
+	node *raft.Node
+	st   *raftstore.Store
+	ctx  context.Context
+	wg   sync.WaitGroup
+}
+
+func newOneNode(t *testing.T) *oneNode {
+	rc := rafttest.NewCluster(t, 1, nil)
+	r := &oneNode{node: rc.Leader(10 * time.Second)}
+	r.st = raftstore.New(r.node)
+	t.Cleanup(func() { r.st.Close() })
+	ctx, cancel := context.WithCancel(t.Context())
+	r.ctx = ctx
+	t.Cleanup(func() { cancel(); r.wg.Wait() })
+	return r
+}
+
+// coordinator runs a coordinator on the node until the test ends.
+func (r *oneNode) coordinator(t *testing.T, sessionTimeout time.Duration) *Coordinator {
+	t.Helper()
+	coord, err := New(Config{Store: r.st, Raft: r.node, SessionTimeout: sessionTimeout, Logger: rafttest.Logger()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.wg.Add(1)
+	go func() { defer r.wg.Done(); coord.Run(r.ctx) }()
+	return coord
 }
