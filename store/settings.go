@@ -344,6 +344,13 @@ func dsnPassword(v string) (start, end int, ok bool) {
 		userStart = i + 3
 	}
 	colon := strings.IndexByte(region[userStart:at], ':')
+	if colon < 0 && userStart > 0 && mysqlAddr(region[at+1:]) {
+		// Not a URL with a user alone but a MySQL DSN whose password
+		// starts with "//": "a://pw@tcp(host)/db" (found by
+		// FuzzMaskSettingsHidesPassword).
+		userStart = 0
+		colon = strings.IndexByte(region[:at], ':')
+	}
 	if colon < 0 {
 		return 0, 0, false
 	}
@@ -352,6 +359,22 @@ func dsnPassword(v string) (start, end int, ok bool) {
 		return 0, 0, false // "user:@host": an empty password
 	}
 	return start, at, true
+}
+
+// mysqlAddr tells whether s starts as a MySQL DSN's address does after
+// its '@': a protocol name and '(' ("tcp(host:3306)", "unix(/path)"),
+// which no URL's host holds.
+func mysqlAddr(s string) bool {
+	i := strings.IndexByte(s, '(')
+	if i <= 0 {
+		return false
+	}
+	for _, c := range s[:i] {
+		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9') {
+			return false
+		}
+	}
+	return true
 }
 
 func validScheme(s string) bool {
