@@ -389,17 +389,16 @@ func TestRebalanceDelayKeepsADepartedWorkersUnitsWaiting(t *testing.T) {
 // runs nothing any more.
 func TestKillStopsTheNodeWithoutHandover(t *testing.T) {
 	nodes := coordCluster(t)
-	var lead *Node
-	for deadline := time.Now().Add(20 * time.Second); lead == nil; time.Sleep(20 * time.Millisecond) {
+	leader := func(except *Node) *Node {
 		for _, n := range nodes {
-			if n.Raft().IsLeader() {
-				lead = n
+			if n != except && n.Raft().IsLeader() {
+				return n
 			}
 		}
-		if time.Now().After(deadline) {
-			t.Fatal("no leader")
-		}
+		return nil
 	}
+	var lead *Node
+	waitFor(t, "no leader", func() bool { lead = leader(nil); return lead != nil })
 	term := lead.Raft().Term()
 	url := lead.RESTURL()
 	lead.Kill()
@@ -412,21 +411,9 @@ func TestKillStopsTheNodeWithoutHandover(t *testing.T) {
 		res.Body.Close()
 		t.Errorf("the killed node's REST API still answers: %s", res.Status)
 	}
-	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(20 * time.Millisecond) {
-		var next *Node
-		for _, n := range nodes {
-			if n != lead && n.Raft().IsLeader() {
-				next = n
-			}
-		}
-		if next != nil {
-			if next.Raft().Term() <= term {
-				t.Fatalf("new leader at term %d, the killed one led term %d", next.Raft().Term(), term)
-			}
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("no new leader after the kill")
-		}
+	var next *Node
+	waitFor(t, "no new leader after the kill", func() bool { next = leader(lead); return next != nil })
+	if next.Raft().Term() <= term {
+		t.Fatalf("new leader at term %d, the killed one led term %d", next.Raft().Term(), term)
 	}
 }

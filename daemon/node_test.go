@@ -184,23 +184,21 @@ func TestLoneNodeServesWithoutElectionTimeout(t *testing.T) {
 		if err := n.Start(t.Context()); err != nil {
 			t.Fatalf("%s data dir: %v", run, err)
 		}
-		deadline := time.Now().Add(10 * time.Second)
-		for {
+		closed := false
+		t.Cleanup(func() {
+			if !closed {
+				n.Close()
+			}
+		})
+		waitFor(t, run+" data dir: GET /connectors never answered 200", func() bool {
 			res, err := hc.Get(n.RESTURL() + "/connectors")
 			if err != nil {
-				n.Close()
 				t.Fatalf("%s data dir: %v", run, err)
 			}
 			res.Body.Close()
-			if res.StatusCode == http.StatusOK {
-				break
-			}
-			if time.Now().After(deadline) {
-				n.Close()
-				t.Fatalf("%s data dir: GET /connectors answers %d", run, res.StatusCode)
-			}
-			time.Sleep(10 * time.Millisecond)
-		}
+			return res.StatusCode == http.StatusOK
+		})
+		closed = true
 		if err := n.Close(); err != nil {
 			t.Fatal(err)
 		}

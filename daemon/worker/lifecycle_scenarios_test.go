@@ -330,6 +330,7 @@ func TestWorkerLooksAgainOnlyAtTheConnectorsTheAssignmentNames(t *testing.T) {
 	waitRunning(a+"/0", a+"/1", b+"/0")
 	// b gets a task, but only a is named: b's supervisor is not told.
 	own.set(b, []string{a}, 0, 1)
+	// An absence over a window: the waiting is what is under test.
 	for end := time.Now().Add(500 * time.Millisecond); time.Now().Before(end); time.Sleep(20 * time.Millisecond) {
 		if got := running(); slices.Contains(got, b+"/1") {
 			t.Fatalf("%s/1 started though the assignment named only %s: %v", b, a, got)
