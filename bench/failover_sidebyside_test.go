@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kcd-project/kcd/api"
 	"github.com/kcd-project/kcd/daemon/systemtest"
 	"github.com/kcd-project/kcd/internal/testenv"
 )
@@ -150,13 +151,7 @@ func taskWorkers(ctx context.Context, p *peer, name string) (map[int]string, boo
 	if err != nil || code != 200 {
 		return nil, false
 	}
-	var st struct {
-		Tasks []struct {
-			ID       int    `json:"id"`
-			State    string `json:"state"`
-			WorkerID string `json:"worker_id"`
-		} `json:"tasks"`
-	}
+	var st api.ConnectorStateInfo
 	if json.Unmarshal(body, &st) != nil {
 		return nil, false
 	}

@@ -3,6 +3,8 @@ package systemtest
 import (
 	"context"
 	"time"
+
+	"github.com/kcd-project/kcd/api"
 )
 
 // localWorker is GET /kcd/v1/worker.
@@ -73,13 +75,7 @@ func ReadPlacement(ctx context.Context, via *Node, nodes []*Node, tasks int) (p 
 	if len(p.Where) != tasks {
 		return p, false
 	}
-	var st struct {
-		Tasks []struct {
-			ID       int    `json:"id"`
-			State    string `json:"state"`
-			WorkerID string `json:"worker_id"`
-		} `json:"tasks"`
-	}
+	var st api.ConnectorStateInfo
 	if err := via.GetJSON(ctx, "/connectors/gen/status", &st); err != nil || len(st.Tasks) != tasks {
 		return p, false
 	}
