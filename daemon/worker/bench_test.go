@@ -267,8 +267,14 @@ func BenchmarkKafkaToFileSink(b *testing.B) {
 			topic := be.topic(4)
 			rawProduce(b, be.seeds, topic, 4, benchRecords/4)
 			w := be.worker(nil)
-			var runs, raws, ratios []float64
+			var runs, raws, ratios, cpus, rawCPUs []float64
 			i := 0
+			// CPU of the whole process per record, as for the source.
+			cpuOf := func(run func()) float64 {
+				before := processCPU()
+				run()
+				return float64((processCPU() - before).Nanoseconds()) / 1e3 / benchRecords
+			}
 			for b.Loop() {
 				runWorker := func() {
 					defer withMemoryLimit()()
@@ -282,15 +288,15 @@ func BenchmarkKafkaToFileSink(b *testing.B) {
 				runRaw := func() { raws = append(raws, rawConsume(b, be.seeds, topic, benchRecords).Seconds()) }
 				// Alternating, as for the source.
 				if i%2 == 0 {
-					runWorker()
-					runRaw()
+					cpus = append(cpus, cpuOf(runWorker))
+					rawCPUs = append(rawCPUs, cpuOf(runRaw))
 				} else {
-					runRaw()
-					runWorker()
+					rawCPUs = append(rawCPUs, cpuOf(runRaw))
+					cpus = append(cpus, cpuOf(runWorker))
 				}
 				ratios = append(ratios, raws[i]/runs[i])
 				if os.Getenv("KCD_BENCH_VERBOSE") != "" {
-					b.Logf("worker %.3fs raw %.3fs: %.0f %%", runs[i], raws[i], 100*ratios[i])
+					b.Logf("worker %.3fs %.2fµs/rec raw %.3fs %.2fµs/rec: %.0f %%", runs[i], cpus[i], raws[i], rawCPUs[i], 100*ratios[i])
 				}
 				i++
 			}
@@ -298,6 +304,8 @@ func BenchmarkKafkaToFileSink(b *testing.B) {
 			b.ReportMetric(benchRecords*benchSize/median(runs)/1e6, "MB/s")
 			b.ReportMetric(benchRecords/median(raws), "raw-records/s")
 			b.ReportMetric(100*median(ratios), "%-of-raw")
+			b.ReportMetric(median(cpus), "cpu-µs/record")
+			b.ReportMetric(median(rawCPUs), "raw-cpu-µs/record")
 			var peak int64
 			for _, ts := range w.Stats().Tasks {
 				peak = max(peak, ts.PeakBufferedFetchBytes)
