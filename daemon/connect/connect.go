@@ -195,12 +195,29 @@ type SinkRecord struct {
 type SinkTask interface {
 	Start(ctx SinkTaskContext, config map[string]string) error
 	Open(partitions []TopicPartition) error
+	// Put writes the records or keeps them for a later write, as Kafka
+	// Connect's SinkTask.put may ("batch them for later writing"): the
+	// records of each Put are the task's to keep, unless the task is a
+	// BorrowedSinkRecords. Put must not modify what the records' keys,
+	// values and header values point to.
 	Put(records []*SinkRecord) error
 	// Flush makes everything Put so far durable; the runtime commits the
 	// given offsets (of the next record to read) afterwards.
 	Flush(offsets map[TopicPartition]int64) error
 	Close(partitions []TopicPartition) error
 	Stop() error
+}
+
+// BorrowedSinkRecords is implemented by sink tasks that keep no reference
+// to the records of a Put once it returns: the records slice, its
+// SinkRecord structs and their Headers slices. The runtime then reuses
+// that memory for the next Put instead of allocating it for every batch.
+// The keys, values, schemas and header values the records point to are
+// never reused: a task may keep those. A task that keeps whole records (a
+// write batched across Puts) must not implement it, or must copy the
+// SinkRecord structs (and Headers slices) it keeps.
+type BorrowedSinkRecords interface {
+	BorrowedSinkRecords()
 }
 
 // SinkTaskContext is what the runtime offers a sink task.

@@ -76,6 +76,10 @@ func (t *sinkTask) Put(records []*connect.SinkRecord) error {
 	return nil
 }
 
+// BorrowedSinkRecords is connect.BorrowedSinkRecords: Put copies what it
+// sends of the records into its request, and the host gets the bytes.
+func (t *sinkTask) BorrowedSinkRecords() {}
+
 // PreCommit calls the task's preCommit (flush by default): what it
 // returns may be committed.
 func (t *sinkTask) PreCommit(offsets map[connect.TopicPartition]int64) (map[connect.TopicPartition]int64, error) {

@@ -57,6 +57,15 @@ type sinkRun struct {
 	ctl       sinkControl
 	pausedNow map[connect.TopicPartition]bool // paused in the client
 	orig      []*kgo.Record                   // see process
+
+	// borrowed: the task is a connect.BorrowedSinkRecords, and process
+	// reuses slab, batch and hdrs from one Put to the next.
+	borrowed bool
+	slab     []connect.SinkRecord
+	batch    []*connect.SinkRecord
+	hdrs     []connect.Header
+	// next and nextPos are process's consumed and pos of one batch.
+	next, nextPos map[connect.TopicPartition]int64
 }
 
 // pollWait bounds one wait for records, so that pauses, new partitions and
@@ -131,7 +140,10 @@ func runSink(tr *taskRun) error {
 		committed:  map[connect.TopicPartition]int64{},
 		pos:        map[connect.TopicPartition]int64{},
 		lags:       map[connect.TopicPartition]int64{},
+		next:       map[connect.TopicPartition]int64{},
+		nextPos:    map[connect.TopicPartition]int64{},
 	}
+	_, st.borrowed = task.(connect.BorrowedSinkRecords)
 	defer func() {
 		if st.client != nil {
 			st.client.Close()
@@ -247,18 +259,30 @@ func (st *sinkRun) noteFetchBuffer() {
 // process converts and puts one batch of fetched records.
 func (st *sinkRun) process(fetches kgo.Fetches) error {
 	tr := st.tr
-	batch := make([]*connect.SinkRecord, 0, fetches.NumRecords())
-	slab := make([]connect.SinkRecord, fetches.NumRecords()) // one allocation for the batch
+	n, nh := 0, 0
+	fetches.EachRecord(func(r *kgo.Record) { n, nh = n+1, nh+len(r.Headers) })
+	// One allocation for the batch's records and one for their headers,
+	// or none when the task borrows them (see sinkSlabs).
+	var batch []*connect.SinkRecord
+	var slab []connect.SinkRecord
+	var headers []connect.Header
+	if st.borrowed {
+		st.slab, st.hdrs = resize(st.slab, n), resize(st.hdrs, nh)
+		slab, headers, batch = st.slab, st.hdrs, st.batch[:0]
+		defer st.endBorrowed()
+	} else {
+		batch = make([]*connect.SinkRecord, 0, n)
+		slab = make([]connect.SinkRecord, n)
+		headers = make([]connect.Header, nh)
+	}
 	// The fetched records behind the batch, for ReportErrant: reused from
 	// batch to batch (ReportErrant sees it only during Put).
-	st.orig = resize(st.orig, len(slab))
+	st.orig = resize(st.orig, n)
 	orig := st.orig
-	next := map[connect.TopicPartition]int64{}
-	pos := map[connect.TopicPartition]int64{}
-	// One allocation for the batch's headers too.
-	nh := 0
-	fetches.EachRecord(func(r *kgo.Record) { nh += len(r.Headers) })
-	headers := make([]connect.Header, nh)
+	defer clear(orig) // the fetched records go with the batch
+	next, pos := st.next, st.nextPos
+	clear(next)
+	clear(pos)
 	var convErr error
 	var read int64
 	// By partition: ownership is checked and the next offset noted once
@@ -337,7 +361,9 @@ func (st *sinkRun) process(fetches kgo.Fetches) error {
 		done, err := st.put(batch)
 		tr.stats.batch(len(batch), time.Since(start))
 		st.ctl.setBatch(nil, nil)
-		clear(orig) // the fetched records go with the batch
+		if st.borrowed {
+			st.batch = batch
+		}
 		if err != nil || !done {
 			return err
 		}
@@ -347,6 +373,26 @@ func (st *sinkRun) process(fetches kgo.Fetches) error {
 	maps.Copy(st.pos, pos)
 	st.noteLag(fetches)
 	return nil
+}
+
+// sinkSlabKeep bounds the records (and 4× that the headers) a borrowing
+// task's slabs keep between batches: a larger batch (max.poll.records
+// raised, records with many headers) gets slabs of its own.
+const sinkSlabKeep = 4096
+
+// endBorrowed zeroes what a batch of a borrowing task used of the reused
+// slabs, so that no converted key, value or header of it stays reachable
+// (or leaks into the next batch, whose slots convert expects zero).
+func (st *sinkRun) endBorrowed() {
+	clear(st.slab)
+	clear(st.hdrs)
+	clear(st.batch[:cap(st.batch)])
+	if cap(st.slab) > sinkSlabKeep || cap(st.batch) > sinkSlabKeep {
+		st.slab, st.batch = nil, nil
+	}
+	if cap(st.hdrs) > 4*sinkSlabKeep {
+		st.hdrs = nil
+	}
 }
 
 // noteLag takes each owned partition's lag from a fetch: the end of what

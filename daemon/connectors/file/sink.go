@@ -162,6 +162,12 @@ func (t *SinkTask) Put(records []*connect.SinkRecord) error {
 	return nil
 }
 
+// BorrowedSinkRecords is connect.BorrowedSinkRecords: Put writes the
+// records' values and keeps nothing of them.
+func (t *SinkTask) BorrowedSinkRecords() {}
+
+var _ connect.BorrowedSinkRecords = (*SinkTask)(nil)
+
 // Flush hands what Put wrote to the file.
 func (t *SinkTask) Flush(map[connect.TopicPartition]int64) error {
 	t.mu.Lock()
