@@ -127,6 +127,9 @@ func runSink(tr *taskRun) error {
 		kgo.FetchMaxWait(cc.FetchMaxWait),
 		// A partition added later waits for metadata no longer than this.
 		kgo.MetadataMinAge(min(5*time.Second, tr.w.cfg.SinkRelistInterval)),
+		// The slabs fetched records are decoded into come back once the
+		// loop recycled their records (see recycle).
+		kgo.WithPools(fetchedSlabs),
 	}
 	st := &sinkRun{
 		tr:         tr,
@@ -233,6 +236,7 @@ func (st *sinkRun) loop() error {
 		if fetches.NumRecords() == 0 {
 			st.probeLag()
 		}
+		recycle(fetches)
 	}
 }
 

@@ -39,8 +39,9 @@ func (c *sinkControl) setBatch(slab []connect.SinkRecord, orig []*kgo.Record) {
 	c.mu.Unlock()
 }
 
-// original returns the fetched record rec was made from when rec is of the
-// last batch given to Put.
+// original returns a copy of the fetched record rec was made from when rec
+// is of the batch being put: the fetched record goes back to its pool
+// once Put returned (see recycle).
 func (c *sinkControl) original(rec *connect.SinkRecord) *kgo.Record {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -52,7 +53,9 @@ func (c *sinkControl) original(rec *connect.SinkRecord) *kgo.Record {
 	if off%size != 0 || off/size >= uintptr(len(c.orig)) {
 		return nil
 	}
-	return c.orig[off/size]
+	r := *c.orig[off/size]
+	r.Context = nil // its pool's
+	return &r
 }
 
 // applyControl applies the task's resets and pauses to the fetching, and
