@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"unsafe"
 
 	"github.com/kcd-project/kcd/daemon/connect"
 	"github.com/kcd-project/kcd/daemon/connect/data"
@@ -19,6 +20,26 @@ type Converter interface {
 	ToConnectData(topic string, b []byte) (*data.Schema, any, error)
 }
 
+// sharedReader is a Converter that can read bytes in place:
+// ToConnectDataShared may return values that point into b, which the
+// caller promises never changes while they live. A sink's fetched bytes
+// are such: franz-go decodes every fetch response into a buffer of its
+// own and never reuses it.
+type sharedReader interface {
+	ToConnectDataShared(topic string, b []byte) (*data.Schema, any, error)
+}
+
+// toConnectFunc is a converter's ToConnectData or ToConnectDataShared.
+type toConnectFunc func(topic string, b []byte) (*data.Schema, any, error)
+
+// sharedRead returns c's ToConnectDataShared, or its ToConnectData.
+func sharedRead(c Converter) toConnectFunc {
+	if s, ok := c.(sharedReader); ok {
+		return s.ToConnectDataShared
+	}
+	return c.ToConnectData
+}
+
 // ConverterFactory makes a converter by class name or alias, as
 // converter.New does.
 type ConverterFactory func(class string) (Converter, error)
@@ -28,6 +49,8 @@ type converters struct {
 	key, value, header Converter
 	// Their class names, for the dead letter queue's context headers.
 	keyClass, valueClass, headerClass string
+	// How a sink reads fetched bytes with them (see sharedReader).
+	readKey, readValue, readHeader toConnectFunc
 }
 
 // newConverters builds a task's converters: the connector's own when its
@@ -48,6 +71,7 @@ func (w *Worker) newConverters(config map[string]string) (converters, error) {
 	cs.keyClass = converterClass(w.converterSetting(config, "key.converter"))
 	cs.valueClass = converterClass(w.converterSetting(config, "value.converter"))
 	cs.headerClass = converterClass(w.converterSetting(config, "header.converter"))
+	cs.readKey, cs.readValue, cs.readHeader = sharedRead(cs.key), sharedRead(cs.value), sharedRead(cs.header)
 	return cs, nil
 }
 
@@ -147,6 +171,14 @@ func (simpleHeaderConverter) ToConnectData(_ string, b []byte) (*data.Schema, an
 		return data.OptionalStringSchema, nil, nil
 	}
 	return data.StringSchema, string(b), nil
+}
+
+// ToConnectDataShared is ToConnectData reading b in place (sharedReader).
+func (simpleHeaderConverter) ToConnectDataShared(_ string, b []byte) (*data.Schema, any, error) {
+	if b == nil {
+		return data.OptionalStringSchema, nil, nil
+	}
+	return data.StringSchema, unsafe.String(unsafe.SliceData(b), len(b)), nil
 }
 
 var errUnsupportedHeader = errors.New("not supported by the simple header converter")

@@ -42,3 +42,18 @@ func TestAppendSimpleHeaderMatchesConverter(t *testing.T) {
 		}
 	}
 }
+
+// A sink reads header bytes in place with the simple header converter,
+// to the same values as ToConnectData.
+func TestSimpleHeaderConverterShared(t *testing.T) {
+	var c simpleHeaderConverter
+	for _, b := range [][]byte{nil, {}, []byte("42"), {0xff}} {
+		ws, wv, _ := c.ToConnectData("t", b)
+		gs, gv, _ := c.ToConnectDataShared("t", b)
+		if ws != gs || wv != gv {
+			t.Errorf("%q: shared %v %#v, want %v %#v", b, gs, gv, ws, wv)
+		}
+	}
+	var _ sharedReader = simpleHeaderConverter{}
+	var _ sharedReader = &converter.StringConverter{}
+}

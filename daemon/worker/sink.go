@@ -558,15 +558,15 @@ func (st *sinkRun) convert(r *kgo.Record, sr *connect.SinkRecord, headers []conn
 		return nil
 	}
 	var err error
-	if sr.KeySchema, sr.Key, err = st.cs.key.ToConnectData(r.Topic, r.Key); err != nil {
+	if sr.KeySchema, sr.Key, err = st.cs.readKey(r.Topic, r.Key); err != nil {
 		return &stageError{stageKeyConverter, st.cs.keyClass, fmt.Errorf("convert the key of %s-%d@%d: %w", r.Topic, r.Partition, r.Offset, err)}
 	}
-	if sr.ValueSchema, sr.Value, err = st.cs.value.ToConnectData(r.Topic, r.Value); err != nil {
+	if sr.ValueSchema, sr.Value, err = st.cs.readValue(r.Topic, r.Value); err != nil {
 		return &stageError{stageValueConverter, st.cs.valueClass, fmt.Errorf("convert the value of %s-%d@%d: %w", r.Topic, r.Partition, r.Offset, err)}
 	}
 	if len(r.Headers) > 0 {
 		for i, h := range r.Headers {
-			s, v, err := st.cs.header.ToConnectData(r.Topic, h.Value)
+			s, v, err := st.cs.readHeader(r.Topic, h.Value)
 			if err != nil {
 				return &stageError{stageHeaderConverter, st.cs.headerClass, fmt.Errorf("convert header %s of %s-%d@%d: %w", h.Key, r.Topic, r.Partition, r.Offset, err)}
 			}

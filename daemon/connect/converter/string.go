@@ -84,6 +84,16 @@ func (c *StringConverter) ToConnectData(_ string, b []byte) (*data.Schema, any, 
 	return data.OptionalStringSchema, c.charset().decode(b), nil
 }
 
+// ToConnectDataShared is ToConnectData for bytes that never change while
+// the value lives (a fetched record's, in a sink): valid UTF-8 is read as
+// b itself, not a copy. The string keeps all of b's array reachable.
+func (c *StringConverter) ToConnectDataShared(topic string, b []byte) (*data.Schema, any, error) {
+	if _, ok := c.charset().(utf8Charset); !ok || len(b) == 0 || !utf8.Valid(b) {
+		return c.ToConnectData(topic, b)
+	}
+	return data.OptionalStringSchema, unsafe.String(unsafe.SliceData(b), len(b)), nil
+}
+
 // charset is one of the Java charsets StringConverter supports here.
 type charset interface {
 	encode(utf8Text []byte) []byte

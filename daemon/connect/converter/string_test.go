@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"strings"
 	"testing"
+	"unsafe"
 
 	"github.com/kcd-project/kcd/daemon/connect/data"
 )
@@ -121,5 +122,33 @@ func TestStringConverterEmptyIsNotNull(t *testing.T) {
 		if err != nil || b == nil || len(b) != 0 {
 			t.Errorf("%s: \"\" wrote %#v %v, want an empty non-nil value", enc, b, err)
 		}
+	}
+}
+
+// ToConnectDataShared reads what ToConnectData reads, for every charset
+// and for bytes that are not valid in it, and reads valid UTF-8 in place.
+func TestStringConverterShared(t *testing.T) {
+	for _, enc := range []string{"", "UTF-8", "ISO-8859-1", "UTF-16"} {
+		c := &StringConverter{}
+		cfg := map[string]string{}
+		if enc != "" {
+			cfg["converter.encoding"] = enc
+		}
+		if err := c.Configure(cfg, false); err != nil {
+			t.Fatal(err)
+		}
+		for _, b := range [][]byte{nil, {}, []byte("héllo"), {0xff, 'a'}, {0xed, 0xa0, 0x80}, []byte("\x00\x41")} {
+			ws, wv, werr := c.ToConnectData("t", b)
+			gs, gv, gerr := c.ToConnectDataShared("t", b)
+			if ws != gs || wv != gv || (werr == nil) != (gerr == nil) {
+				t.Errorf("%s %q: shared %v %#v %v, want %v %#v %v", enc, b, gs, gv, gerr, ws, wv, werr)
+			}
+		}
+	}
+	c := &StringConverter{}
+	b := []byte("in place")
+	_, v, _ := c.ToConnectDataShared("t", b)
+	if s := v.(string); unsafe.StringData(s) != &b[0] {
+		t.Error("valid UTF-8 was copied")
 	}
 }
