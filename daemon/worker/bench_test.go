@@ -363,6 +363,9 @@ func benchLimits(cfg *Config) {
 	if v := envInt("KCD_BENCH_SINK_FETCHES"); v > 0 {
 		cfg.Limits.SinkMaxConcurrentFetches = int(v)
 	}
+	if v := envInt("KCD_BENCH_SINK_MAX_BATCH"); v > 0 {
+		cfg.Limits.SinkMaxBatch = int(v)
+	}
 	cfg.Producer = benchProducer()
 }
 

@@ -110,6 +110,13 @@ func runSink(tr *taskRun) error {
 	if clientID == "" {
 		clientID = fmt.Sprintf("connector-consumer-%s-%d", tr.id.Connector, tr.id.Task)
 	}
+	// franz-go fetches in the background: per broker one fetch in flight
+	// or buffered, its records decoded on the fetching goroutine; the
+	// next fetch goes out once the buffered one is drained, that is while
+	// Put writes its last records. The fetch is the slower side (the loop
+	// waits in PollRecords most of the time), so what speeds a task up is
+	// fewer, larger fetches (max.partition.fetch.bytes), not draining the
+	// buffer early to fetch further ahead.
 	opts := []kgo.Opt{
 		kgo.ClientID(clientID),
 		kgo.FetchIsolationLevel(isolation),
