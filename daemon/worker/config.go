@@ -142,8 +142,7 @@ type Limits struct {
 	// partition in it, and fetches buffered at once (kgo FetchMaxBytes,
 	// FetchMaxPartitionBytes, MaxConcurrentFetches). Fetched batches are
 	// compressed: the records decompressed from 256 KiB of JSON take
-	// several MB. Defaults 2 MiB, 1 MiB (Kafka's; a task of one or two
-	// partitions fills its response too), 2.
+	// several MB. Defaults 2 MiB, 256 KiB, 2.
 	SinkFetchMaxBytes          int32
 	SinkFetchMaxPartitionBytes int32
 	SinkMaxConcurrentFetches   int
@@ -185,7 +184,7 @@ func Default() Config {
 			WorkerInFlightRecords:      100_000,
 			WorkerInFlightBytes:        32 << 20,
 			SinkFetchMaxBytes:          2 << 20,
-			SinkFetchMaxPartitionBytes: 1 << 20,
+			SinkFetchMaxPartitionBytes: 256 << 10,
 			SinkMaxConcurrentFetches:   2,
 			SinkMaxBatch:               500,
 		},

@@ -114,9 +114,10 @@ func runSink(tr *taskRun) error {
 	// or buffered, its records decoded on the fetching goroutine; the
 	// next fetch goes out once the buffered one is drained, that is while
 	// Put writes its last records. The fetch is the slower side (the loop
-	// waits in PollRecords most of the time), so what speeds a task up is
-	// fewer, larger fetches (max.partition.fetch.bytes), not draining the
-	// buffer early to fetch further ahead.
+	// waits in PollRecords most of the time): larger fetches speed a task
+	// up, draining the buffer early to fetch further ahead does not. The
+	// fetch limits stay small all the same: fetched bytes are counted
+	// compressed, and decompressed they weigh on the memory limit.
 	opts := []kgo.Opt{
 		kgo.ClientID(clientID),
 		kgo.FetchIsolationLevel(isolation),
