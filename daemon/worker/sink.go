@@ -274,7 +274,7 @@ func (st *sinkRun) process(fetches kgo.Fetches) error {
 	n, nh := 0, 0
 	fetches.EachRecord(func(r *kgo.Record) { n, nh = n+1, nh+len(r.Headers) })
 	// One allocation for the batch's records and one for their headers,
-	// or none when the task borrows them (see sinkSlabs).
+	// or none when the task borrows them (see endBorrowed).
 	var batch []*connect.SinkRecord
 	var slab []connect.SinkRecord
 	var headers []connect.Header
