@@ -135,7 +135,7 @@ tables() {
 
 if [ "${QUICK:-}" = 1 ]; then
 	JAVAHOST_ARGS=(-bench.javahost.mirror-records 200000 -bench.javahost.dbz-rows 20000 -bench.javahost.dbz-stream 5000)
-	side_by_side 1 -bench.filestream.records 300000 -bench.filestream.restart-connectors 20
+	side_by_side 1 -bench.filestream.records 1000000 -bench.filestream.restart-connectors 20
 	run failover-sbs -test.bench '^BenchmarkFailoverSideBySide$' -test.benchtime 1x -bench.failover.connect-delays 0 ||
 		echo "== failover-sbs FAILED: see $OUT/failover-sbs.txt"
 	run rebalance-sbs -test.bench '^BenchmarkRebalanceSideBySide$' -test.benchtime 1x ||
