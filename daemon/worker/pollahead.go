@@ -23,7 +23,9 @@ import (
 // fencing among them; pause, which holds it until resume; the claim), in
 // the order polled, so offsets commit as on the serial path. A batch
 // polled ahead counts in the task's and the worker's bytes in flight
-// (an estimate, budget.reserve) from when it is polled until it is sent.
+// (an estimate, budget.reserve) from when it is polled until it is sent;
+// one polled when nothing else was is not counted until it is sent, as on
+// the serial path.
 //
 // Exactly-once tasks keep the serial path: transaction.boundary=poll
 // makes a transaction of each Poll batch, committed before the next Poll,
@@ -36,7 +38,14 @@ type polledBatch struct {
 	err        error         // Poll's
 	recycleErr error         // RecycleRecords', before Poll: Poll was not called
 	took       time.Duration // in Poll
-	reserved   int64         // bytes counted in the budget for recs until they are sent
+	est        int64         // estimateBytes(recs)
+	reserved   int64         // of est, counted in the budget until recs are sent
+}
+
+// pollRequest asks the poller for one Poll.
+type pollRequest struct {
+	recycle [][]*connect.SourceRecord // handed back to the task first
+	ahead   bool                      // while the last batch is sent: counted in the budget
 }
 
 // poller calls a task's Poll on its own goroutine.
@@ -44,10 +53,9 @@ type poller struct {
 	st     *sourceRun
 	ctx    context.Context // Poll's: ends with the task's, or when the loop ends
 	cancel context.CancelFunc
-	// reqs asks for one Poll, after RecycleRecords of the batches given;
-	// out is where its batch arrives. One request at most is out, so
-	// neither side ever blocks on a send.
-	reqs    chan [][]*connect.SourceRecord
+	// reqs asks for one Poll; out is where its batch arrives. One
+	// request at most is out, so neither side ever blocks on a send.
+	reqs    chan pollRequest
 	out     chan polledBatch
 	done    chan struct{}
 	pending bool // task goroutine only: a request is out, its batch not taken
@@ -56,22 +64,22 @@ type poller struct {
 func (st *sourceRun) startPoller() *poller {
 	ctx, cancel := context.WithCancel(st.tr.ctx)
 	p := &poller{st: st, ctx: ctx, cancel: cancel,
-		reqs: make(chan [][]*connect.SourceRecord, 1), out: make(chan polledBatch, 1), done: make(chan struct{})}
+		reqs: make(chan pollRequest, 1), out: make(chan polledBatch, 1), done: make(chan struct{})}
 	go p.run()
 	return p
 }
 
 func (p *poller) run() {
 	defer close(p.done)
-	for recycle := range p.reqs {
-		p.out <- p.poll(recycle)
+	for req := range p.reqs {
+		p.out <- p.poll(req)
 	}
 }
 
 // poll gives the recycler its batches back, then polls.
-func (p *poller) poll(recycle [][]*connect.SourceRecord) (b polledBatch) {
+func (p *poller) poll(req pollRequest) (b polledBatch) {
 	st := p.st
-	for _, recs := range recycle {
+	for _, recs := range req.recycle {
 		if err := safe("RecycleRecords", func() error { st.recycler.RecycleRecords(recs); return nil }); err != nil {
 			b.recycleErr = err
 			return b
@@ -83,18 +91,19 @@ func (p *poller) poll(recycle [][]*connect.SourceRecord) (b polledBatch) {
 		return err
 	})
 	b.took = time.Since(start)
-	if len(b.recs) > 0 {
-		b.reserved = estimateBytes(b.recs)
+	b.est = estimateBytes(b.recs)
+	if req.ahead {
+		b.reserved = b.est
 		st.budget.reserve(b.reserved)
 	}
 	return b
 }
 
-// request asks for the next batch; recycle is handed back to the task
+// request asks for the next batch; req.recycle is handed back to the task
 // first, on the poller's goroutine: never while Poll runs.
-func (p *poller) request(recycle [][]*connect.SourceRecord) {
+func (p *poller) request(req pollRequest) {
 	p.pending = true
-	p.reqs <- recycle
+	p.reqs <- req
 }
 
 // take waits for the batch requested; false when the task must stop
@@ -179,8 +188,8 @@ func (st *sourceRun) loopAhead() error {
 		held      int64 // the budget reserved for the batch taken and not sent yet
 	)
 	defer func() { st.budget.unreserve(held) }()
-	ask := func() {
-		p.request(toRecycle)
+	ask := func(ahead bool) {
+		p.request(pollRequest{recycle: toRecycle, ahead: ahead})
 		toRecycle = nil
 	}
 	for {
@@ -198,7 +207,7 @@ func (st *sourceRun) loopAhead() error {
 			if err := st.budget.waitRoom(tr.ctx); err != nil {
 				continue
 			}
-			ask()
+			ask(false)
 		}
 		b, ok := p.take(tr.ctx)
 		if !ok {
@@ -246,8 +255,10 @@ func (st *sourceRun) loopAhead() error {
 		}
 		st.budget.unreserve(held)
 		held = 0
-		if len(b.recs) > 0 && !tr.paused.Load() && st.budget.roomFor(2*len(b.recs), 2*b.reserved) {
-			ask() // the next batch is polled while this one is sent
+		// The next batch is polled while this one is sent when there is
+		// room for both, the next taken as large as this one.
+		if n := len(b.recs); n > 0 && !tr.paused.Load() && st.budget.roomFor(2*n, 2*b.est) {
+			ask(true)
 		}
 		err := st.sendAll(b.recs)
 		if err != nil {

@@ -273,3 +273,40 @@ func TestWorkerSourcePollAheadFencedByClaim(t *testing.T) {
 	e.checkValues(topic, 200)
 	e.waitOffset(name, 199)
 }
+
+// The source scenarios that run with exactly-once support elsewhere (on
+// the serial path), again without it: on the poll-ahead path. Alone, as
+// some use the test plugins' global counters.
+var pollAheadScenarios = []struct {
+	name string
+	run  func(*env)
+}{
+	{"FileRoundTrip", scenarioFileRoundTrip},
+	{"HaltAndResume", scenarioHaltAndResume},
+	{"Recycled", scenarioRecycled},
+	{"Lifecycle", scenarioLifecycle},
+	{"Failures", scenarioFailures},
+	{"ProduceErrors", scenarioProduceErrors},
+	{"SourceTransforms", scenarioSourceTransforms},
+	{"RetryTimeout", scenarioRetryTimeout},
+}
+
+func TestWorkerSourceScenariosPollAhead(t *testing.T) {
+	for _, sc := range pollAheadScenarios {
+		t.Run(sc.name, func(t *testing.T) {
+			e := fakeEnv(t)
+			e.mod = noEOS
+			sc.run(e)
+		})
+	}
+}
+
+func TestIntegrationSourceScenariosPollAhead(t *testing.T) {
+	for _, sc := range pollAheadScenarios {
+		t.Run(sc.name, func(t *testing.T) {
+			e := kafkaEnv(t)
+			e.mod = noEOS
+			sc.run(e)
+		})
+	}
+}
