@@ -189,11 +189,12 @@ func (b *budget) usage() usage {
 
 // reserve counts n bytes in b and its parents without waiting or
 // fitting: the estimated size of a Poll batch polled ahead (pollahead.go),
-// which exists already. It may take the bytes over a limit by up to n, as
-// a record larger than the limit does alone. Records are not counted: a
-// budget whose records are all reserved would never admit the one record
-// that fit admits when nothing is in flight, and the batch being sent
-// would wait for the reservation that waits for it.
+// which exists already. A task polls ahead only when roomFor says both
+// its batches fit, the next taken as large as the last; a larger one
+// takes the bytes over a limit by what it exceeds that. Records are not
+// counted: a budget whose records are all reserved would never admit the
+// one record that fit admits when nothing is in flight, and the batch
+// being sent would wait for the reservation that waits for it.
 func (b *budget) reserve(n int64) {
 	if n == 0 {
 		return
