@@ -127,7 +127,14 @@ type RecordMetadata struct {
 
 // SourceTask reads from an external system. The runtime calls Start, then
 // Poll in a loop from one goroutine, then Stop (possibly from another
-// goroutine, to interrupt a blocked Poll).
+// goroutine, to interrupt a blocked Poll). Start, Poll and Stop may each
+// run on a different goroutine, one after the other. Unless the task runs
+// with exactly-once support (transactions) or is a SourcePollsAhead, the
+// runtime polls the next batch while it converts and produces the last
+// one: Poll is called again before the last Poll's records are sent. A
+// batch polled before a pause is produced after the resume; one polled
+// before the task is fenced or stopped is not produced at all, its offsets
+// not stored, and the task's next run polls its records again.
 type SourceTask interface {
 	Start(ctx SourceTaskContext, config map[string]string) error
 	// Poll returns the next records, or none after waiting a short while
@@ -149,13 +156,28 @@ type SourceRecordCommitter interface {
 // memory of their records from one Poll to the next. The runtime calls
 // RecycleRecords with the slice a Poll returned once it holds no
 // reference to that slice, its SourceRecord structs or their Headers
-// slices any more, from the goroutine that calls Poll and before the next
-// Poll. What the records point to (keys, values, header values, partition
-// and offset maps) may still be in flight to Kafka: it must be neither
-// reused nor modified. The runtime does not call it for a
+// slices any more, from the goroutine that calls Poll, never while Poll
+// runs. Two batches may be out at once: the runtime polls the next batch
+// while it sends the last one, so Poll is called when the last Poll's
+// records are not back yet, and a Poll's records come back after the next
+// Poll, before the one after it. A task reuses only the records it got
+// back: a task that keeps one spare batch allocates a new one when the
+// last is still out. Records the runtime drops (the task stopped) never
+// come back. What the records point to (keys, values, header values,
+// partition and offset maps) may still be in flight to Kafka: it must be
+// neither reused nor modified. The runtime does not call it for a
 // SourceRecordCommitter, which gets its records back later.
 type SourceRecordRecycler interface {
 	RecycleRecords(recs []*SourceRecord)
+}
+
+// SourcePollsAhead is implemented by source tasks that fetch their next
+// batch themselves while the runtime sends the last one (the Java host's,
+// whose host polls ahead). The runtime then calls Poll only after it sent
+// the last batch, on the task's goroutine, rather than one batch ahead:
+// two batches ahead would bring nothing but memory.
+type SourcePollsAhead interface {
+	PollsAhead()
 }
 
 // SourceTaskContext is what the runtime offers a source task.

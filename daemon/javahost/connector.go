@@ -358,6 +358,7 @@ var (
 	_ connect.ConfigValidator       = (*connector)(nil)
 	_ connect.SourceRecordCommitter = (*sourceTask)(nil)
 	_ connect.SourceCommitter       = (*sourceTask)(nil)
+	_ connect.SourcePollsAhead      = (*sourceTask)(nil)
 	_ connect.SinkPreCommitter      = (*sinkTask)(nil)
 	_ connect.OffsetAlterer         = (*connector)(nil)
 )

@@ -179,6 +179,11 @@ func (t *sourceTask) Commit() error {
 	return err
 }
 
+// PollsAhead (connect.SourcePollsAhead): Poll sends the host's next poll
+// itself before it returns a batch, so the runtime polls after it sent
+// the last one.
+func (t *sourceTask) PollsAhead() {}
+
 func (t *sourceTask) Stop() error {
 	return t.stop(&hostpb.Request{Call: &hostpb.Request_SourceCommit{SourceCommit: &hostpb.SourceCommitRequest{Task: t.id, Acks: t.takeAcks()}}})
 }

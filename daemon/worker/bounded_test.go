@@ -22,9 +22,20 @@ func stuckBroker(t *testing.T) *env {
 	return e
 }
 
+// Both with exactly-once support (the serial path) and without (the
+// poll-ahead path, whose batch polled ahead counts in the bytes).
 func TestWorkerInFlightBoundedByRecords(t *testing.T) {
-	t.Parallel()
+	for _, eos := range []string{ExactlyOnceEnabled, ExactlyOnceDisabled} {
+		t.Run("eos="+eos, func(t *testing.T) {
+			t.Parallel()
+			inFlightBoundedByRecords(t, eos)
+		})
+	}
+}
+
+func inFlightBoundedByRecords(t *testing.T, eos string) {
 	e := stuckBroker(t)
+	e.mod = func(c *Config) { c.ExactlyOnceSource = eos }
 	lim := Limits{TaskInFlightRecords: 300, WorkerInFlightRecords: 500}
 	w := e.start(func(c *Config) { c.Limits = lim; c.ShutdownTimeout = 500 * time.Millisecond })
 	a, b := e.name("a"), e.name("b")
@@ -56,9 +67,20 @@ func TestWorkerInFlightBoundedByRecords(t *testing.T) {
 	}
 }
 
+// Both with exactly-once support (the serial path) and without (the
+// poll-ahead path, whose batch polled ahead counts in the bytes).
 func TestWorkerInFlightBoundedByBytes(t *testing.T) {
-	t.Parallel()
+	for _, eos := range []string{ExactlyOnceEnabled, ExactlyOnceDisabled} {
+		t.Run("eos="+eos, func(t *testing.T) {
+			t.Parallel()
+			inFlightBoundedByBytes(t, eos)
+		})
+	}
+}
+
+func inFlightBoundedByBytes(t *testing.T, eos string) {
 	e := stuckBroker(t)
+	e.mod = func(c *Config) { c.ExactlyOnceSource = eos }
 	lim := Limits{TaskInFlightBytes: 64 << 10}
 	w := e.start(func(c *Config) { c.Limits = lim; c.ShutdownTimeout = 500 * time.Millisecond })
 	n := e.name("bytes")

@@ -186,3 +186,43 @@ type usage struct {
 func (b *budget) usage() usage {
 	return usage{b.records.Load(), b.bytes.Load(), b.peakRecords.Load(), b.peakBytes.Load()}
 }
+
+// reserve counts n bytes in b and its parents without waiting or
+// fitting: the estimated size of a Poll batch polled ahead (pollahead.go),
+// which exists already. A task polls ahead only when roomFor says both
+// its batches fit, the next taken as large as the last; a larger one
+// takes the bytes over a limit by what it exceeds that. Records are not
+// counted: a budget whose records are all reserved would never admit the
+// one record that fit admits when nothing is in flight, and the batch
+// being sent would wait for the reservation that waits for it.
+func (b *budget) reserve(n int64) {
+	if n == 0 {
+		return
+	}
+	for x := b; x != nil; x = x.parent {
+		x.takeMu.Lock() // not between a taker's fit and add
+		storeMax(&x.peakBytes, x.bytes.Add(n))
+		x.takeMu.Unlock()
+	}
+}
+
+// unreserve returns what reserve counted.
+func (b *budget) unreserve(n int64) {
+	if n == 0 {
+		return
+	}
+	for x := b; x != nil; x = x.parent {
+		x.give(0, n)
+	}
+}
+
+// roomFor tells whether records records of n bytes in all fit in b and
+// its parents now, besides what is in flight.
+func (b *budget) roomFor(records int, n int64) bool {
+	for x := b; x != nil; x = x.parent {
+		if x.records.Load()+int64(records) > x.maxRecords || x.bytes.Load()+n > x.maxBytes {
+			return false
+		}
+	}
+	return true
+}

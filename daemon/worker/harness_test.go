@@ -29,6 +29,9 @@ type env struct {
 	cs    *connectstore.Store
 	seeds []string
 	fake  *kfake.Cluster // nil against real Kafka
+	// mod changes the config of every worker the scenario starts, before
+	// the scenario's own changes.
+	mod func(*Config)
 
 	mu    sync.Mutex
 	names []string // topics (and connectors) named by name
@@ -138,6 +141,9 @@ func (e *env) fastConfig() Config {
 func (e *env) start(mod func(*Config)) *running {
 	e.t.Helper()
 	cfg := e.fastConfig()
+	if e.mod != nil {
+		e.mod(&cfg)
+	}
 	if mod != nil {
 		mod(&cfg)
 	}

@@ -147,7 +147,12 @@ func (st *sourceRun) run() error {
 	stopCommits := make(chan struct{})
 	commitsDone := make(chan struct{})
 	go st.commitLoop(stopCommits, commitsDone)
-	err := st.loop()
+	var err error
+	if st.pollsAhead() {
+		err = st.loopAhead()
+	} else {
+		err = st.loop()
+	}
 	close(stopCommits)
 	<-commitsDone
 	// As Kafka Connect: the last offsets are stored and the task told so
@@ -169,7 +174,9 @@ func (st *sourceRun) run() error {
 	return err
 }
 
-// loop polls and sends until the task must stop or fails.
+// loop polls and sends until the task must stop or fails, one after the
+// other on the task's goroutine: the path of exactly-once tasks and of
+// those that poll ahead themselves (pollahead.go).
 func (st *sourceRun) loop() error {
 	tr := st.tr
 	retries := 0

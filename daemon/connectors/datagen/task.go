@@ -47,9 +47,12 @@ type Task struct {
 	next      int64          // sequence number of the next record
 	start     time.Time
 	emitted   int64 // since start, for the rate
-	// last is the batch the last Poll returned; spare one the runtime is
-	// done with (RecycleRecords), whose memory the next Poll reuses.
-	last, spare batch
+	// out are the batches of the Polls the runtime has not given back:
+	// two, as it polls one ahead while it sends the last
+	// (connect.SourceRecordRecycler); spare ones it is done with, whose
+	// memory the next Polls reuse.
+	out   [maxOut]batch
+	spare []batch
 }
 
 // batch is the memory of a Poll's records: one allocation for the records
@@ -115,7 +118,7 @@ func (t *Task) Poll(ctx context.Context) ([]*connect.SourceRecord, error) {
 	if t.cfg.maxRecords > 0 {
 		n = min(n, t.cfg.maxRecords-t.next)
 		if n <= 0 {
-			t.spare = batch{} // done: no memory kept for records that will not come
+			t.spare = nil // done: no memory kept for records that will not come
 			sleep(ctx, done)
 			return nil, nil
 		}
@@ -154,30 +157,46 @@ func (t *Task) Poll(ctx context.Context) ([]*connect.SourceRecord, error) {
 	last.SourcePartition = t.partition
 	last.SourceOffset = map[string]any{SeqField: last.Headers[1].Value}
 	t.emitted += n
-	t.last = b
+	copy(t.out[:], t.out[1:]) // the oldest is forgotten, if still out
+	t.out[maxOut-1] = b
 	return recs, nil
 }
 
-// batch returns zero records and headers for n records: the spare
-// batch's memory when it is large enough.
+// maxOut is how many batches the task remembers as out.
+const maxOut = 2
+
+// batch returns zero records and headers for n records: a spare batch's
+// memory when one is large enough.
 func (t *Task) batch(n int) batch {
-	b := t.spare
-	t.spare = batch{}
-	if cap(b.recs) < n {
-		return batch{recs: make([]*connect.SourceRecord, n), slab: make([]connect.SourceRecord, n), headers: make([]connect.Header, 2*n)}
+	for len(t.spare) > 0 {
+		b := t.spare[len(t.spare)-1]
+		t.spare[len(t.spare)-1] = batch{}
+		t.spare = t.spare[:len(t.spare)-1]
+		if cap(b.recs) >= n {
+			b.recs, b.slab, b.headers = b.recs[:n], b.slab[:n], b.headers[:2*n]
+			clear(b.slab)
+			clear(b.headers)
+			return b
+		}
 	}
-	b.recs, b.slab, b.headers = b.recs[:n], b.slab[:n], b.headers[:2*n]
-	clear(b.slab)
-	clear(b.headers)
-	return b
+	return batch{recs: make([]*connect.SourceRecord, n), slab: make([]connect.SourceRecord, n), headers: make([]connect.Header, 2*n)}
 }
 
-// RecycleRecords takes back the records of the last Poll: the next Poll
-// reuses their structs and headers (not their values and offsets, which
-// may still be in flight: those are new in every Poll).
+// RecycleRecords takes back the records of a Poll: a later Poll reuses
+// their structs and headers (not their values and offsets, which may
+// still be in flight: those are new in every Poll).
 func (t *Task) RecycleRecords(recs []*connect.SourceRecord) {
-	if len(recs) > 0 && len(t.last.recs) > 0 && &recs[0] == &t.last.recs[0] {
-		t.spare, t.last = t.last, batch{}
+	if len(recs) == 0 {
+		return
+	}
+	for i, b := range t.out {
+		if len(b.recs) > 0 && &recs[0] == &b.recs[0] {
+			t.out[i] = batch{}
+			if len(t.spare) < maxOut {
+				t.spare = append(t.spare, b)
+			}
+			return
+		}
 	}
 }
 

@@ -80,13 +80,20 @@ type SourceTask struct {
 	stopped   bool
 
 	// Poll's buffers: the lines' text, where each ends and the position
-	// after it. The records of the last Poll, and a spare batch the
-	// runtime is done with, whose memory the next Poll reuses.
-	text        []byte
-	ends        []int
-	positions   []int64
-	last, spare recordBatch
+	// after it. The records of the Polls the runtime has not given back
+	// (out), and spare batches it is done with, whose memory the next
+	// Polls reuse. The runtime polls one batch ahead while it sends the
+	// last, so two batches are out at once (connect.SourceRecordRecycler).
+	text      []byte
+	ends      []int
+	positions []int64
+	out       [maxOut]recordBatch
+	spare     []recordBatch
 }
+
+// maxOut is how many batches the task remembers as out: the runtime's two.
+// A batch forgotten is never reused, only collected.
+const maxOut = 2
 
 // recordBatch is the memory of a Poll's records: one allocation for the
 // structs, one for the slice of pointers to them.
@@ -211,45 +218,64 @@ func (t *SourceTask) records(lines string, ends []int, positions []int64) []*con
 	// One clock reading for the Poll: Kafka Connect reads it per line, in
 	// milliseconds; the lines of a Poll are read within about one.
 	now := time.Now()
+	// The values' string headers, in one allocation per Poll rather than
+	// one per line (boxString). Never written again: the values may be
+	// in flight after the records came back.
+	values := make([]string, len(ends))
 	start := 0
 	for i, end := range ends {
 		r := &b.slab[i]
 		b.recs[i] = r
+		values[i] = lines[start:end]
 		// r is zero: setting fields is cheaper than copying whole structs
 		// into the heap.
-		r.Topic, r.ValueSchema, r.Value, r.Timestamp = t.topic, data.StringSchema, lines[start:end], now
+		r.Topic, r.ValueSchema, r.Value, r.Timestamp = t.topic, data.StringSchema, boxString(&values[i]), now
 		if !t.stdin && (i%offsetEvery == offsetEvery-1 || i == len(ends)-1) {
 			r.SourcePartition = t.partition
 			r.SourceOffset = map[string]any{PositionField: positions[i]}
 		}
 		start = end
 	}
-	t.last = b
+	// The oldest batch out is forgotten if the runtime kept it longer
+	// than it says it does.
+	copy(t.out[:], t.out[1:])
+	t.out[maxOut-1] = b
 	return b.recs
 }
 
-// batch returns zero records for n lines: the spare batch's memory when it
+// batch returns zero records for n lines: a spare batch's memory when one
 // is large enough.
 func (t *SourceTask) batch(n int) recordBatch {
-	b := t.spare
-	t.spare = recordBatch{}
-	if cap(b.recs) < n {
-		return recordBatch{recs: make([]*connect.SourceRecord, n), slab: make([]connect.SourceRecord, n)}
+	for len(t.spare) > 0 {
+		b := t.spare[len(t.spare)-1]
+		t.spare[len(t.spare)-1] = recordBatch{}
+		t.spare = t.spare[:len(t.spare)-1]
+		if cap(b.recs) >= n {
+			b.recs, b.slab = b.recs[:n], b.slab[:n]
+			clear(b.slab)
+			return b
+		}
 	}
-	b.recs, b.slab = b.recs[:n], b.slab[:n]
-	clear(b.slab)
-	return b
+	return recordBatch{recs: make([]*connect.SourceRecord, n), slab: make([]connect.SourceRecord, n)}
 }
 
-// RecycleRecords takes back the records of the last Poll: the next Poll
-// reuses their structs (not their values and offsets, which may still be
-// in flight: those are new in every Poll).
+// RecycleRecords takes back the records of a Poll: a later Poll reuses
+// their structs (not their values and offsets, which may still be in
+// flight: those are new in every Poll).
 func (t *SourceTask) RecycleRecords(recs []*connect.SourceRecord) {
-	if len(recs) > 0 && len(t.last.recs) > 0 && &recs[0] == &t.last.recs[0] {
-		if cap(t.last.recs) <= maxKeptRecords {
-			t.spare = t.last
+	if len(recs) == 0 {
+		return
+	}
+	for i := range t.out {
+		b := t.out[i]
+		if len(b.recs) == 0 || &recs[0] != &b.recs[0] {
+			continue
 		}
-		t.last = recordBatch{}
+		t.out[i] = recordBatch{}
+		if cap(b.recs) <= maxKeptRecords && len(t.spare) < maxOut {
+			t.spare = append(t.spare, b)
+		}
+		return
 	}
 }
 
