@@ -218,18 +218,13 @@ func (t *SourceTask) records(lines string, ends []int, positions []int64) []*con
 	// One clock reading for the Poll: Kafka Connect reads it per line, in
 	// milliseconds; the lines of a Poll are read within about one.
 	now := time.Now()
-	// The values' string headers, in one allocation per Poll rather than
-	// one per line (boxString). Never written again: the values may be
-	// in flight after the records came back.
-	values := make([]string, len(ends))
 	start := 0
 	for i, end := range ends {
 		r := &b.slab[i]
 		b.recs[i] = r
-		values[i] = lines[start:end]
 		// r is zero: setting fields is cheaper than copying whole structs
 		// into the heap.
-		r.Topic, r.ValueSchema, r.Value, r.Timestamp = t.topic, data.StringSchema, boxString(&values[i]), now
+		r.Topic, r.ValueSchema, r.Value, r.Timestamp = t.topic, data.StringSchema, lines[start:end], now
 		if !t.stdin && (i%offsetEvery == offsetEvery-1 || i == len(ends)-1) {
 			r.SourcePartition = t.partition
 			r.SourceOffset = map[string]any{PositionField: positions[i]}
