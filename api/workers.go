@@ -81,8 +81,9 @@ type LocalUnit struct {
 type WorkerInfo struct {
 	ID      string `json:"id"`
 	RESTURL string `json:"rest_url,omitempty"`
-	// NodeID is the kcd node the worker runs in; the worker of the Raft
-	// leader's node gets the leader's reduced share.
+	// NodeID is the node id (--node-id) of the kcd node the worker runs
+	// in. It does not choose the worker that gets the leader's reduced
+	// share: that is the worker in the leader's own process.
 	NodeID uint64  `json:"node_id"`
 	Weight float64 `json:"weight"`
 	// Capacity is the most units the worker takes; 0: no limit.

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/kcd-project/kcd/daemon/config"
+	"github.com/kcd-project/kcd/daemon/devkafka"
 	"github.com/kcd-project/kcd/daemon/restapi"
 	"github.com/kcd-project/kcd/internal/testenv"
 )
@@ -31,15 +32,7 @@ func coordCluster(t *testing.T, tune ...func(*config.Config)) []*Node {
 		peers = append(peers, a)
 		members = append(members, fmt.Sprintf("%d=%s", i+1, a))
 	}
-	log := slog.New(slog.DiscardHandler)
-	if f := os.Getenv("KCD_TEST_LOG"); f != "" {
-		out, err := os.Create(f)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { out.Close() })
-		log = slog.New(slog.NewTextHandler(out, &slog.HandlerOptions{Level: slog.LevelDebug}))
-	}
+	log := testLogger(t)
 	var nodes []*Node
 	for i := range 3 {
 		cfg := devConfig(t, t.TempDir())
@@ -57,6 +50,21 @@ func coordCluster(t *testing.T, tune ...func(*config.Config)) []*Node {
 		t.Cleanup(func() { n.Close() })
 	}
 	return nodes
+}
+
+// testLogger discards the nodes' logs, or writes them to $KCD_TEST_LOG.
+func testLogger(t *testing.T) *slog.Logger {
+	t.Helper()
+	f := os.Getenv("KCD_TEST_LOG")
+	if f == "" {
+		return slog.New(slog.DiscardHandler)
+	}
+	out, err := os.Create(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { out.Close() })
+	return slog.New(slog.NewTextHandler(out, &slog.HandlerOptions{Level: slog.LevelDebug}))
 }
 
 func call(t *testing.T, method, url string, body any, out any) int {
@@ -415,5 +423,168 @@ func TestKillStopsTheNodeWithoutHandover(t *testing.T) {
 	waitFor(t, "no new leader after the kill", func() bool { next = leader(lead); return next != nil })
 	if next.Raft().Term() <= term {
 		t.Fatalf("new leader at term %d, the killed one led term %d", next.Raft().Term(), term)
+	}
+}
+
+// A kill of the Raft leader, a raft-only node, moves and restarts nothing
+// on the worker-only nodes: the new leader's coordinator carries on with
+// the assignment as it is. Three of the workers carry the Raft members'
+// node ids, as the scale benchmark's did (all had the default, 1) and
+// nothing refuses: the leader's reduced share is for the worker in its own
+// process, so it shrinks none of them under the old leader and moves
+// nothing back when the new one takes over.
+func TestLeaderKillMovesNothingOnLiveWorkers(t *testing.T) {
+	log := testLogger(t)
+	broker, err := devkafka.Start(t.TempDir(), 0, log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(broker.Close)
+	base := func() config.Config {
+		cfg := config.Default()
+		cfg.DataDir = t.TempDir()
+		cfg.RESTAddr = "127.0.0.1:0"
+		cfg.BootstrapServers = broker.Addrs()
+		cfg.JoinToken = "daemon-test-join-token"
+		return cfg
+	}
+	start := func(cfg config.Config) *Node {
+		t.Helper()
+		if err := cfg.Validate(); err != nil {
+			t.Fatal(err)
+		}
+		n := New(cfg, log)
+		if err := n.Start(t.Context()); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { n.Close() })
+		return n
+	}
+	var peers, members, seeds []string
+	for i := range 3 {
+		a, err := testenv.FreeAddr()
+		if err != nil {
+			t.Fatal(err)
+		}
+		peers = append(peers, a)
+		members = append(members, fmt.Sprintf("%d=%s", i+1, a))
+	}
+	var rafts []*Node
+	for i := range 3 {
+		cfg := base()
+		cfg.Roles = []string{config.RoleRaft}
+		cfg.NodeID = uint64(i + 1)
+		cfg.PeerAddr = peers[i]
+		cfg.InitialCluster = strings.Join(members, ",")
+		n := start(cfg)
+		rafts = append(rafts, n)
+		seeds = append(seeds, n.RESTURL())
+	}
+	var workers []*Node
+	for _, id := range []uint64{1, 2, 3, 11, 12, 13} {
+		cfg := base()
+		cfg.Roles = []string{config.RoleWorker}
+		cfg.NodeID = id
+		cfg.Seeds = seeds
+		workers = append(workers, start(cfg))
+	}
+	api := rafts[0].RESTURL()
+	waitFor(t, "six workers did not register", func() bool {
+		var ws []restapi.WorkerView
+		return call(t, "GET", api+"/kcd/v1/workers", nil, &ws) == 200 && len(ws) == len(workers)
+	})
+	const conns, tasks = 5, 10
+	for i := range conns {
+		if code := call(t, "POST", api+"/connectors", map[string]any{"name": fmt.Sprintf("gen-%d", i), "config": map[string]string{
+			"connector.class": "Datagen", "topic": "gen", "tasks.max": fmt.Sprint(tasks), "max.records": "1"}}, nil); code != 201 {
+			t.Fatalf("create gen-%d: %d", i, code)
+		}
+	}
+	const units = conns * (tasks + 1)
+	// settled waits until the coordinator behind api has nothing to move
+	// and every unit runs on exactly one worker.
+	settled := func(what, api string) (map[string][]string, map[string]int) {
+		t.Helper()
+		var runs map[string][]string
+		var starts map[string]int
+		deadline := time.Now().Add(60 * time.Second)
+		for {
+			runs, starts = placement(t, workers)
+			count := map[string]int{}
+			for _, us := range runs {
+				for _, u := range us {
+					count[u]++
+				}
+			}
+			ok := len(count) == units && balanced(t, api)
+			for _, c := range count {
+				ok = ok && c == 1
+			}
+			if ok {
+				return runs, starts
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("%s: units did not settle: %v", what, runs)
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+	}
+	before, startsBefore := settled("start", api)
+	// No raft-only leader has a worker of its own: every worker holds the
+	// floor or the ceiling of an even share.
+	for _, w := range workers {
+		if n := len(before[w.workerID()]); n < units/len(workers) || n > (units+len(workers)-1)/len(workers) {
+			t.Errorf("worker %s (node id %d) runs %d units, not an even share of %d over %d workers", w.workerID(), w.cfg.NodeID, n, units, len(workers))
+		}
+	}
+
+	var old *Node
+	for _, n := range rafts {
+		if n.Raft().IsLeader() {
+			old = n
+		}
+	}
+	if old == nil {
+		t.Fatal("no leader")
+	}
+	term := old.Raft().Term()
+	old.Kill()
+	var next *Node
+	waitFor(t, "no new leader after the kill", func() bool {
+		for _, n := range rafts {
+			if n != old && n.Raft().IsLeader() && n.Raft().Term() > term {
+				next = n
+				return true
+			}
+		}
+		return false
+	})
+	// Every worker has heartbeated the new coordinator (its sessions
+	// carried over from the old one are all confirmed: it moves whatever
+	// it wants to move now), and it has nothing left to move.
+	waitFor(t, "not every worker heard from the new coordinator", func() bool {
+		for _, w := range workers {
+			if epoch, _, _, _ := w.member.Rebalances(); epoch.Term <= term {
+				return false
+			}
+		}
+		return true
+	})
+	after, startsAfter := settled("after the leader kill", next.RESTURL())
+	moved, restarted := 0, 0
+	for w, us := range before {
+		for _, u := range us {
+			switch {
+			case !slices.Contains(after[w], u):
+				moved++
+				t.Errorf("%s moved off %s, a live worker", u, w)
+			case startsAfter[w+" "+u] != startsBefore[w+" "+u]:
+				restarted++
+				t.Errorf("%s restarted on %s (starts %d → %d)", u, w, startsBefore[w+" "+u], startsAfter[w+" "+u])
+			}
+		}
+	}
+	if moved+restarted > 0 {
+		t.Errorf("leader %d killed, %d leads: %d of %d units moved off live workers, %d restarted on them", old.cfg.NodeID, next.cfg.NodeID, moved, units, restarted)
 	}
 }

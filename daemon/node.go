@@ -182,11 +182,16 @@ func (n *Node) Start(ctx context.Context) (err error) {
 			Files:                n.files,
 			Clients:              n.herderClients(),
 		})
+		localWorker := ""
+		if n.cfg.HasRole(config.RoleWorker) {
+			localWorker = n.workerID()
+		}
 		coord, err := coordinator.New(coordinator.Config{
 			Store: n.store, Raft: n.raft,
 			SessionTimeout: n.cfg.SessionTimeout, FenceMargin: n.cfg.FenceMargin,
 			RebalanceDelay: n.cfg.RebalanceDelay, LeaderWeightFactor: n.cfg.LeaderWeightFactor,
-			Logger: n.log,
+			LocalWorker: localWorker,
+			Logger:      n.log,
 		})
 		if err != nil {
 			return err

@@ -47,6 +47,13 @@ type Config struct {
 	// LeaderWeightFactor scales the weight of the worker on the leader's
 	// node (default 0.5).
 	LeaderWeightFactor float64
+	// LocalWorker is the ID of the worker in this node's process ("" for
+	// none): while this node leads, it is the leader's worker. A worker's
+	// NodeID does not say so: a worker-only node may carry a Raft member's
+	// id, and taking it for the leader's worker would shrink its share
+	// while that member leads and grow it back (moving units off live
+	// workers) when another takes over.
+	LocalWorker string
 	// JournalSize is how many rebalances the journal keeps (default 100).
 	JournalSize int
 	Logger      *slog.Logger
@@ -634,7 +641,7 @@ func (c *Coordinator) read(ctx context.Context, st *leadState) (*snapshot, error
 			w.Draining = set.Draining
 		}
 		sn.workers = append(sn.workers, w)
-		if s.info.NodeID == c.cfg.Raft.ID() {
+		if id == c.cfg.LocalWorker {
 			sn.leader = id
 		}
 	}
