@@ -23,7 +23,11 @@ type supervisor struct {
 	log    *slog.Logger
 	pokeCh chan struct{}
 
-	seen       bool // the store was read once
+	seen bool // the store was read once
+	// deleted: the supervisor ended because the connector is gone (not
+	// because its last unit left this worker). Read by the worker once
+	// run has returned.
+	deleted    bool
 	spec       spec
 	plugin     *connect.Plugin
 	pluginErr  error
@@ -96,6 +100,12 @@ func (s *supervisor) run(ctx context.Context) {
 		gone := s.reconcile(ctx)
 		s.publishStates()
 		if gone {
+			s.deleted = true
+			return
+		}
+		if s.idle() {
+			// Its last unit left: a new supervisor reads the store afresh
+			// if one comes back.
 			return
 		}
 		timer.Reset(s.nextWake())
@@ -110,6 +120,20 @@ func (s *supervisor) run(ctx context.Context) {
 		case <-timer.C:
 		}
 	}
+}
+
+// idle tells whether the worker no longer follows the connector and
+// nothing of it runs here any more.
+func (s *supervisor) idle() bool {
+	if s.w.follows(s.name) || s.conn.inst != nil {
+		return false
+	}
+	for _, sl := range s.slots {
+		if sl.run != nil {
+			return false
+		}
+	}
+	return true
 }
 
 // nextWake is how long until something is due: a retry or a listing.

@@ -10,7 +10,10 @@
 // statuses and automatic restarts. Supervisors are level-triggered: any
 // change of the connector's keys pokes them, and they read the connector's
 // whole desired state from the store and converge to it. Which connectors
-// and tasks run here is the Assignment's answer (today: all of them).
+// and tasks run here is the Assignment's answer. A supervisor exists only
+// for a connector with a unit here (when the Assignment tells which:
+// holder): other connectors' changes cost this worker nothing but their
+// watch events, and a supervisor whose last unit left stops and ends.
 //
 // Source tasks produce each through its own transactional franz-go client
 // (exactly-once source support, the default: txn.go), or through one
@@ -209,22 +212,43 @@ func (w *Worker) follow(ctx context.Context) {
 	}
 }
 
-// resync reads the list of connectors and pokes every supervisor: those
-// of connectors that exist (starting the missing ones) and those that may
-// have gone. It returns the revision to watch after.
+// resync pokes every supervisor: those of the connectors this worker
+// follows (starting the missing ones) and those that may have gone. It
+// returns the revision to watch after.
 func (w *Worker) resync(ctx context.Context) (int64, error) {
 	rev, err := w.store.Raw().Revision(ctx)
 	if err != nil {
 		return 0, fmt.Errorf("read revision: %w", err)
 	}
-	names, err := w.store.Connectors(ctx)
+	names, err := w.followed(ctx)
 	if err != nil {
-		return 0, fmt.Errorf("list connectors: %w", err)
+		return 0, err
 	}
 	w.pokeAll(ctx, names)
 	return rev, nil
 }
 
+// followed lists the connectors this worker follows: those with a unit
+// here when the Assignment tells (no store read), else every connector.
+func (w *Worker) followed(ctx context.Context) ([]string, error) {
+	if h, ok := w.cfg.Assignment.(holder); ok {
+		return h.Held(), nil
+	}
+	names, err := w.store.Connectors(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("list connectors: %w", err)
+	}
+	return names, nil
+}
+
+// follows tells whether the worker follows connector name (holder).
+func (w *Worker) follows(name string) bool {
+	h, ok := w.cfg.Assignment.(holder)
+	return !ok || h.Holds(name)
+}
+
+// pokeAll pokes the supervisors of names, starting the missing ones, and
+// every other supervisor.
 func (w *Worker) pokeAll(ctx context.Context, names []string) {
 	for _, n := range names {
 		w.poke(ctx, n, true)
@@ -269,9 +293,9 @@ func (w *Worker) drain(ctx context.Context, wt store.Watcher, rev int64) (int64,
 				}
 				continue
 			}
-			names, err := w.store.Connectors(ctx)
+			names, err := w.followed(ctx)
 			if err != nil {
-				return rev, fmt.Errorf("list connectors after an assignment change: %w", err)
+				return rev, fmt.Errorf("after an assignment change: %w", err)
 			}
 			w.pokeAll(ctx, names)
 		case <-ctx.Done():
@@ -290,11 +314,11 @@ func cmpErr(errs ...error) error {
 }
 
 // poke tells name's supervisor to look at the store again, starting one
-// when create is set and there is none.
+// when create is set, there is none and the worker follows name.
 func (w *Worker) poke(ctx context.Context, name string, create bool) {
 	w.mu.Lock()
 	s := w.sups[name]
-	if s == nil && create && ctx.Err() == nil {
+	if s == nil && create && ctx.Err() == nil && w.follows(name) {
 		s = newSupervisor(w, name)
 		w.sups[name] = s
 		w.wg.Add(1)
@@ -313,12 +337,15 @@ func (w *Worker) poke(ctx context.Context, name string, create bool) {
 	}
 }
 
-// reap forgets a supervisor that ended because its connector is gone; if
-// it was poked after it last read the store, a new one takes over.
+// reap forgets a supervisor that ended because its connector is gone or
+// its last unit left this worker; if it was poked after it last read the
+// store, a new one takes over (if the worker follows the connector).
 func (w *Worker) reap(ctx context.Context, s *supervisor) {
 	w.mu.Lock()
 	if w.sups[s.name] == s {
 		delete(w.sups, s.name)
+	}
+	if s.deleted && w.sups[s.name] == nil {
 		// The connector is gone: its start counts go with it, so that the
 		// map stays as small as the connectors that exist.
 		for id := range w.starts {
