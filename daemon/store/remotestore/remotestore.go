@@ -32,12 +32,14 @@
 //
 // # Connections
 //
-// With the default client, the store holds at most maxConnsPerNode (16)
-// connections to each node, watch streams included, and keeps as many
-// idle (for IdleConnTimeout, 30 s, below the REST server's 60 s): requests
-// beyond wait for one to free up rather than dial. A node's REST port so
-// sees at most 16 connections from each worker-only node (and its
-// heartbeats' few); rest-max-connections bounds their sum.
+// With the default client, the store holds at most maxConnsPerNode (8)
+// connections to each node, watch streams included (a worker-only node
+// has three: the worker's, its member's and the log levels'), and keeps as
+// many idle (for 30 s, below the REST server's idle timeout of 60 s):
+// requests beyond wait for one to free up rather than dial. A node's REST
+// port so sees at most 8 store connections from each worker-only node,
+// and those of its heartbeats (up to 8 while they hang, one otherwise);
+// rest-max-connections bounds their sum.
 //
 // What is retried on another node:
 //
@@ -207,7 +209,7 @@ const (
 // maxConnsPerNode bounds the connections to one node (the default
 // client's), watch streams included; requests over it wait for one to
 // free up.
-const maxConnsPerNode = 16
+const maxConnsPerNode = 8
 
 // maxHedgeFactor bounds the hedge delay to this many HedgeDelays, however
 // slow reads are: a frozen node is left within a second at the default.
