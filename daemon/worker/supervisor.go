@@ -22,6 +22,10 @@ type supervisor struct {
 	name   string
 	log    *slog.Logger
 	pokeCh chan struct{}
+	// stale: the connector's keys may have changed in the store since
+	// they were last read (a watch event, a resync); a poke without it
+	// (the assignment changed, a task ended) reconciles with spec as read.
+	stale atomic.Bool
 
 	seen bool // the store was read once
 	// deleted: the supervisor ended because the connector is gone (not
@@ -163,8 +167,13 @@ func (s *supervisor) reconcile(ctx context.Context) (gone bool) {
 	if ctx.Err() != nil {
 		return false
 	}
-	sp, found, err := s.read(ctx)
+	sp, found, err := s.spec, true, error(nil)
+	if !s.seen || s.stale.Swap(false) {
+		// An event that comes during the read marks it stale again.
+		sp, found, err = s.read(ctx)
+	}
 	if err != nil {
+		s.stale.Store(true)
 		if ctx.Err() == nil {
 			s.storeFailed("read the connector from the store", err)
 		}

@@ -83,6 +83,8 @@ type Worker struct {
 	startups startupStats
 	wg       sync.WaitGroup
 	exited   chan *supervisor
+	// assigned is closed and replaced at each change of the Assignment.
+	assigned chan struct{}
 }
 
 // New returns a worker for cfg; it does nothing until Run.
@@ -101,6 +103,8 @@ func New(cfg Config) (*Worker, error) {
 		conns:  map[string]bool{},
 		starts: map[TaskID]int{},
 		exited: make(chan *supervisor),
+
+		assigned: make(chan struct{}),
 	}, nil
 }
 
@@ -224,7 +228,7 @@ func (w *Worker) resync(ctx context.Context) (int64, error) {
 	if err != nil {
 		return 0, err
 	}
-	w.pokeAll(ctx, names)
+	w.pokeAll(ctx, names, true)
 	return rev, nil
 }
 
@@ -248,10 +252,10 @@ func (w *Worker) follows(name string) bool {
 }
 
 // pokeAll pokes the supervisors of names, starting the missing ones, and
-// every other supervisor.
-func (w *Worker) pokeAll(ctx context.Context, names []string) {
+// every other supervisor; stored tells them to read the store again.
+func (w *Worker) pokeAll(ctx context.Context, names []string, stored bool) {
 	for _, n := range names {
-		w.poke(ctx, n, true)
+		w.poke(ctx, n, true, stored)
 	}
 	w.mu.Lock()
 	others := make([]string, 0, len(w.sups))
@@ -260,7 +264,7 @@ func (w *Worker) pokeAll(ctx context.Context, names []string) {
 	}
 	w.mu.Unlock()
 	for _, n := range others {
-		w.poke(ctx, n, false)
+		w.poke(ctx, n, false, stored)
 	}
 }
 
@@ -279,17 +283,22 @@ func (w *Worker) drain(ctx context.Context, wt store.Watcher, rev int64) (int64,
 			}
 			kind, name := parseKey(ev.KV.Key)
 			if kind != keyOther {
-				w.poke(ctx, name, ev.Type == store.EventPut)
+				w.poke(ctx, name, ev.Type == store.EventPut, true)
 			}
 		case s := <-w.exited:
 			w.reap(ctx, s)
 		case <-w.cfg.Assignment.Changed():
+			w.assignmentChanged()
+			// Supervisors look at the assignment again; what they read
+			// of the store is as the watch left it: after a session
+			// lapse, thousands of units here would otherwise read their
+			// connectors again at once, from nodes busy with an election.
 			if names, ok := changedConnectors(w.cfg.Assignment); ok {
 				// Only these connectors' units here changed: reading every
 				// connector again would cost each worker a read per
 				// connector of the cluster on every rebalance.
 				for _, n := range names {
-					w.poke(ctx, n, true)
+					w.poke(ctx, n, true, false)
 				}
 				continue
 			}
@@ -297,7 +306,7 @@ func (w *Worker) drain(ctx context.Context, wt store.Watcher, rev int64) (int64,
 			if err != nil {
 				return rev, fmt.Errorf("after an assignment change: %w", err)
 			}
-			w.pokeAll(ctx, names)
+			w.pokeAll(ctx, names, false)
 		case <-ctx.Done():
 			return rev, ctx.Err()
 		}
@@ -313,9 +322,11 @@ func cmpErr(errs ...error) error {
 	return errors.New("watch ended")
 }
 
-// poke tells name's supervisor to look at the store again, starting one
-// when create is set, there is none and the worker follows name.
-func (w *Worker) poke(ctx context.Context, name string, create bool) {
+// poke tells name's supervisor to look at its connector again, starting
+// one when create is set, there is none and the worker follows name;
+// stored says the connector's keys may have changed in the store since
+// the supervisor read them (a new supervisor reads them anyway).
+func (w *Worker) poke(ctx context.Context, name string, create, stored bool) {
 	w.mu.Lock()
 	s := w.sups[name]
 	if s == nil && create && ctx.Err() == nil && w.follows(name) {
@@ -333,8 +344,27 @@ func (w *Worker) poke(ctx context.Context, name string, create bool) {
 	}
 	w.mu.Unlock()
 	if s != nil {
+		if stored {
+			s.stale.Store(true)
+		}
 		s.poke()
 	}
+}
+
+// assignmentChanged wakes the task runs waiting for the assignment.
+func (w *Worker) assignmentChanged() {
+	w.mu.Lock()
+	close(w.assigned)
+	w.assigned = make(chan struct{})
+	w.mu.Unlock()
+}
+
+// assignmentChange returns a channel closed at the next change of the
+// Assignment the worker takes.
+func (w *Worker) assignmentChange() <-chan struct{} {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.assigned
 }
 
 // reap forgets a supervisor that ended because its connector is gone or
@@ -356,7 +386,7 @@ func (w *Worker) reap(ctx context.Context, s *supervisor) {
 	}
 	w.mu.Unlock()
 	if len(s.pokeCh) > 0 {
-		w.poke(ctx, s.name, true)
+		w.poke(ctx, s.name, true, true)
 	}
 }
 
