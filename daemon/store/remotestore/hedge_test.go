@@ -352,3 +352,34 @@ func TestHedgeDelayFollowsTheUsualLatency(t *testing.T) {
 		t.Errorf("read with a frozen node first took %v", took)
 	}
 }
+
+// Watch streams do not take the connections requests need: with more
+// watches open on a node than requests may hold connections to it, reads
+// and writes still go through at once.
+func TestWatchesLeaveConnectionsForRequests(t *testing.T) {
+	c := newCluster(t, 3)
+	s, err := New([]string{c.url[follower(c).ID()]}, Options{RefreshInterval: time.Hour, Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	start := time.Now()
+	for range maxConnsPerNode + 2 {
+		w, err := s.Watch(t.Context(), "w/", 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer w.Close()
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), 3*time.Second)
+	defer cancel()
+	if _, err := s.Put(ctx, "k", []byte("v")); err != nil {
+		t.Fatalf("write with %d watches open: %v", maxConnsPerNode+2, err)
+	}
+	if _, found, err := s.Get(ctx, "k"); err != nil || !found {
+		t.Fatalf("read with %d watches open: %v, %v", maxConnsPerNode+2, found, err)
+	}
+	if took := time.Since(start); took > 3*time.Second {
+		t.Errorf("%d watches, a write and a read took %v: they waited for connections", maxConnsPerNode+2, took)
+	}
+}

@@ -32,13 +32,16 @@
 //
 // # Connections
 //
-// With the default client, the store holds at most maxConnsPerNode (8)
-// connections to each node, watch streams included (a worker-only node
-// has three: the worker's, its member's and the log levels'), and keeps as
-// many idle (for 30 s, below the REST server's idle timeout of 60 s):
-// requests beyond wait for one to free up rather than dial. A node's REST
-// port so sees at most 8 store connections from each worker-only node,
-// and those of its heartbeats (up to 8 while they hang, one otherwise);
+// With the default clients, the store holds at most maxConnsPerNode (8)
+// connections to each node for requests, and keeps as many idle (for 30 s,
+// below the REST server's idle timeout of 60 s): requests beyond wait for
+// one to free up rather than dial. Watch streams have a pool of their own,
+// of at most maxWatchConnsPerNode (16) per node, so that they never take
+// the connections requests need: a worker-only node has three (the
+// worker's, its member's and the log levels'), and each client of its
+// GET /kcd/v1/events adds three. A node's REST port so sees, from each
+// worker-only node, at most 8 request connections, one per watch, and
+// those of its heartbeats (up to 8 while they hang, one otherwise);
 // rest-max-connections bounds their sum.
 //
 // What is retried on another node:
@@ -109,9 +112,10 @@ var ErrUnknownOutcome = errors.New("remotestore: the write may or may not have b
 
 // Options tune a Store; zero values take the defaults.
 type Options struct {
-	// HTTPClient sends the requests. Nil: a client with DialTimeout and
-	// response-header timeouts; its Timeout must be zero, since watch
-	// streams last (unary requests are bounded by RequestTimeout).
+	// HTTPClient sends the requests. Nil: two clients with DialTimeout and
+	// response-header timeouts, one for requests and one for watch streams
+	// (package comment); a given client's Timeout must be zero, since
+	// watch streams last (unary requests are bounded by RequestTimeout).
 	HTTPClient *http.Client
 	// Transport adapts the default client's transport (TLS settings, the
 	// caller's credentials); nil: used as is. Ignored with HTTPClient.
@@ -181,23 +185,28 @@ func (o *Options) defaults() {
 		o.Logger = slog.Default()
 	}
 	if o.HTTPClient == nil {
-		d := &net.Dialer{Timeout: o.DialTimeout, KeepAlive: 15 * time.Second}
-		tr := &http.Transport{
-			DialContext: d.DialContext,
-			// As many idle as open: a burst over the idle limit would close
-			// connections after use and dial new ones for the next.
-			MaxIdleConns:          0,
-			MaxIdleConnsPerHost:   maxConnsPerNode,
-			MaxConnsPerHost:       maxConnsPerNode,
-			IdleConnTimeout:       30 * time.Second,
-			ResponseHeaderTimeout: o.RequestTimeout,
-		}
-		var rt http.RoundTripper = tr
-		if o.Transport != nil {
-			rt = o.Transport(tr)
-		}
-		o.HTTPClient = &http.Client{Transport: rt}
+		o.HTTPClient = o.client(maxConnsPerNode)
 	}
+}
+
+// client is a client with DialTimeout and response-header timeouts that
+// holds at most conns connections to each node, as many idle as open: a
+// burst over the idle limit would close connections after use and dial new
+// ones for the next.
+func (o *Options) client(conns int) *http.Client {
+	d := &net.Dialer{Timeout: o.DialTimeout, KeepAlive: 15 * time.Second}
+	tr := &http.Transport{
+		DialContext:           d.DialContext,
+		MaxIdleConnsPerHost:   conns,
+		MaxConnsPerHost:       conns,
+		IdleConnTimeout:       30 * time.Second,
+		ResponseHeaderTimeout: o.RequestTimeout,
+	}
+	var rt http.RoundTripper = tr
+	if o.Transport != nil {
+		rt = o.Transport(tr)
+	}
+	return &http.Client{Transport: rt}
 }
 
 // Bounds of what the store reads from a node.
@@ -206,10 +215,14 @@ const (
 	maxLine     = 8 << 20   // one line of a watch stream
 )
 
-// maxConnsPerNode bounds the connections to one node (the default
-// client's), watch streams included; requests over it wait for one to
-// free up.
+// maxConnsPerNode bounds the connections of requests to one node (the
+// default client's); requests over it wait for one to free up.
 const maxConnsPerNode = 8
+
+// maxWatchConnsPerNode bounds the connections of watch streams to one
+// node, a pool of their own so that streams never take the connections
+// requests need; a watch over it waits for one to free up.
+const maxWatchConnsPerNode = 16
 
 // maxHedgeFactor bounds the hedge delay to this many HedgeDelays, however
 // slow reads are: a frozen node is left within a second at the default.
@@ -223,6 +236,7 @@ const demoteFor = 5 * time.Second
 type Store struct {
 	opts  Options
 	hc    *http.Client
+	whc   *http.Client // of watch streams: hc when given in Options
 	log   *slog.Logger
 	seeds []string
 
@@ -251,7 +265,12 @@ var _ store.Store = (*Store)(nil)
 // e.g. http://10.0.0.1:8083) and to the members it learns from them. It
 // does not wait for a node to answer: requests do.
 func New(urls []string, opts Options) (*Store, error) {
+	ownClient := opts.HTTPClient == nil
 	opts.defaults()
+	whc := opts.HTTPClient
+	if ownClient {
+		whc = opts.client(maxWatchConnsPerNode)
+	}
 	var seeds []string
 	for _, u := range urls {
 		u = strings.TrimRight(strings.TrimSpace(u), "/")
@@ -276,7 +295,7 @@ func New(urls []string, opts Options) (*Store, error) {
 	}
 	life, cancel := context.WithCancel(context.Background())
 	s := &Store{
-		opts: opts, hc: opts.HTTPClient, log: opts.Logger, seeds: seeds,
+		opts: opts, hc: opts.HTTPClient, whc: whc, log: opts.Logger, seeds: seeds,
 		endpoints: slices.Clone(seeds),
 		demoted:   map[string]time.Time{},
 		refresh:   make(chan struct{}, 1),
