@@ -32,7 +32,7 @@ var (
 	scaleTasks      = flag.Int("bench.scale.tasks", 10, "BenchmarkScale: tasks of each connector")
 	scaleWorkers    = flag.Int("bench.scale.workers", 100, "BenchmarkScale: worker-only nodes (besides the three raft-only nodes)")
 	scaleCreators   = flag.Int("bench.scale.creators", 8, "BenchmarkScale: POST /connectors in flight at once")
-	scaleRESTConns  = flag.Int("bench.scale.rest-max-connections", 0, "BenchmarkScale: the Raft nodes' rest-max-connections (0: the default, 512)")
+	scaleRESTConns  = flag.Int("bench.scale.rest-max-connections", 0, "BenchmarkScale: the Raft nodes' rest-max-connections (0: the default, 512, or 12 per worker when more, as docs/cluster.md sizes it)")
 	scaleWait       = flag.Duration("bench.scale.wait", 30*time.Minute, "BenchmarkScale: how long it waits for every unit to run, after the last create")
 	scalePprof      = flag.String("bench.scale.pprof", "", "BenchmarkScale: serve net/http/pprof on this address while it runs (e.g. 127.0.0.1:6060)")
 	scaleLog        = flag.String("bench.scale.log", "error", "BenchmarkScale: the nodes' log level on stderr (debug, info, warn, error)")
@@ -151,6 +151,9 @@ func runScale(b *testing.B) {
 		cfg.NodeID = uint64(i + 1)
 		cfg.PeerAddr = peers[i]
 		cfg.InitialCluster = strings.Join(members, ",")
+		// A worker-only node holds up to about 12 connections to each Raft
+		// node (docs/cluster.md): 100 workers fill the default 512.
+		cfg.RESTMaxConnections = max(cfg.RESTMaxConnections, 12*workers)
 		if *scaleRESTConns > 0 {
 			cfg.RESTMaxConnections = *scaleRESTConns
 		}

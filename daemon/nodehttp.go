@@ -58,9 +58,19 @@ func (n *Node) nodeClient(timeout time.Duration) *http.Client {
 	return &http.Client{Timeout: timeout, Transport: n.nodeTransport()}
 }
 
+// nodeIdleConns is how many idle connections a node keeps to each other
+// node. A follower forwards every worker heartbeat and write it takes to
+// the leader at once: with http.DefaultTransport's two, any three at once
+// closed one after use and dialled again for the next. Connections stay
+// bounded by the calls in flight, and idle ones close after 30 s (below
+// the REST server's idle timeout, so the client closes first).
+const nodeIdleConns = 32
+
 // nodeTransport sends calls to other nodes (for client.Options).
 func (n *Node) nodeTransport() http.RoundTripper {
 	tr := http.DefaultTransport.(*http.Transport).Clone()
+	tr.MaxIdleConnsPerHost = nodeIdleConns
+	tr.IdleConnTimeout = 30 * time.Second
 	n.withRESTTLS(tr)
 	return n.asNode(tr)
 }

@@ -3,6 +3,8 @@ package daemon
 import (
 	"context"
 	"fmt"
+	"math/rand/v2"
+	"slices"
 
 	"github.com/kcd-project/kcd/daemon/config"
 	"github.com/kcd-project/kcd/daemon/connect"
@@ -22,7 +24,12 @@ import (
 // coordinator through the same nodes. kafkaSeeds are the data plane's
 // brokers.
 func (n *Node) startRemote(ctx context.Context, opts *restapi.Options, kafkaSeeds []string) error {
-	rs, err := remotestore.New(n.cfg.Seeds, remotestore.Options{Logger: n.log.With("subsys", "remotestore"), Transport: n.remoteStoreTransport})
+	// The store sticks to the first node that answers: from a seed picked
+	// at random, worker-only nodes spread over the Raft nodes instead of
+	// all reading from the first seed.
+	seeds := slices.Clone(n.cfg.Seeds)
+	rand.Shuffle(len(seeds), func(i, j int) { seeds[i], seeds[j] = seeds[j], seeds[i] })
+	rs, err := remotestore.New(seeds, remotestore.Options{Logger: n.log.With("subsys", "remotestore"), Transport: n.remoteStoreTransport})
 	if err != nil {
 		return fmt.Errorf("store of a worker-only node: %w", err)
 	}

@@ -58,8 +58,10 @@ type Member struct {
 	changed chan struct{}
 	resync  chan struct{} // asks follow to read the whole assignment again
 
-	mu      sync.Mutex
-	owners  map[Unit]ownerEntry
+	mu     sync.Mutex
+	owners map[Unit]ownerEntry
+	// held counts, per connector, the units owners gives this worker.
+	held    map[string]int
 	revokes map[Unit]string // unit → the worker it is revoked from
 	seenRev int64
 	synced  bool      // the assignment was read at least once
@@ -123,6 +125,7 @@ func NewMember(cfg MemberConfig) (*Member, error) {
 		changed: make(chan struct{}, 1),
 		resync:  make(chan struct{}, 1),
 		owners:  map[Unit]ownerEntry{},
+		held:    map[string]int{},
 		revokes: map[Unit]string{},
 		fenced:  true, // nothing runs before the coordinator answered
 		running: func() []Unit { return nil },
@@ -155,6 +158,53 @@ func (m *Member) owns(u Unit) bool {
 	}
 	_, revoked := m.revokes[u]
 	return !revoked && m.owners[u].worker == m.cfg.Worker.ID
+}
+
+// Holds implements worker's holder: some unit of connector name is this
+// worker's in the assignment (whether or not the session lets it run).
+func (m *Member) Holds(name string) bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.held[name] > 0
+}
+
+// Held implements worker's holder: the connectors with a unit here.
+func (m *Member) Held() []string {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	out := make([]string, 0, len(m.held))
+	for c := range m.held {
+		out = append(out, c)
+	}
+	return out
+}
+
+// countHeld counts the units of owners that are this worker's.
+func (m *Member) countHeld(owners map[Unit]ownerEntry) map[string]int {
+	held := map[string]int{}
+	for u, e := range owners {
+		if e.worker == m.cfg.Worker.ID {
+			held[u.Connector]++
+		}
+	}
+	return held
+}
+
+// setOwner records u's owner (none when !ok), keeping held. m.mu is held.
+func (m *Member) setOwner(u Unit, e ownerEntry, ok bool) {
+	self := m.cfg.Worker.ID
+	if m.owners[u].worker == self {
+		if m.held[u.Connector]--; m.held[u.Connector] <= 0 {
+			delete(m.held, u.Connector)
+		}
+	}
+	delete(m.owners, u)
+	if ok {
+		m.owners[u] = e
+		if e.worker == self {
+			m.held[u.Connector]++
+		}
+	}
 }
 
 // Releasing implements worker's releaser: task id of connector name is
@@ -591,6 +641,7 @@ func (m *Member) load(ctx context.Context) (int64, error) {
 		return 0, fmt.Errorf("read the assignment: read at revision %d, older than revision %d already seen", rev, seen)
 	}
 	m.owners, m.revokes, m.seenRev, m.synced = owners, revokes, rev, true
+	m.held = m.countHeld(owners)
 	m.changedAll = true
 	if rev >= m.confirmRev {
 		m.reload = false
@@ -652,14 +703,10 @@ func (m *Member) apply(ctx context.Context, w store.Watcher, rev int64) (int64, 
 					}
 				} else {
 					mine = m.owners[u].worker == self
-					delete(m.owners, u)
-					if ev.Type == store.EventPut {
-						var o Owner
-						if json.Unmarshal(ev.KV.Value, &o) == nil {
-							m.owners[u] = ownerEntry{worker: o.Worker, rev: ev.KV.ModRevision}
-							mine = mine || o.Worker == self
-						}
-					}
+					var o Owner
+					put := ev.Type == store.EventPut && json.Unmarshal(ev.KV.Value, &o) == nil
+					m.setOwner(u, ownerEntry{worker: o.Worker, rev: ev.KV.ModRevision}, put)
+					mine = mine || (put && o.Worker == self)
 				}
 			}
 			m.seenRev = rev

@@ -40,6 +40,19 @@ func changedConnectors(a Assignment) (names []string, ok bool) {
 	return names, !all
 }
 
+// holder is an Assignment that tells which connectors have a unit on this
+// worker, so that the worker follows only those: a supervisor, and its
+// reads of the store, exist only for a connector whose instance or some
+// task is this worker's. Without it the worker follows every connector.
+type holder interface {
+	// Holds tells whether a unit of connector name (its instance or a
+	// task) is this worker's in the assignment, running or not (a lapsed
+	// session, a unit being handed over).
+	Holds(name string) bool
+	// Held lists the connectors Holds is true of.
+	Held() []string
+}
+
 // Assignment decides which connectors and tasks run on this worker. A
 // single worker runs all of them (All); the coordinator will hand each
 // worker its share through an implementation of its own.

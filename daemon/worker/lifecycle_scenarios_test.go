@@ -326,6 +326,9 @@ func TestWorkerLooksAgainOnlyAtTheConnectorsTheAssignmentNames(t *testing.T) {
 		})
 	}
 	waitRunning(a+"/0", b+"/0")
+	// Reported RUNNING: b's supervisor took its task's start (a poke of its
+	// own, which would look at the assignment too) before the window.
+	e.waitState(b, 0, connectstore.StateRunning)
 	own.set(a, []string{a}, 0, 1)
 	waitRunning(a+"/0", a+"/1", b+"/0")
 	// b gets a task, but only a is named: b's supervisor is not told.

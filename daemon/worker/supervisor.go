@@ -22,8 +22,16 @@ type supervisor struct {
 	name   string
 	log    *slog.Logger
 	pokeCh chan struct{}
+	// stale: the connector's keys may have changed in the store since
+	// they were last read (a watch event, a resync); a poke without it
+	// (the assignment changed, a task ended) reconciles with spec as read.
+	stale atomic.Bool
 
-	seen       bool // the store was read once
+	seen bool // the store was read once
+	// deleted: the supervisor ended because the connector is gone (not
+	// because its last unit left this worker). Read by the worker once
+	// run has returned.
+	deleted    bool
 	spec       spec
 	plugin     *connect.Plugin
 	pluginErr  error
@@ -96,6 +104,12 @@ func (s *supervisor) run(ctx context.Context) {
 		gone := s.reconcile(ctx)
 		s.publishStates()
 		if gone {
+			s.deleted = true
+			return
+		}
+		if s.idle() {
+			// Its last unit left: a new supervisor reads the store afresh
+			// if one comes back.
 			return
 		}
 		timer.Reset(s.nextWake())
@@ -110,6 +124,20 @@ func (s *supervisor) run(ctx context.Context) {
 		case <-timer.C:
 		}
 	}
+}
+
+// idle tells whether the worker no longer follows the connector and
+// nothing of it runs here any more.
+func (s *supervisor) idle() bool {
+	if s.w.follows(s.name) || s.conn.inst != nil {
+		return false
+	}
+	for _, sl := range s.slots {
+		if sl.run != nil {
+			return false
+		}
+	}
+	return true
 }
 
 // nextWake is how long until something is due: a retry or a listing.
@@ -139,8 +167,13 @@ func (s *supervisor) reconcile(ctx context.Context) (gone bool) {
 	if ctx.Err() != nil {
 		return false
 	}
-	sp, found, err := s.read(ctx)
+	sp, found, err := s.spec, true, error(nil)
+	if !s.seen || s.stale.Swap(false) {
+		// An event that comes during the read marks it stale again.
+		sp, found, err = s.read(ctx)
+	}
 	if err != nil {
+		s.stale.Store(true)
 		if ctx.Err() == nil {
 			s.storeFailed("read the connector from the store", err)
 		}

@@ -208,12 +208,24 @@ func (tr *taskRun) waitWhilePaused() bool {
 // does not (its session lapsed, or the task was revoked and is about to be
 // stopped) it waits, and returns false when the task must stop.
 func (tr *taskRun) waitOwned() bool {
-	for !tr.w.cfg.Assignment.Task(tr.id.Connector, tr.id.Task) {
-		if !tr.sleep(20 * time.Millisecond) {
+	for {
+		changed := tr.w.assignmentChange()
+		if tr.w.cfg.Assignment.Task(tr.id.Connector, tr.id.Task) {
+			return true
+		}
+		// Woken by the next change of the assignment, not a timer: a
+		// worker whose session lapsed has thousands of runs waiting. The
+		// timeout covers an Assignment that does not signal each change.
+		t := time.NewTimer(250 * time.Millisecond)
+		select {
+		case <-changed:
+		case <-t.C:
+		case <-tr.ctx.Done():
+			t.Stop()
 			return false
 		}
+		t.Stop()
 	}
-	return true
 }
 
 // errSuperseded ends a source run that finds the task given to this worker

@@ -10,7 +10,10 @@
 // statuses and automatic restarts. Supervisors are level-triggered: any
 // change of the connector's keys pokes them, and they read the connector's
 // whole desired state from the store and converge to it. Which connectors
-// and tasks run here is the Assignment's answer (today: all of them).
+// and tasks run here is the Assignment's answer. A supervisor exists only
+// for a connector with a unit here (when the Assignment tells which:
+// holder): other connectors' changes cost this worker nothing but their
+// watch events, and a supervisor whose last unit left stops and ends.
 //
 // Source tasks produce each through its own transactional franz-go client
 // (exactly-once source support, the default: txn.go), or through one
@@ -80,6 +83,8 @@ type Worker struct {
 	startups startupStats
 	wg       sync.WaitGroup
 	exited   chan *supervisor
+	// assigned is closed and replaced at each change of the Assignment.
+	assigned chan struct{}
 }
 
 // New returns a worker for cfg; it does nothing until Run.
@@ -98,6 +103,8 @@ func New(cfg Config) (*Worker, error) {
 		conns:  map[string]bool{},
 		starts: map[TaskID]int{},
 		exited: make(chan *supervisor),
+
+		assigned: make(chan struct{}),
 	}, nil
 }
 
@@ -209,25 +216,46 @@ func (w *Worker) follow(ctx context.Context) {
 	}
 }
 
-// resync reads the list of connectors and pokes every supervisor: those
-// of connectors that exist (starting the missing ones) and those that may
-// have gone. It returns the revision to watch after.
+// resync pokes every supervisor: those of the connectors this worker
+// follows (starting the missing ones) and those that may have gone. It
+// returns the revision to watch after.
 func (w *Worker) resync(ctx context.Context) (int64, error) {
 	rev, err := w.store.Raw().Revision(ctx)
 	if err != nil {
 		return 0, fmt.Errorf("read revision: %w", err)
 	}
-	names, err := w.store.Connectors(ctx)
+	names, err := w.followed(ctx)
 	if err != nil {
-		return 0, fmt.Errorf("list connectors: %w", err)
+		return 0, err
 	}
-	w.pokeAll(ctx, names)
+	w.pokeAll(ctx, names, true)
 	return rev, nil
 }
 
-func (w *Worker) pokeAll(ctx context.Context, names []string) {
+// followed lists the connectors this worker follows: those with a unit
+// here when the Assignment tells (no store read), else every connector.
+func (w *Worker) followed(ctx context.Context) ([]string, error) {
+	if h, ok := w.cfg.Assignment.(holder); ok {
+		return h.Held(), nil
+	}
+	names, err := w.store.Connectors(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("list connectors: %w", err)
+	}
+	return names, nil
+}
+
+// follows tells whether the worker follows connector name (holder).
+func (w *Worker) follows(name string) bool {
+	h, ok := w.cfg.Assignment.(holder)
+	return !ok || h.Holds(name)
+}
+
+// pokeAll pokes the supervisors of names, starting the missing ones, and
+// every other supervisor; stored tells them to read the store again.
+func (w *Worker) pokeAll(ctx context.Context, names []string, stored bool) {
 	for _, n := range names {
-		w.poke(ctx, n, true)
+		w.poke(ctx, n, true, stored)
 	}
 	w.mu.Lock()
 	others := make([]string, 0, len(w.sups))
@@ -236,7 +264,7 @@ func (w *Worker) pokeAll(ctx context.Context, names []string) {
 	}
 	w.mu.Unlock()
 	for _, n := range others {
-		w.poke(ctx, n, false)
+		w.poke(ctx, n, false, stored)
 	}
 }
 
@@ -255,25 +283,30 @@ func (w *Worker) drain(ctx context.Context, wt store.Watcher, rev int64) (int64,
 			}
 			kind, name := parseKey(ev.KV.Key)
 			if kind != keyOther {
-				w.poke(ctx, name, ev.Type == store.EventPut)
+				w.poke(ctx, name, ev.Type == store.EventPut, true)
 			}
 		case s := <-w.exited:
 			w.reap(ctx, s)
 		case <-w.cfg.Assignment.Changed():
+			w.assignmentChanged()
+			// Supervisors look at the assignment again; what they read
+			// of the store is as the watch left it: after a session
+			// lapse, thousands of units here would otherwise read their
+			// connectors again at once, from nodes busy with an election.
 			if names, ok := changedConnectors(w.cfg.Assignment); ok {
 				// Only these connectors' units here changed: reading every
 				// connector again would cost each worker a read per
 				// connector of the cluster on every rebalance.
 				for _, n := range names {
-					w.poke(ctx, n, true)
+					w.poke(ctx, n, true, false)
 				}
 				continue
 			}
-			names, err := w.store.Connectors(ctx)
+			names, err := w.followed(ctx)
 			if err != nil {
-				return rev, fmt.Errorf("list connectors after an assignment change: %w", err)
+				return rev, fmt.Errorf("after an assignment change: %w", err)
 			}
-			w.pokeAll(ctx, names)
+			w.pokeAll(ctx, names, false)
 		case <-ctx.Done():
 			return rev, ctx.Err()
 		}
@@ -289,12 +322,14 @@ func cmpErr(errs ...error) error {
 	return errors.New("watch ended")
 }
 
-// poke tells name's supervisor to look at the store again, starting one
-// when create is set and there is none.
-func (w *Worker) poke(ctx context.Context, name string, create bool) {
+// poke tells name's supervisor to look at its connector again, starting
+// one when create is set, there is none and the worker follows name;
+// stored says the connector's keys may have changed in the store since
+// the supervisor read them (a new supervisor reads them anyway).
+func (w *Worker) poke(ctx context.Context, name string, create, stored bool) {
 	w.mu.Lock()
 	s := w.sups[name]
-	if s == nil && create && ctx.Err() == nil {
+	if s == nil && create && ctx.Err() == nil && w.follows(name) {
 		s = newSupervisor(w, name)
 		w.sups[name] = s
 		w.wg.Add(1)
@@ -309,16 +344,38 @@ func (w *Worker) poke(ctx context.Context, name string, create bool) {
 	}
 	w.mu.Unlock()
 	if s != nil {
+		if stored {
+			s.stale.Store(true)
+		}
 		s.poke()
 	}
 }
 
-// reap forgets a supervisor that ended because its connector is gone; if
-// it was poked after it last read the store, a new one takes over.
+// assignmentChanged wakes the task runs waiting for the assignment.
+func (w *Worker) assignmentChanged() {
+	w.mu.Lock()
+	close(w.assigned)
+	w.assigned = make(chan struct{})
+	w.mu.Unlock()
+}
+
+// assignmentChange returns a channel closed at the next change of the
+// Assignment the worker takes.
+func (w *Worker) assignmentChange() <-chan struct{} {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.assigned
+}
+
+// reap forgets a supervisor that ended because its connector is gone or
+// its last unit left this worker; if it was poked after it last read the
+// store, a new one takes over (if the worker follows the connector).
 func (w *Worker) reap(ctx context.Context, s *supervisor) {
 	w.mu.Lock()
 	if w.sups[s.name] == s {
 		delete(w.sups, s.name)
+	}
+	if s.deleted && w.sups[s.name] == nil {
 		// The connector is gone: its start counts go with it, so that the
 		// map stays as small as the connectors that exist.
 		for id := range w.starts {
@@ -329,7 +386,7 @@ func (w *Worker) reap(ctx context.Context, s *supervisor) {
 	}
 	w.mu.Unlock()
 	if len(s.pokeCh) > 0 {
-		w.poke(ctx, s.name, true)
+		w.poke(ctx, s.name, true, true)
 	}
 }
 

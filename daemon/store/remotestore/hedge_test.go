@@ -2,13 +2,18 @@ package remotestore
 
 import (
 	"context"
+	"encoding/json"
 	"log/slog"
 	"net"
+	"net/http"
+	"net/http/httptest"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/kcd-project/kcd/api"
 	"github.com/kcd-project/kcd/store"
 )
 
@@ -280,5 +285,101 @@ func TestWritesLeaveAFrozenNode(t *testing.T) {
 	defer cancel()
 	if _, err := s.Put(ctx, "k2", []byte("v")); err != nil {
 		t.Fatalf("write after the node froze: %v", err)
+	}
+}
+
+// slowNode answers every store read after delay and counts them; anything
+// else (the cluster, probes) at once.
+func slowNode(t *testing.T, delay time.Duration, reads *atomic.Int64) string {
+	t.Helper()
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path != "/kcd/v1/store/get" {
+			w.Header().Set("Content-Type", "application/json")
+			_, _ = w.Write([]byte(`{}`))
+			return
+		}
+		reads.Add(1)
+		select {
+		case <-time.After(delay):
+		case <-r.Context().Done():
+			return
+		}
+		found := true
+		_ = json.NewEncoder(w).Encode(api.StoreResponse{Revision: 1, Found: &found, KV: &api.StoreKV{Key: []byte("k"), Value: []byte("v"), ModRevision: 1}})
+	}))
+	t.Cleanup(srv.Close)
+	return srv.URL
+}
+
+// When every node answers slower than HedgeDelay as a rule (a loaded
+// cluster), reads are not sent twice: the hedge delay follows the usual
+// latency. A node slower than usual is still left.
+func TestHedgeDelayFollowsTheUsualLatency(t *testing.T) {
+	var reads atomic.Int64
+	a, b := slowNode(t, 150*time.Millisecond, &reads), slowNode(t, 150*time.Millisecond, &reads)
+	s, err := New([]string{a, b}, Options{RefreshInterval: time.Hour, ProbeInterval: -1, Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	const n = 20
+	for i := range n {
+		if _, found, err := s.Get(t.Context(), "k"); err != nil || !found {
+			t.Fatalf("read %d: %v, %v", i, found, err)
+		}
+	}
+	// The first read knows no latency yet and hedges at HedgeDelay.
+	if got := reads.Load(); got > n+2 {
+		t.Errorf("%d reads sent for %d answered at a steady 150 ms: hedged at HedgeDelay though every node is that slow", got, n)
+	}
+	if d := s.hedgeDelay(); d <= 150*time.Millisecond || d > maxHedgeFactor*100*time.Millisecond {
+		t.Errorf("hedge delay %v after reads of 150 ms", d)
+	}
+
+	// A frozen node first: left within the (longer) hedge delay.
+	frozen := frozenNode(t)
+	f, err := New([]string{frozen, a}, Options{RefreshInterval: time.Hour, ProbeInterval: -1, Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	f.sampleRead(150 * time.Millisecond)
+	start := time.Now()
+	if _, found, err := f.Get(t.Context(), "k"); err != nil || !found {
+		t.Fatalf("read with a frozen node first: %v, %v", found, err)
+	}
+	if took := time.Since(start); took > maxHedgeFactor*100*time.Millisecond+500*time.Millisecond {
+		t.Errorf("read with a frozen node first took %v", took)
+	}
+}
+
+// Watch streams do not take the connections requests need: with more
+// watches open on a node than requests may hold connections to it, reads
+// and writes still go through at once.
+func TestWatchesLeaveConnectionsForRequests(t *testing.T) {
+	c := newCluster(t, 3)
+	s, err := New([]string{c.url[follower(c).ID()]}, Options{RefreshInterval: time.Hour, Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	start := time.Now()
+	for range maxConnsPerNode + 2 {
+		w, err := s.Watch(t.Context(), "w/", 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer w.Close()
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), 3*time.Second)
+	defer cancel()
+	if _, err := s.Put(ctx, "k", []byte("v")); err != nil {
+		t.Fatalf("write with %d watches open: %v", maxConnsPerNode+2, err)
+	}
+	if _, found, err := s.Get(ctx, "k"); err != nil || !found {
+		t.Fatalf("read with %d watches open: %v, %v", maxConnsPerNode+2, found, err)
+	}
+	if took := time.Since(start); took > 3*time.Second {
+		t.Errorf("%d watches, a write and a read took %v: they waited for connections", maxConnsPerNode+2, took)
 	}
 }

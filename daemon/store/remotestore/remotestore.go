@@ -8,21 +8,41 @@
 // members it learns from GET /kcd/v1/cluster (on New, every
 // RefreshInterval, and whenever a node fails). Nodes are ranked: the one
 // that answered last comes first, and a node that failed or did not
-// answer a read within HedgeDelay goes last for a while (a frozen
+// answer a read within the hedge delay goes last for a while (a frozen
 // process accepts connections and answers nothing). When a node is
 // unreachable or cannot serve (503), the store tries the next one, and
 // keeps going round, with a backoff, until the request's context ends or
 // RetryTimeout has passed.
 //
-// The best-ranked node is probed every ProbeInterval, and demoted when it
-// does not answer within HedgeDelay, so that writes and the worker's
-// heartbeats (which use the same ranking) leave a frozen node too.
+// The best-ranked node is probed every ProbeInterval unless it answered a
+// request within that interval, and demoted when it does not answer within
+// the hedge delay, so that writes and the worker's heartbeats (which use
+// the same ranking) leave a frozen node too.
 //
-// A read is hedged: when the node it went to has not answered within
-// HedgeDelay, it goes to the next node too, and so on, one node more per
-// HedgeDelay; the first answer wins and the other requests are cancelled.
-// So a read moves off a frozen node within HedgeDelay, with at most one
+// A read is hedged: when the node it went to has not answered within the
+// hedge delay, it goes to the next node too, and so on, one node more per
+// hedge delay; the first answer wins and the other requests are cancelled.
+// The hedge delay is HedgeDelay, or longer when reads are slower than that
+// as a rule (the smoothed latency of recent answers plus four times its
+// mean deviation, as TCP times retransmissions; at most maxHedgeFactor
+// HedgeDelays): a hedge is for a node slower than usual, and under a load
+// that slows every node a fixed delay would send each read twice. So a
+// read moves off a frozen node within the hedge delay, with at most one
 // request per known node in flight.
+//
+// # Connections
+//
+// With the default clients, the store holds at most maxConnsPerNode (8)
+// connections to each node for requests, and keeps as many idle (for 30 s,
+// below the REST server's idle timeout of 60 s): requests beyond wait for
+// one to free up rather than dial. Watch streams have a pool of their own,
+// of at most maxWatchConnsPerNode (16) per node, so that they never take
+// the connections requests need: a worker-only node has three (the
+// worker's, its member's and the log levels'), and each client of its
+// GET /kcd/v1/events adds three. A node's REST port so sees, from each
+// worker-only node, at most 8 request connections, one per watch, and
+// those of its heartbeats (up to 8 while they hang, one otherwise);
+// rest-max-connections bounds their sum.
 //
 // What is retried on another node:
 //
@@ -92,9 +112,10 @@ var ErrUnknownOutcome = errors.New("remotestore: the write may or may not have b
 
 // Options tune a Store; zero values take the defaults.
 type Options struct {
-	// HTTPClient sends the requests. Nil: a client with DialTimeout and
-	// response-header timeouts; its Timeout must be zero, since watch
-	// streams last (unary requests are bounded by RequestTimeout).
+	// HTTPClient sends the requests. Nil: two clients with DialTimeout and
+	// response-header timeouts, one for requests and one for watch streams
+	// (package comment); a given client's Timeout must be zero, since
+	// watch streams last (unary requests are bounded by RequestTimeout).
 	HTTPClient *http.Client
 	// Transport adapts the default client's transport (TLS settings, the
 	// caller's credentials); nil: used as is. Ignored with HTTPClient.
@@ -111,13 +132,15 @@ type Options struct {
 	// RefreshInterval is how often the members are learned again (default
 	// 30 s).
 	RefreshInterval time.Duration
-	// HedgeDelay is how long a read waits for a node's answer before it
-	// goes to the next node too (default 100 ms).
+	// HedgeDelay is how long a read waits at least for a node's answer
+	// before it goes to the next node too (default 100 ms; longer while
+	// reads are slower as a rule: the package comment).
 	HedgeDelay time.Duration
 	// ProbeInterval is how often the best-ranked node is asked a trivial
-	// question (GET /kcd/v1/version, HedgeDelay to answer), so that a node
-	// that froze is demoted even while nothing is read (default 100 ms;
-	// negative: no probes).
+	// question (GET /kcd/v1/version, the hedge delay to answer) when it
+	// answered nothing else within the interval, so that a node that froze
+	// is demoted even while nothing is read (default 100 ms; negative: no
+	// probes).
 	ProbeInterval time.Duration
 	// WatchHeartbeat is the heartbeat a watch asks its node for (default
 	// 250 ms; nodes send one at least every 100 ms and at most every 5 s).
@@ -162,20 +185,28 @@ func (o *Options) defaults() {
 		o.Logger = slog.Default()
 	}
 	if o.HTTPClient == nil {
-		d := &net.Dialer{Timeout: o.DialTimeout, KeepAlive: 15 * time.Second}
-		tr := &http.Transport{
-			DialContext:           d.DialContext,
-			MaxIdleConnsPerHost:   16,
-			MaxConnsPerHost:       maxConnsPerNode,
-			IdleConnTimeout:       90 * time.Second,
-			ResponseHeaderTimeout: o.RequestTimeout,
-		}
-		var rt http.RoundTripper = tr
-		if o.Transport != nil {
-			rt = o.Transport(tr)
-		}
-		o.HTTPClient = &http.Client{Transport: rt}
+		o.HTTPClient = o.client(maxConnsPerNode)
 	}
+}
+
+// client is a client with DialTimeout and response-header timeouts that
+// holds at most conns connections to each node, as many idle as open: a
+// burst over the idle limit would close connections after use and dial new
+// ones for the next.
+func (o *Options) client(conns int) *http.Client {
+	d := &net.Dialer{Timeout: o.DialTimeout, KeepAlive: 15 * time.Second}
+	tr := &http.Transport{
+		DialContext:           d.DialContext,
+		MaxIdleConnsPerHost:   conns,
+		MaxConnsPerHost:       conns,
+		IdleConnTimeout:       30 * time.Second,
+		ResponseHeaderTimeout: o.RequestTimeout,
+	}
+	var rt http.RoundTripper = tr
+	if o.Transport != nil {
+		rt = o.Transport(tr)
+	}
+	return &http.Client{Transport: rt}
 }
 
 // Bounds of what the store reads from a node.
@@ -184,9 +215,18 @@ const (
 	maxLine     = 8 << 20   // one line of a watch stream
 )
 
-// maxConnsPerNode bounds the connections to one node (the default
-// client's); requests over it wait for one to free up.
-const maxConnsPerNode = 64
+// maxConnsPerNode bounds the connections of requests to one node (the
+// default client's); requests over it wait for one to free up.
+const maxConnsPerNode = 8
+
+// maxWatchConnsPerNode bounds the connections of watch streams to one
+// node, a pool of their own so that streams never take the connections
+// requests need; a watch over it waits for one to free up.
+const maxWatchConnsPerNode = 16
+
+// maxHedgeFactor bounds the hedge delay to this many HedgeDelays, however
+// slow reads are: a frozen node is left within a second at the default.
+const maxHedgeFactor = 10
 
 // demoteFor is how long a node that failed or did not answer in time
 // stays at the end of the ranking, unless it answers first.
@@ -196,6 +236,7 @@ const demoteFor = 5 * time.Second
 type Store struct {
 	opts  Options
 	hc    *http.Client
+	whc   *http.Client // of watch streams: hc when given in Options
 	log   *slog.Logger
 	seeds []string
 
@@ -205,6 +246,11 @@ type Store struct {
 	// demoted holds, for endpoints that failed or did not answer in time,
 	// until when they rank last; at most one entry per endpoint.
 	demoted map[string]time.Time
+	// lastOK is when the endpoint ranked first last answered.
+	lastOK time.Time
+	// srtt and rttvar smooth the latency of answered reads and its mean
+	// deviation (RFC 6298's estimators), for the hedge delay.
+	srtt, rttvar time.Duration
 
 	refresh chan struct{} // a token: learn the members now
 
@@ -219,7 +265,12 @@ var _ store.Store = (*Store)(nil)
 // e.g. http://10.0.0.1:8083) and to the members it learns from them. It
 // does not wait for a node to answer: requests do.
 func New(urls []string, opts Options) (*Store, error) {
+	ownClient := opts.HTTPClient == nil
 	opts.defaults()
+	whc := opts.HTTPClient
+	if ownClient {
+		whc = opts.client(maxWatchConnsPerNode)
+	}
 	var seeds []string
 	for _, u := range urls {
 		u = strings.TrimRight(strings.TrimSpace(u), "/")
@@ -244,7 +295,7 @@ func New(urls []string, opts Options) (*Store, error) {
 	}
 	life, cancel := context.WithCancel(context.Background())
 	s := &Store{
-		opts: opts, hc: opts.HTTPClient, log: opts.Logger, seeds: seeds,
+		opts: opts, hc: opts.HTTPClient, whc: whc, log: opts.Logger, seeds: seeds,
 		endpoints: slices.Clone(seeds),
 		demoted:   map[string]time.Time{},
 		refresh:   make(chan struct{}, 1),
@@ -261,7 +312,7 @@ func New(urls []string, opts Options) (*Store, error) {
 }
 
 // probeLoop demotes the best-ranked node when it does not answer a
-// trivial request within HedgeDelay: writes and heartbeats, which are not
+// trivial request within the hedge delay: writes and heartbeats, which are not
 // hedged, then go to the next node.
 func (s *Store) probeLoop() {
 	defer s.wg.Done()
@@ -273,8 +324,11 @@ func (s *Store) probeLoop() {
 			return
 		case <-tick.C:
 		}
+		if s.answeredWithin(s.opts.ProbeInterval) {
+			continue // it answers: no need to ask it more
+		}
 		ep := s.Endpoints()[0]
-		ctx, cancel := context.WithTimeout(s.life, s.opts.HedgeDelay)
+		ctx, cancel := context.WithTimeout(s.life, s.hedgeDelay())
 		var v api.VersionInfo
 		_, err := s.attempt(ctx, ep, http.MethodGet, "/kcd/v1/version", nil, false, &v)
 		cancel()
@@ -387,7 +441,40 @@ func (s *Store) succeeded(ep string) {
 		s.current = i
 	}
 	delete(s.demoted, ep)
+	s.lastOK = time.Now()
 	s.mu.Unlock()
+}
+
+// answeredWithin tells whether the endpoint ranked first answered within d
+// and is not demoted.
+func (s *Store) answeredWithin(d time.Duration) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	ep := s.endpoints[s.current]
+	_, demoted := s.demoted[ep]
+	return !demoted && time.Since(s.lastOK) < d
+}
+
+// sampleRead takes the latency of an answered read into the estimators of
+// the hedge delay.
+func (s *Store) sampleRead(d time.Duration) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.srtt == 0 {
+		s.srtt, s.rttvar = d, d/2
+		return
+	}
+	s.rttvar += (max(s.srtt-d, d-s.srtt) - s.rttvar) / 4
+	s.srtt += (d - s.srtt) / 8
+}
+
+// hedgeDelay is how long a read waits for a node before it asks the next
+// too: HedgeDelay, or the usual latency of reads when that is longer, up
+// to maxHedgeFactor HedgeDelays.
+func (s *Store) hedgeDelay() time.Duration {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return min(max(s.opts.HedgeDelay, s.srtt+4*s.rttvar), maxHedgeFactor*s.opts.HedgeDelay)
 }
 
 // check refuses calls after Close or with an ended context.
@@ -551,7 +638,7 @@ type result[T any] struct {
 	err   error
 }
 
-// hedged sends a read to the nodes in rank order, one more each HedgeDelay
+// hedged sends a read to the nodes in rank order, one more each hedge delay
 // that passes without an answer or as soon as one fails, and returns the
 // first answer with its StaleHeader; when every node failed it goes round
 // again after a backoff until rctx ends. ctx is the caller's.
@@ -596,12 +683,17 @@ func hedgeRound[T any](s *Store, rctx context.Context, method, path string, body
 		inflight++
 		go func() {
 			r := result[T]{ep: ep}
+			start := time.Now()
 			r.stale, r.err = s.attempt(actx, ep, method, path, body, staleOK, &r.out)
+			if r.err == nil {
+				s.sampleRead(time.Since(start))
+			}
 			results <- r
 		}()
 	}
+	delay := s.hedgeDelay()
 	launch()
-	hedge := time.NewTimer(s.opts.HedgeDelay)
+	hedge := time.NewTimer(delay)
 	defer hedge.Stop()
 	err = errors.New("no node answered")
 	for inflight > 0 {
@@ -630,13 +722,13 @@ func hedgeRound[T any](s *Store, rctx context.Context, method, path string, body
 			s.refreshNow()
 			if next < len(eps) {
 				launch()
-				hedge.Reset(s.opts.HedgeDelay)
+				hedge.Reset(delay)
 			}
 		case <-hedge.C:
 			if next < len(eps) {
 				s.demote(eps[next-1]) // it did not answer in time
 				launch()
-				hedge.Reset(s.opts.HedgeDelay)
+				hedge.Reset(delay)
 			}
 		case <-rctx.Done():
 			return out, "", err, false

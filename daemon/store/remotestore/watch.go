@@ -413,7 +413,7 @@ func (w *watcher) openOn(ep string, body []byte, barrier bool) (_ *stream, err e
 		return nil, err
 	}
 	req.Header.Set("Content-Type", "application/json")
-	res, err := w.s.hc.Do(req)
+	res, err := w.s.whc.Do(req)
 	if err != nil {
 		return nil, err
 	}
