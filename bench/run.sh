@@ -44,7 +44,7 @@
 #   rebalance-sbs BenchmarkRebalanceSideBySide: two workers each side run 30 sink tasks under a
 #             steady producer, a third joins: tasks moved, longest output stall, exec -> its share
 #   scale     BenchmarkScale, kcd alone: 3 raft-only nodes and $BENCH_SCALE_WORKERS worker-only nodes
-#             (default 20) in one process create $BENCH_SCALE_CONNECTORS (100) Datagen connectors of
+#             (default 100) in one process create $BENCH_SCALE_CONNECTORS (1000) Datagen connectors of
 #             $BENCH_SCALE_TASKS (10) tasks: time until all are RUNNING where assigned, Raft log growth,
 #             the leader's store, the process's memory, and a kill of the Raft leader (until every unit
 #             runs again; units moved or restarted)
@@ -206,9 +206,7 @@ run failover-sbs -test.bench '^BenchmarkFailoverSideBySide$' -test.benchtime 1x 
 	echo "== failover-sbs FAILED: see $OUT/failover-sbs.txt"
 run rebalance-sbs -test.bench '^BenchmarkRebalanceSideBySide$' -test.benchtime 1x ||
 	echo "== rebalance-sbs FAILED: see $OUT/rebalance-sbs.txt"
-# 1,000 connectors x 10 tasks over 100 workers does not settle today (docs/benchmarks.md, "Where the
-# targets are missed"): the default is the largest size that does here.
-scale "${BENCH_SCALE_CONNECTORS:-100}" "${BENCH_SCALE_TASKS:-10}" "${BENCH_SCALE_WORKERS:-20}"
+scale "${BENCH_SCALE_CONNECTORS:-1000}" "${BENCH_SCALE_TASKS:-10}" "${BENCH_SCALE_WORKERS:-100}"
 load=$(cut -d' ' -f1-3 /proc/loadavg)
 (cd daemon/coordinator/assignor && go test -run '^$' -bench '^BenchmarkAssign' -benchmem) 2>&1 | tee "$OUT/assign.txt"
 record assign 0 "$load" "(cd daemon/coordinator/assignor && go test -run '^\$' -bench '^BenchmarkAssign' -benchmem)"
