@@ -49,7 +49,12 @@ func scenarioLifecycle(e *env) {
 	for _, id := range []int{-1, 0, 1} {
 		e.waitState(src, id, connectstore.StatePaused)
 	}
-	time.Sleep(200 * time.Millisecond)
+	// What was produced before the pause is acknowledged first (a loaded
+	// broker may take a while); after that the count must not move.
+	waitFor(t, 10*time.Second, "records produced before the pause acknowledged", func() (bool, string) {
+		st := w.Stats()
+		return st.InFlightRecords == 0, fmt.Sprintf("%d in flight", st.InFlightRecords)
+	})
 	before := e.sumRecords(w, src)
 	time.Sleep(500 * time.Millisecond)
 	if after := e.sumRecords(w, src); after != before {
