@@ -5,6 +5,8 @@ import (
 	"encoding/binary"
 	"fmt"
 	"io"
+	"math/bits"
+	"strings"
 	"unicode/utf8"
 )
 
@@ -30,43 +32,83 @@ func newLineReader(r io.Reader, skip int64) *lineReader {
 }
 
 // next returns the next complete line, valid until the next fill, and the
-// chars it used, terminator included; ok is false when more data must be
-// read first.
-func (l *lineReader) next() (line []byte, chars int64, ok bool) {
+// chars it used, terminator included; ascii says the line is all ASCII
+// (then it is valid UTF-8 and chars is its length in bytes). ok is false
+// when more data must be read first.
+func (l *lineReader) next() (line []byte, chars int64, ascii, ok bool) {
 	l.skipChars()
 	if l.skip > 0 {
-		return nil, 0, false
+		return nil, 0, false, false
 	}
 	data := l.buf[l.start:l.end]
-	i := lineEnd(data)
+	i, ascii := lineEnd(data)
 	if i < 0 {
-		return nil, 0, false
+		return nil, 0, false, false
 	}
 	n := i + 1
 	if data[i] == '\r' {
 		if i+1 >= len(data) {
-			return nil, 0, false
+			return nil, 0, false, false
 		}
 		if data[i+1] == '\n' {
 			n = i + 2
 		}
 	}
 	l.start += n
-	return data[:i], utf16Len(data[:n]), true
+	if ascii {
+		return data[:i], int64(n), true, true
+	}
+	return data[:i], utf16Len(data[:n]), false, true
 }
 
-// lineEnd is the index of the first \r or \n in b, or -1: two vectorized
-// searches rather than bytes.IndexAny's byte at a time.
-func lineEnd(b []byte) int {
-	i := bytes.IndexByte(b, '\n')
+// lineEnd is the index of the first \r or \n in b, or -1, and whether
+// the bytes before it are all ASCII. One vectorized search finds the \n;
+// one pass over the bytes before it, eight at a time, looks for a \r and
+// a non-ASCII byte together.
+func lineEnd(b []byte) (end int, ascii bool) {
+	nl := bytes.IndexByte(b, '\n')
 	upto := b
-	if i >= 0 {
-		upto = b[:i]
+	if nl >= 0 {
+		upto = b[:nl]
 	}
-	if j := bytes.IndexByte(upto, '\r'); j >= 0 {
-		return j
+	i := 0
+	for ; i+8 <= len(upto); i += 8 {
+		w := binary.LittleEndian.Uint64(upto[i:])
+		// The lowest set bit is exact: the first byte with its high bit
+		// set or equal to \r.
+		if m := w&hiBits | zeroByte(w^(lowBits*'\r')); m != 0 {
+			i += bits.TrailingZeros64(m) / 8
+			break
+		}
 	}
-	return i
+	for ; i < len(upto); i++ {
+		if c := upto[i]; c == '\r' || c >= utf8.RuneSelf {
+			break
+		}
+	}
+	switch {
+	case i == len(upto):
+		return nl, true
+	case upto[i] == '\r':
+		return i, true
+	}
+	// Not ASCII from i on: the \r, if any, is found by the vectorized
+	// search, and the caller decodes the line.
+	if j := bytes.IndexByte(upto[i:], '\r'); j >= 0 {
+		return i + j, false
+	}
+	return nl, false
+}
+
+const (
+	lowBits = 0x0101010101010101
+	hiBits  = 0x8080808080808080
+)
+
+// zeroByte has the high bit of the lowest zero byte of w set (and maybe
+// of higher bytes, but none below it), and is 0 if no byte of w is zero.
+func zeroByte(w uint64) uint64 {
+	return (w - lowBits) &^ w & hiBits
 }
 
 // skipChars drops buffered data while chars remain to be skipped; a rune
@@ -144,16 +186,16 @@ func asciiPrefix(b []byte) int {
 	return i
 }
 
-// appendDecoded appends a line's bytes as a Java string holds them: each
+// writeDecoded writes a line's bytes as a Java string holds them: each
 // invalid byte becomes U+FFFD, as Java's UTF-8 decoder makes it.
-func appendDecoded(dst, b []byte) []byte {
+func writeDecoded(dst *strings.Builder, b []byte) {
 	if i := asciiPrefix(b); i == len(b) || utf8.Valid(b[i:]) {
-		return append(dst, b...)
+		dst.Write(b)
+		return
 	}
 	for i := 0; i < len(b); {
 		r, size := utf8.DecodeRune(b[i:])
-		dst = utf8.AppendRune(dst, r)
+		dst.WriteRune(r)
 		i += size
 	}
-	return dst
 }
