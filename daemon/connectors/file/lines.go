@@ -5,7 +5,6 @@ import (
 	"encoding/binary"
 	"fmt"
 	"io"
-	"math/bits"
 	"strings"
 	"unicode/utf8"
 )
@@ -25,10 +24,16 @@ type lineReader struct {
 	// skip is how many chars must still be dropped before the first line
 	// (the stored position).
 	skip int64
+	// cr and wide are the indexes in buf of the next \r and of the next
+	// byte that is not ASCII, at or after start (end: none before end),
+	// or -1 when not known yet. Found once for the data read rather than
+	// per line, a line's end is one search for \n, and whether it is
+	// ASCII two comparisons; fill forgets them.
+	cr, wide int
 }
 
 func newLineReader(r io.Reader, skip int64) *lineReader {
-	return &lineReader{r: r, buf: make([]byte, 64<<10), skip: skip}
+	return &lineReader{r: r, buf: make([]byte, 64<<10), skip: skip, cr: -1, wide: -1}
 }
 
 // next returns the next complete line, valid until the next fill, and the
@@ -41,7 +46,7 @@ func (l *lineReader) next() (line []byte, chars int64, ascii, ok bool) {
 		return nil, 0, false, false
 	}
 	data := l.buf[l.start:l.end]
-	i, ascii := lineEnd(data)
+	i := l.lineEnd()
 	if i < 0 {
 		return nil, 0, false, false
 	}
@@ -54,6 +59,7 @@ func (l *lineReader) next() (line []byte, chars int64, ascii, ok bool) {
 			n = i + 2
 		}
 	}
+	ascii = l.wideAt() >= l.start+i
 	l.start += n
 	if ascii {
 		return data[:i], int64(n), true, true
@@ -61,54 +67,34 @@ func (l *lineReader) next() (line []byte, chars int64, ascii, ok bool) {
 	return data[:i], utf16Len(data[:n]), false, true
 }
 
-// lineEnd is the index of the first \r or \n in b, or -1, and whether
-// the bytes before it are all ASCII. One vectorized search finds the \n;
-// one pass over the bytes before it, eight at a time, looks for a \r and
-// a non-ASCII byte together.
-func lineEnd(b []byte) (end int, ascii bool) {
-	nl := bytes.IndexByte(b, '\n')
-	upto := b
-	if nl >= 0 {
-		upto = b[:nl]
-	}
-	i := 0
-	for ; i+8 <= len(upto); i += 8 {
-		w := binary.LittleEndian.Uint64(upto[i:])
-		// The lowest set bit is exact: the first byte with its high bit
-		// set or equal to \r.
-		if m := w&hiBits | zeroByte(w^(lowBits*'\r')); m != 0 {
-			i += bits.TrailingZeros64(m) / 8
-			break
+// lineEnd is the index in buf[start:end] of the first \r or \n, or -1.
+func (l *lineReader) lineEnd() int {
+	data := l.buf[l.start:l.end]
+	if l.cr < l.start {
+		l.cr = l.end
+		if j := bytes.IndexByte(data, '\r'); j >= 0 {
+			l.cr = l.start + j
 		}
 	}
-	for ; i < len(upto); i++ {
-		if c := upto[i]; c == '\r' || c >= utf8.RuneSelf {
-			break
-		}
+	nl := bytes.IndexByte(data, '\n')
+	if cr := l.cr - l.start; l.cr < l.end && (nl < 0 || cr < nl) {
+		return cr
 	}
-	switch {
-	case i == len(upto):
-		return nl, true
-	case upto[i] == '\r':
-		return i, true
-	}
-	// Not ASCII from i on: the \r, if any, is found by the vectorized
-	// search, and the caller decodes the line.
-	if j := bytes.IndexByte(upto[i:], '\r'); j >= 0 {
-		return i + j, false
-	}
-	return nl, false
+	return nl
 }
 
-const (
-	lowBits = 0x0101010101010101
-	hiBits  = 0x8080808080808080
-)
-
-// zeroByte has the high bit of the lowest zero byte of w set (and maybe
-// of higher bytes, but none below it), and is 0 if no byte of w is zero.
-func zeroByte(w uint64) uint64 {
-	return (w - lowBits) &^ w & hiBits
+// wideAt returns the index of the first byte at or after start that is
+// not ASCII, or end if there is none.
+func (l *lineReader) wideAt() int {
+	if l.wide < l.start {
+		data := l.buf[l.start:l.end]
+		i := asciiPrefix(data)
+		for i < len(data) && data[i] < utf8.RuneSelf {
+			i++
+		}
+		l.wide = l.start + i
+	}
+	return l.wide
 }
 
 // skipChars drops buffered data while chars remain to be skipped; a rune
@@ -127,6 +113,7 @@ func (l *lineReader) skipChars() {
 
 // fill reads more data; it returns io.EOF when there is none now.
 func (l *lineReader) fill() error {
+	l.cr, l.wide = -1, -1
 	if l.start > 0 {
 		l.end = copy(l.buf, l.buf[l.start:l.end])
 		l.start = 0
@@ -175,11 +162,19 @@ func utf16Len(b []byte) int64 {
 }
 
 // asciiPrefix is the length of b's leading ASCII bytes, give or take the
-// last word: it tests eight bytes at a time.
+// last 32: it tests 32 bytes at a time, then eight.
 func asciiPrefix(b []byte) int {
+	const hi = 0x8080808080808080
 	i := 0
+	for ; i+32 <= len(b); i += 32 {
+		w := binary.LittleEndian.Uint64(b[i:]) | binary.LittleEndian.Uint64(b[i+8:]) |
+			binary.LittleEndian.Uint64(b[i+16:]) | binary.LittleEndian.Uint64(b[i+24:])
+		if w&hi != 0 {
+			break
+		}
+	}
 	for ; i+8 <= len(b); i += 8 {
-		if binary.LittleEndian.Uint64(b[i:])&0x8080808080808080 != 0 {
+		if binary.LittleEndian.Uint64(b[i:])&hi != 0 {
 			break
 		}
 	}
