@@ -35,7 +35,8 @@ type sendBatch struct {
 	// client's promises one at a time.
 	runStart uint64
 	runLen   int
-	// refs: the records in flight, plus one for the producing goroutine.
+	// refs: the records in flight (a run's until it is handed on), plus
+	// one for the producing goroutine.
 	refs    atomic.Int32
 	promise func(*kgo.Record, error) // b.acked, made once
 }
@@ -113,13 +114,14 @@ func (b *sendBatch) acked(kr *kgo.Record, err error) {
 			b.runStart = seq
 		}
 		b.runLen++
-		// refs counts this record and the producer's hold, if it still
-		// has it: at 2 or less, no other record of b is in flight now,
-		// and one produced later flushes its own run.
-		if b.runLen >= maxAckRun || b.refs.Load() <= 2 {
+		// refs counts the records in flight, those of the run among them,
+		// and the producer's hold while it has it: at most one more than
+		// the run, no other record of b is in flight now (one produced
+		// later flushes its own run), so the last acknowledgement always
+		// hands the run on.
+		if b.runLen >= maxAckRun || b.refs.Load()-int32(b.runLen) <= 1 {
 			b.flush()
 		}
-		b.done()
 		return
 	}
 	b.flush()
@@ -140,11 +142,12 @@ func (b *sendBatch) flush() {
 	if b.runLen == 0 {
 		return
 	}
-	st := b.st
-	st.tr.stats.records.Add(int64(b.runLen))
-	n, bytes := st.tracker.ackRun(b.runStart, b.runLen, true)
+	st, k := b.st, b.runLen
+	st.tr.stats.records.Add(int64(k))
+	n, bytes := st.tracker.ackRun(b.runStart, k, true)
 	st.budget.release(n, bytes)
 	b.runLen = 0
+	b.release(int32(k))
 }
 
 // index returns the index of kr in b.recs. franz-go hands back the
@@ -159,8 +162,11 @@ func (b *sendBatch) index(kr *kgo.Record) int {
 }
 
 // done drops one reference; the last one recycles b.
-func (b *sendBatch) done() {
-	if b.refs.Add(-1) != 0 {
+func (b *sendBatch) done() { b.release(1) }
+
+// release drops n references; the last one recycles b.
+func (b *sendBatch) release(n int32) {
+	if b.refs.Add(-n) != 0 {
 		return
 	}
 	if cap(b.recs) > maxPooledBatch {
