@@ -114,10 +114,18 @@ func (t *offsetTracker) addAll(ps []pending) uint64 {
 // not delivered leaves the ring, no later offset becomes committable: the
 // task fails and restarts from the offsets before it.
 func (t *offsetTracker) ack(seq uint64, ok bool) (records int, bytes int64) {
+	return t.ackRun(seq, 1, ok)
+}
+
+// ackRun is ack for the n consecutive records from seq on, under one
+// lock.
+func (t *offsetTracker) ackRun(seq uint64, n int, ok bool) (records int, bytes int64) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	slot := &t.ring[seq%uint64(len(t.ring))]
-	slot.acked, slot.lost = true, !ok
+	for s := seq; s < seq+uint64(n); s++ {
+		slot := &t.ring[s%uint64(len(t.ring))]
+		slot.acked, slot.lost = true, !ok
+	}
 	for t.head < t.next {
 		slot := &t.ring[t.head%uint64(len(t.ring))]
 		if !slot.acked {

@@ -136,6 +136,37 @@ func TestOffsetTrackerCommitsInOrderOnly(t *testing.T) {
 	}
 }
 
+// A run of acknowledgements (sendBatch's) counts as its records acked one
+// by one: nothing after a missing record commits.
+func TestOffsetTrackerAcksRuns(t *testing.T) {
+	tr := newOffsetTracker(16)
+	part := map[string]any{"f": "x"}
+	first := tr.add(part, map[string]any{"n": 0}, 1)
+	for i := 1; i < 8; i++ {
+		tr.add(part, map[string]any{"n": i}, 1)
+	}
+	if n, _ := tr.ackRun(first+2, 4, true); n != 0 {
+		t.Fatalf("a run after unacknowledged records released %d", n)
+	}
+	if d := tr.take(); len(d) != 0 {
+		t.Fatalf("committable past unacknowledged records: %v", d)
+	}
+	if n, b := tr.ackRun(first, 2, true); n != 6 || b != 6 {
+		t.Fatalf("the first run released %d/%d, want 6", n, b)
+	}
+	for _, so := range tr.take() {
+		if so.Offset["n"] != 5 {
+			t.Fatalf("committable offset %v, want n=5", so.Offset)
+		}
+	}
+	if n, _ := tr.ackRun(first+6, 2, false); n != 2 {
+		t.Fatalf("a lost run released %d, want 2", n)
+	}
+	if d := tr.take(); len(d) != 0 {
+		t.Fatalf("committed a lost record's offset: %v", d)
+	}
+}
+
 // The ring grows past its initial size up to the limit, keeping every
 // pending record in its place in the order.
 func TestOffsetTrackerGrows(t *testing.T) {

@@ -29,7 +29,14 @@ type sendBatch struct {
 	skipped []bool             // could not be converted: not produced
 	src     []*connect.SourceRecord
 	base    uint64 // sequence number of recs[0] in the tracker
-	// refs: the records in flight, plus one for the producing goroutine.
+	// run: records Kafka acknowledged that the tracker, the budget and
+	// the stats have not heard of yet, sequence numbers [runStart,
+	// runStart+runLen). Only promises touch it, and franz-go calls a
+	// client's promises one at a time.
+	runStart uint64
+	runLen   int
+	// refs: the records in flight (a run's until it is handed on), plus
+	// one for the producing goroutine.
 	refs    atomic.Int32
 	promise func(*kgo.Record, error) // b.acked, made once
 }
@@ -87,15 +94,60 @@ func (b *sendBatch) headers(n int) []kgo.RecordHeader {
 	return hs
 }
 
-// acked is the promise of every record of b.
+// acked is the promise of every record of b. A record delivered (no
+// committer to tell) joins the run of acknowledged records, which is
+// handed on at once when it breaks, when it is maxAckRun long, and when
+// no record of b produced so far is unacknowledged: acknowledging a run
+// costs a lock and the budget's atomics once rather than per record,
+// while the tracker still commits an offset only once its record and
+// every earlier one are acknowledged.
 func (b *sendBatch) acked(kr *kgo.Record, err error) {
 	i := b.index(kr)
+	seq := b.base + uint64(i)
+	if err == nil && len(b.src) == 0 {
+		st := b.st
+		st.tr.w.used.useCached(&st.lastUse, st.tr.id, kr.Topic)
+		if b.runLen > 0 && seq != b.runStart+uint64(b.runLen) {
+			b.flush()
+		}
+		if b.runLen == 0 {
+			b.runStart = seq
+		}
+		b.runLen++
+		// refs counts the records in flight, those of the run among them,
+		// and the producer's hold while it has it: at most one more than
+		// the run, no other record of b is in flight now (one produced
+		// later flushes its own run), so the last acknowledgement always
+		// hands the run on.
+		if b.runLen >= maxAckRun || b.refs.Load()-int32(b.runLen) <= 1 {
+			b.flush()
+		}
+		return
+	}
+	b.flush()
 	var r *connect.SourceRecord
 	if len(b.src) > 0 {
 		r = b.src[i]
 	}
-	b.st.acked(b.base+uint64(i), r, kr, err)
+	b.st.acked(seq, r, kr, err)
 	b.done()
+}
+
+// maxAckRun bounds a run of acknowledgements held back: the budget's
+// records come back at least every maxAckRun records.
+const maxAckRun = 128
+
+// flush hands the run of acknowledged records on.
+func (b *sendBatch) flush() {
+	if b.runLen == 0 {
+		return
+	}
+	st, k := b.st, b.runLen
+	st.tr.stats.records.Add(int64(k))
+	n, bytes := st.tracker.ackRun(b.runStart, k, true)
+	st.budget.release(n, bytes)
+	b.runLen = 0
+	b.release(int32(k))
 }
 
 // index returns the index of kr in b.recs. franz-go hands back the
@@ -110,8 +162,11 @@ func (b *sendBatch) index(kr *kgo.Record) int {
 }
 
 // done drops one reference; the last one recycles b.
-func (b *sendBatch) done() {
-	if b.refs.Add(-1) != 0 {
+func (b *sendBatch) done() { b.release(1) }
+
+// release drops n references; the last one recycles b.
+func (b *sendBatch) release(n int32) {
+	if b.refs.Add(-n) != 0 {
 		return
 	}
 	if cap(b.recs) > maxPooledBatch {
@@ -122,6 +177,6 @@ func (b *sendBatch) done() {
 	clear(b.pend)
 	clear(b.skipped)
 	clear(b.src)
-	b.buf, b.nh, b.st, b.base = b.buf[:0], 0, nil, 0
+	b.buf, b.nh, b.st, b.base, b.runStart, b.runLen = b.buf[:0], 0, nil, 0, 0, 0
 	sendBatches.Put(b)
 }

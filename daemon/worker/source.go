@@ -353,6 +353,15 @@ func (st *sourceRun) produce(b *sendBatch, from, to int) error {
 		} else if seq != b.base+uint64(i) {
 			panic("worker: a batch's records are not consecutive in the tracker")
 		}
+		// The chunk's references at once, before its first Produce: one
+		// atomic add rather than one per record.
+		var produced int32
+		for _, skip := range b.skipped[i : i+k] {
+			if !skip {
+				produced++
+			}
+		}
+		b.refs.Add(produced)
 		for j := i; j < i+k; j++ {
 			if b.skipped[j] {
 				// It still takes its place in the order, so its offset
@@ -364,7 +373,6 @@ func (st *sourceRun) produce(b *sendBatch, from, to int) error {
 				st.acked(b.base+uint64(j), r, nil, nil)
 				continue
 			}
-			b.refs.Add(1)
 			st.client.Produce(b.recs[j].Context, &b.recs[j], b.promise)
 		}
 		i += k

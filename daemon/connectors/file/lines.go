@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"io"
+	"strings"
 	"unicode/utf8"
 )
 
@@ -23,50 +24,77 @@ type lineReader struct {
 	// skip is how many chars must still be dropped before the first line
 	// (the stored position).
 	skip int64
+	// cr and wide are the indexes in buf of the next \r and of the next
+	// byte that is not ASCII, at or after start (end: none before end),
+	// or -1 when not known yet. Found once for the data read rather than
+	// per line, a line's end is one search for \n, and whether it is
+	// ASCII two comparisons; fill forgets them.
+	cr, wide int
 }
 
 func newLineReader(r io.Reader, skip int64) *lineReader {
-	return &lineReader{r: r, buf: make([]byte, 64<<10), skip: skip}
+	return &lineReader{r: r, buf: make([]byte, 64<<10), skip: skip, cr: -1, wide: -1}
 }
 
 // next returns the next complete line, valid until the next fill, and the
-// chars it used, terminator included; ok is false when more data must be
-// read first.
-func (l *lineReader) next() (line []byte, chars int64, ok bool) {
+// chars it used, terminator included; ascii says the line is all ASCII
+// (then it is valid UTF-8 and chars is its length in bytes). ok is false
+// when more data must be read first.
+func (l *lineReader) next() (line []byte, chars int64, ascii, ok bool) {
 	l.skipChars()
 	if l.skip > 0 {
-		return nil, 0, false
+		return nil, 0, false, false
 	}
 	data := l.buf[l.start:l.end]
-	i := lineEnd(data)
+	i := l.lineEnd()
 	if i < 0 {
-		return nil, 0, false
+		return nil, 0, false, false
 	}
 	n := i + 1
 	if data[i] == '\r' {
 		if i+1 >= len(data) {
-			return nil, 0, false
+			return nil, 0, false, false
 		}
 		if data[i+1] == '\n' {
 			n = i + 2
 		}
 	}
+	ascii = l.wideAt() >= l.start+i
 	l.start += n
-	return data[:i], utf16Len(data[:n]), true
+	if ascii {
+		return data[:i], int64(n), true, true
+	}
+	return data[:i], utf16Len(data[:n]), false, true
 }
 
-// lineEnd is the index of the first \r or \n in b, or -1: two vectorized
-// searches rather than bytes.IndexAny's byte at a time.
-func lineEnd(b []byte) int {
-	i := bytes.IndexByte(b, '\n')
-	upto := b
-	if i >= 0 {
-		upto = b[:i]
+// lineEnd is the index in buf[start:end] of the first \r or \n, or -1.
+func (l *lineReader) lineEnd() int {
+	data := l.buf[l.start:l.end]
+	if l.cr < l.start {
+		l.cr = l.end
+		if j := bytes.IndexByte(data, '\r'); j >= 0 {
+			l.cr = l.start + j
+		}
 	}
-	if j := bytes.IndexByte(upto, '\r'); j >= 0 {
-		return j
+	nl := bytes.IndexByte(data, '\n')
+	if cr := l.cr - l.start; l.cr < l.end && (nl < 0 || cr < nl) {
+		return cr
 	}
-	return i
+	return nl
+}
+
+// wideAt returns the index of the first byte at or after start that is
+// not ASCII, or end if there is none.
+func (l *lineReader) wideAt() int {
+	if l.wide < l.start {
+		data := l.buf[l.start:l.end]
+		i := asciiPrefix(data)
+		for i < len(data) && data[i] < utf8.RuneSelf {
+			i++
+		}
+		l.wide = l.start + i
+	}
+	return l.wide
 }
 
 // skipChars drops buffered data while chars remain to be skipped; a rune
@@ -85,6 +113,7 @@ func (l *lineReader) skipChars() {
 
 // fill reads more data; it returns io.EOF when there is none now.
 func (l *lineReader) fill() error {
+	l.cr, l.wide = -1, -1
 	if l.start > 0 {
 		l.end = copy(l.buf, l.buf[l.start:l.end])
 		l.start = 0
@@ -133,27 +162,35 @@ func utf16Len(b []byte) int64 {
 }
 
 // asciiPrefix is the length of b's leading ASCII bytes, give or take the
-// last word: it tests eight bytes at a time.
+// last 32: it tests 32 bytes at a time, then eight.
 func asciiPrefix(b []byte) int {
+	const hi = 0x8080808080808080
 	i := 0
+	for ; i+32 <= len(b); i += 32 {
+		w := binary.LittleEndian.Uint64(b[i:]) | binary.LittleEndian.Uint64(b[i+8:]) |
+			binary.LittleEndian.Uint64(b[i+16:]) | binary.LittleEndian.Uint64(b[i+24:])
+		if w&hi != 0 {
+			break
+		}
+	}
 	for ; i+8 <= len(b); i += 8 {
-		if binary.LittleEndian.Uint64(b[i:])&0x8080808080808080 != 0 {
+		if binary.LittleEndian.Uint64(b[i:])&hi != 0 {
 			break
 		}
 	}
 	return i
 }
 
-// appendDecoded appends a line's bytes as a Java string holds them: each
+// writeDecoded writes a line's bytes as a Java string holds them: each
 // invalid byte becomes U+FFFD, as Java's UTF-8 decoder makes it.
-func appendDecoded(dst, b []byte) []byte {
+func writeDecoded(dst *strings.Builder, b []byte) {
 	if i := asciiPrefix(b); i == len(b) || utf8.Valid(b[i:]) {
-		return append(dst, b...)
+		dst.Write(b)
+		return
 	}
 	for i := 0; i < len(b); {
 		r, size := utf8.DecodeRune(b[i:])
-		dst = utf8.AppendRune(dst, r)
+		dst.WriteRune(r)
 		i += size
 	}
-	return dst
 }

@@ -79,12 +79,12 @@ type SourceTask struct {
 	warned    bool
 	stopped   bool
 
-	// Poll's buffers: the lines' text, where each ends and the position
-	// after it. The records of the Polls the runtime has not given back
+	// Poll's buffers: where each line ends in the Poll's text, the
+	// position after it, and the size of the last Poll's text. The records of the Polls the runtime has not given back
 	// (out), and spare batches it is done with, whose memory the next
 	// Polls reuse. The runtime polls one batch ahead while it sends the
 	// last, so two batches are out at once (connect.SourceRecordRecycler).
-	text      []byte
+	textSize  int
 	ends      []int
 	positions []int64
 	out       [maxOut]recordBatch
@@ -137,9 +137,9 @@ func (t *SourceTask) Start(ctx connect.SourceTaskContext, cfg map[string]string)
 }
 
 // Poll returns up to batch.size complete lines, waiting a little when
-// there are none. A Poll's lines share one string, its records one slab
-// (RecycleRecords hands it back), and all records one partition map; one
-// line in offsetEvery carries an offset. What a line costs is its boxed
+// there are none. A Poll's lines share one string, allocated for it, its
+// records one slab (RecycleRecords hands it back), and all records one
+// partition map; one line in offsetEvery carries an offset. What a line costs is its boxed
 // value.
 func (t *SourceTask) Poll(ctx context.Context) ([]*connect.SourceRecord, error) {
 	t.mu.Lock()
@@ -158,14 +158,23 @@ func (t *SourceTask) Poll(ctx context.Context) ([]*connect.SourceRecord, error) 
 			return nil, err
 		}
 	}
-	text, ends, positions := t.text[:0], t.ends[:0], t.positions[:0]
+	// The Poll's text: a fresh buffer that its values slice into and
+	// nothing writes again (strings.Builder hands its bytes out as the
+	// string, without a copy), sized as the last Poll's text.
+	var text strings.Builder
+	text.Grow(t.textSize)
+	ends, positions := t.ends[:0], t.positions[:0]
 	var err error
 	for len(ends) < t.batchSize {
-		line, chars, ok := t.lines.next()
+		line, chars, ascii, ok := t.lines.next()
 		if ok {
-			text = appendDecoded(text, line)
+			if ascii {
+				text.Write(line)
+			} else {
+				writeDecoded(&text, line)
+			}
 			t.position += chars
-			ends, positions = append(ends, len(text)), append(positions, t.position)
+			ends, positions = append(ends, text.Len()), append(positions, t.position)
 			continue
 		}
 		if err = t.lines.fill(); err == nil {
@@ -183,20 +192,17 @@ func (t *SourceTask) Poll(ctx context.Context) ([]*connect.SourceRecord, error) 
 		}
 		break
 	}
-	// Bounded buffers: a Poll of unusually long lines does not keep its
-	// memory for the next one.
-	t.text, t.ends, t.positions = text, ends, positions
-	if cap(text) > maxKeptText {
-		t.text = nil
-	}
+	t.ends, t.positions = ends, positions
 	if len(ends) == 0 {
 		return nil, err
 	}
-	return t.records(string(text), ends, positions), err
+	// Bounded: a Poll of unusually long lines does not size the next.
+	t.textSize = min(text.Len(), maxTextSize)
+	return t.records(text.String(), ends, positions), err
 }
 
-// maxKeptText is the most line bytes Poll keeps room for between Polls.
-const maxKeptText = 1 << 20
+// maxTextSize is the most line bytes Poll allocates up front.
+const maxTextSize = 1 << 20
 
 // offsetEvery: of a Poll's lines, every offsetEvery-th and the last carry
 // their source offset, the others none. The runtime commits the offset of
@@ -222,13 +228,15 @@ func (t *SourceTask) records(lines string, ends []int, positions []int64) []*con
 	for i, end := range ends {
 		r := &b.slab[i]
 		b.recs[i] = r
-		// r is zero: setting fields is cheaper than copying whole structs
-		// into the heap.
-		r.Topic, r.ValueSchema, r.Value, r.Timestamp = t.topic, data.StringSchema, lines[start:end], now
+		var part, off map[string]any
 		if !t.stdin && (i%offsetEvery == offsetEvery-1 || i == len(ends)-1) {
-			r.SourcePartition = t.partition
-			r.SourceOffset = map[string]any{PositionField: positions[i]}
+			part, off = t.partition, map[string]any{PositionField: positions[i]}
 		}
+		// The whole struct written at once: a recycled record is not
+		// cleared first, which during a GC cycle costs a write barrier on
+		// each of its pointers twice.
+		*r = connect.SourceRecord{SourcePartition: part, SourceOffset: off, Topic: t.topic,
+			ValueSchema: data.StringSchema, Value: lines[start:end], Timestamp: now}
 		start = end
 	}
 	// The oldest batch out is forgotten if the runtime kept it longer
@@ -238,7 +246,7 @@ func (t *SourceTask) records(lines string, ends []int, positions []int64) []*con
 	return b.recs
 }
 
-// batch returns zero records for n lines: a spare batch's memory when one
+// batch returns the records for n lines: a spare batch's memory when one
 // is large enough.
 func (t *SourceTask) batch(n int) recordBatch {
 	for len(t.spare) > 0 {
@@ -246,8 +254,8 @@ func (t *SourceTask) batch(n int) recordBatch {
 		t.spare[len(t.spare)-1] = recordBatch{}
 		t.spare = t.spare[:len(t.spare)-1]
 		if cap(b.recs) >= n {
+			// Not cleared: records writes every record whole.
 			b.recs, b.slab = b.recs[:n], b.slab[:n]
-			clear(b.slab)
 			return b
 		}
 	}
