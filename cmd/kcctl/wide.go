@@ -38,18 +38,41 @@ func printAfter(cmd *cobra.Command, after func(ctx context.Context) (printer.Pri
 	return printer.Print(cmd.OutOrStdout(), "wide", p)
 }
 
+// statusWait bounds how long the wide form of a change waits for a
+// connector created a moment ago to be listed.
+const statusWait = 3 * time.Second
+
 // connectorsAfter is get connectors -o wide of names, those that still
 // exist.
 func connectorsAfter(c *client.Client, names []string) func(context.Context) (printer.Printable, error) {
 	return func(ctx context.Context) (printer.Printable, error) {
-		all, err := c.Connectors(ctx)
-		if err != nil {
-			return printer.Printable{}, err
-		}
+		var all map[string]api.ConnectorExpanded
 		var shown []string
-		for _, n := range names {
-			if _, ok := all[n]; ok {
-				shown = append(shown, n)
+		deadline := time.Now().Add(statusWait)
+		for {
+			var err error
+			if all, err = c.Connectors(ctx); err != nil {
+				return printer.Printable{}, err
+			}
+			shown = shown[:0]
+			var missing []string
+			for _, n := range names {
+				if _, ok := all[n]; ok {
+					shown = append(shown, n)
+				} else {
+					missing = append(missing, n)
+				}
+			}
+			// GET /connectors?expand=status leaves out a connector that has
+			// no status yet, as Kafka Connect does: one that exists is
+			// looked for again, for a short while.
+			if len(missing) == 0 || time.Now().After(deadline) || !anyExists(ctx, c, missing) {
+				break
+			}
+			select {
+			case <-ctx.Done():
+				return printer.Printable{}, ctx.Err()
+			case <-time.After(100 * time.Millisecond):
 			}
 		}
 		slices.Sort(shown)
@@ -58,6 +81,16 @@ func connectorsAfter(c *client.Client, names []string) func(context.Context) (pr
 		}
 		return connectorsPrintable(shown, all), nil
 	}
+}
+
+// anyExists tells whether one of names is a connector.
+func anyExists(ctx context.Context, c *client.Client, names []string) bool {
+	for _, n := range names {
+		if _, err := c.Connector(ctx, n); err == nil {
+			return true
+		}
+	}
+	return false
 }
 
 // workerAfter is worker list -o wide of worker id.
