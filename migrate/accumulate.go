@@ -51,12 +51,20 @@ type accumulator struct {
 	status  map[string]*statusState
 
 	problems []Problem
+	recorded int             // problems kept that problem() added
+	leftOut  int             // problem()'s past MaxProblems, counted only
 	noted    map[string]bool // one note per kind of skipped record
 }
+
+// MaxProblems bounds the problems about single records a read keeps, the
+// first it meets: the rest are only counted (Cluster.ProblemsLeftOut).
+// What it notes about topics and partitions is always kept.
+const MaxProblems = 1000
 
 type configState struct {
 	config       map[string]*string
 	tasks        []map[string]string
+	taskNulls    []string // keys with null values in tasks, dropped
 	taskCount    int
 	inconsistent bool
 }
@@ -89,6 +97,14 @@ func newAccumulator(topics Topics, include func(string) bool) *accumulator {
 func (a *accumulator) wanted(name string) bool { return a.include == nil || a.include(name) }
 
 func (a *accumulator) problem(topic string, where at, key []byte, connector, reason string) {
+	if connector != "" && !a.wanted(connector) {
+		return
+	}
+	if a.recorded >= MaxProblems {
+		a.leftOut++
+		return
+	}
+	a.recorded++
 	a.problems = append(a.problems, Problem{Topic: topic, Partition: where.Partition, Offset: where.Offset,
 		Key: printable(key), Connector: connector, Reason: reason})
 }
@@ -155,15 +171,21 @@ func (a *accumulator) configRecord(where at, key, value []byte) {
 		st.taskCount = rec.TaskCount
 		for i := range rec.TaskCount {
 			if _, ok := d[i]; !ok {
-				st.inconsistent, st.tasks = true, nil
+				st.inconsistent, st.tasks, st.taskNulls = true, nil, nil
 				return
 			}
 		}
-		st.inconsistent = false
+		st.inconsistent, st.taskNulls = false, nil
 		st.tasks = make([]map[string]string, rec.TaskCount)
 		for i := range rec.TaskCount {
 			st.tasks[i] = withoutNulls(d[i])
+			for k, v := range d[i] {
+				if v == nil && !slices.Contains(st.taskNulls, k) {
+					st.taskNulls = append(st.taskNulls, k)
+				}
+			}
 		}
+		sort.Strings(st.taskNulls)
 	case KindTargetState:
 		if rec.Tombstone {
 			delete(a.targets, name) // back to STARTED
@@ -229,8 +251,12 @@ func (a *accumulator) statusRecord(where at, key, value []byte) {
 		a.problem(topic, where, key, rec.Connector, err.Error())
 		return
 	}
-	if rec.IsTopic || !a.wanted(rec.Connector) {
-		return // active topics: Kafka Connect rebuilds them as tasks run
+	if !a.wanted(rec.Connector) {
+		return
+	}
+	if rec.IsTopic {
+		a.note(topic, "topic-tracking", "skipped: active topics of connectors (status-topic-…), not carried over: GET /connectors/NAME/topics starts empty in kcd and fills again as the tasks run")
+		return
 	}
 	st := a.status[rec.Connector]
 	if st == nil {
@@ -264,6 +290,7 @@ func (a *accumulator) cluster() *Cluster {
 			Tasks:        st.tasks,
 			TaskCount:    st.taskCount,
 			Inconsistent: st.inconsistent,
+			TaskNullKeys: st.taskNulls,
 		}
 		for k, v := range st.config {
 			if v == nil {
@@ -298,6 +325,7 @@ func (a *accumulator) cluster() *Cluster {
 			c.Problems = append(c.Problems, p)
 		}
 	}
+	c.ProblemsLeftOut = a.leftOut
 	// In topic order, then where they are (a topic's own first): not in
 	// the order the partitions happened to be read in.
 	order := map[string]int{a.topics.Config: 0, a.topics.Offset: 1, a.topics.Status: 2}

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -321,12 +322,67 @@ func TestAccumulateStatus(t *testing.T) {
 	if got := f.connector(t, "a").Status; !reflect.DeepEqual(got, want) {
 		t.Fatalf("status\n got %s\nwant %s", jsonOf(t, got), jsonOf(t, want))
 	}
-	if p := f.acc.cluster().Problems; len(p) != 0 {
+	// The topic-tracking record is skipped, with one note.
+	f.status("status-topic-t2:connector-a", `{"topic":{"name":"t2","connector":"a","task":0,"discoverTimestamp":1}}`)
+	if p := f.acc.cluster().Problems; len(p) != 1 || p[0].Topic != "connect-status" || p[0].Partition != -1 ||
+		!strings.Contains(p[0].Reason, "status-topic-") || !strings.Contains(p[0].Reason, "GET /connectors/NAME/topics starts empty") {
 		t.Fatalf("problems %s", jsonOf(t, p))
 	}
 	f.status("status-connector-a", "null").status("status-task-a-0", "null").status("status-task-a-1", "null")
 	if got := f.connector(t, "a").Status; got != nil {
 		t.Fatalf("status after tombstones: %s", jsonOf(t, got))
+	}
+}
+
+// A connector that include leaves out gets no note for its topic-tracking
+// records.
+func TestAccumulateTopicTrackingOfOthers(t *testing.T) {
+	f := newFeed(func(n string) bool { return n == "a" }).config("connector-a", `{"properties":{}}`).
+		status("status-topic-t1:connector-b", `{"topic":{"name":"t1","connector":"b","task":0,"discoverTimestamp":1}}`)
+	if p := f.acc.cluster().Problems; len(p) != 0 {
+		t.Fatalf("problems %s", jsonOf(t, p))
+	}
+}
+
+// Past MaxProblems, problems about records are counted, not kept; notes
+// about topics still are.
+func TestAccumulateProblemsCapped(t *testing.T) {
+	f := newFeed(nil).config("connector-a", `{"properties":{}}`)
+	for range MaxProblems + 7 {
+		f.offsetIn(0, "not json", `{}`)
+	}
+	f.config("session-key", `{"key":"c2VjcmV0","algorithm":"HmacSHA256","creation-timestamp":1}`)
+	c := f.acc.cluster()
+	if len(c.Problems) != MaxProblems+1 || c.ProblemsLeftOut != 7 {
+		t.Fatalf("%d problems, %d left out; want %d and 7", len(c.Problems), c.ProblemsLeftOut, MaxProblems+1)
+	}
+	if !strings.Contains(c.Problems[0].Reason, "session key") || c.Problems[1].Offset != 0 || c.Problems[MaxProblems].Offset != MaxProblems-1 {
+		t.Fatalf("kept: first %+v, second %+v, last %+v", c.Problems[0], c.Problems[1], c.Problems[MaxProblems])
+	}
+	p := BuildPlan(c, Catalogue{})
+	if b, _ := json.Marshal(p); !strings.Contains(string(b), `"problems_left_out":7`) {
+		t.Fatalf("the plan's json does not count them: %.200s", b)
+	}
+}
+
+// Null values of task configs are dropped, and the plan says so.
+func TestAccumulateTaskNullsNoted(t *testing.T) {
+	f := newFeed(nil).config("connector-a", `{"properties":{"connector.class":"FileStreamSource"}}`).
+		config("task-a-0", `{"properties":{"x":null,"y":"1"}}`).
+		config("task-a-1", `{"properties":{"w":null,"x":null}}`).
+		config("commit-a", `{"tasks":2}`)
+	a := f.connector(t, "a")
+	if !reflect.DeepEqual(a.Tasks, []map[string]string{{"y": "1"}, {}}) || !reflect.DeepEqual(a.TaskNullKeys, []string{"w", "x"}) {
+		t.Fatalf("tasks %s, null keys %v", jsonOf(t, a.Tasks), a.TaskNullKeys)
+	}
+	pc := BuildPlan(&Cluster{Connectors: []*Connector{a}}, testCatalogue()).Connectors[0]
+	if !slices.Contains(pc.Notes, "null values dropped from the task configs: w, x") {
+		t.Fatalf("notes %q", pc.Notes)
+	}
+	// A later commit without nulls clears them.
+	f.config("task-a-0", `{"properties":{"y":"2"}}`).config("commit-a", `{"tasks":1}`)
+	if a := f.connector(t, "a"); a.TaskNullKeys != nil {
+		t.Fatalf("null keys after a clean commit: %v", a.TaskNullKeys)
 	}
 }
 

@@ -26,6 +26,8 @@ type Cluster struct {
 	// Problems are records Read skipped or did not understand, and what
 	// it noticed about the topics (not compacted, truncated).
 	Problems []Problem `json:"problems,omitempty"`
+	// ProblemsLeftOut counts the problems past MaxProblems, not listed.
+	ProblemsLeftOut int `json:"problems_left_out,omitempty"`
 	// Stats are what Read read.
 	Stats []TopicStats `json:"stats,omitempty"`
 }
@@ -46,6 +48,9 @@ type Connector struct {
 	// were all written, in task order; TaskCount is that commit's count.
 	Tasks     []map[string]string `json:"tasks"`
 	TaskCount int                 `json:"task_count"`
+	// TaskNullKeys are the keys whose value was null in a task config of
+	// Tasks, left out of it as from Config.
+	TaskNullKeys []string `json:"task_null_keys,omitempty"`
 	// Inconsistent: the last commit named tasks that were not all written
 	// (Kafka Connect then runs no tasks until the connector writes them
 	// again); Tasks is empty.

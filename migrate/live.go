@@ -83,14 +83,26 @@ func StopRunning(ctx context.Context, live Live, names []string) error {
 	}
 }
 
-// UnstopMigrated gives the connectors of names, which StopRunning stopped
-// on the live cluster, their target state from before: STARTED, since
-// Running lists only connectors that ran. Their last commit there is the
-// stop's empty task set; kcd generates their task configs.
-func UnstopMigrated(c *Cluster, names []string) {
+// Targets maps each connector of c to its target state: what a run
+// remembers before it stops connectors, to import them as they were.
+func Targets(c *Cluster) map[string]string {
+	out := make(map[string]string, len(c.Connectors))
 	for _, conn := range c.Connectors {
-		if conn.Target == "STOPPED" && slices.Contains(names, conn.Name) {
-			conn.Target, conn.StoppedForMigration = "STARTED", true
+		out[conn.Name] = conn.Target
+	}
+	return out
+}
+
+// UnstopMigrated gives the connectors that the migration stopped (names)
+// the target state they had before (before, from a read made before the
+// stop): the stop wrote STOPPED, with an empty task set, and kcd
+// generates their task configs. A connector before does not know, or
+// that was already stopped, keeps the target it has.
+func UnstopMigrated(c *Cluster, names []string, before map[string]string) {
+	for _, conn := range c.Connectors {
+		was, ok := before[conn.Name]
+		if conn.Target == "STOPPED" && ok && was != "STOPPED" && slices.Contains(names, conn.Name) {
+			conn.Target, conn.StoppedForMigration = was, true
 		}
 	}
 }

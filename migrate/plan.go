@@ -55,7 +55,9 @@ type Plan struct {
 	// Orphans are offsets of connectors that no longer exist: not imported.
 	Orphans  map[string]int `json:"orphans,omitempty"`
 	Problems []Problem      `json:"problems,omitempty"`
-	Stats    []TopicStats   `json:"stats,omitempty"`
+	// ProblemsLeftOut counts the problems not listed (past MaxProblems).
+	ProblemsLeftOut int          `json:"problems_left_out,omitempty"`
+	Stats           []TopicStats `json:"stats,omitempty"`
 }
 
 // PlanConnector is one connector of a plan.
@@ -93,7 +95,7 @@ func (p PlanConnector) Imported() bool {
 // BuildPlan decides what kcd makes of each connector of c, given what kcd
 // can run. Actions are left for the cluster to fill in (SetActions).
 func BuildPlan(c *Cluster, cat Catalogue) *Plan {
-	p := &Plan{Orphans: c.Orphans, Problems: c.Problems, Stats: c.Stats}
+	p := &Plan{Orphans: c.Orphans, Problems: c.Problems, ProblemsLeftOut: c.ProblemsLeftOut, Stats: c.Stats}
 	for _, conn := range c.Connectors {
 		p.Connectors = append(p.Connectors, planConnector(conn, cat))
 	}
@@ -126,10 +128,13 @@ func planConnector(c *Connector, cat Catalogue) PlanConnector {
 	pc.Missing = append(pc.Missing, missingAliased(c.Config, cat, "transforms", "transformation")...)
 	pc.Missing = append(pc.Missing, missingAliased(c.Config, cat, "predicates", "predicate")...)
 	if c.StoppedForMigration {
-		pc.Notes = append(pc.Notes, "stopped on Kafka Connect for the migration: STARTED in kcd")
+		pc.Notes = append(pc.Notes, "stopped on Kafka Connect for the migration: "+c.Target+" in kcd")
 	}
 	if len(c.NullKeys) > 0 {
 		pc.Notes = append(pc.Notes, "null values dropped: "+strings.Join(c.NullKeys, ", "))
+	}
+	if len(c.TaskNullKeys) > 0 && c.Target != "STOPPED" && !c.Inconsistent && len(pc.Missing) == 0 {
+		pc.Notes = append(pc.Notes, "null values dropped from the task configs: "+strings.Join(c.TaskNullKeys, ", "))
 	}
 	switch {
 	case len(pc.Missing) > 0:

@@ -110,13 +110,25 @@ func TestUnstopMigrated(t *testing.T) {
 		{Name: "a", Target: "STOPPED", Config: map[string]string{"connector.class": "FileStreamSource"}},
 		{Name: "b", Target: "STOPPED", Config: map[string]string{"connector.class": "FileStreamSource"}},
 		{Name: "c", Target: "PAUSED", Config: map[string]string{"connector.class": "FileStreamSource"}},
+		{Name: "d", Target: "STOPPED", Config: map[string]string{"connector.class": "FileStreamSource"}},
+		{Name: "e", Target: "STOPPED", Config: map[string]string{"connector.class": "FileStreamSource"}},
 	}}
-	UnstopMigrated(c, []string{"a", "c"})
+	// a ran; b was not stopped by the run; d was paused when it was read
+	// first; e was stopped already then.
+	before := map[string]string{"a": "STARTED", "b": "STARTED", "c": "STARTED", "d": "PAUSED", "e": "STOPPED"}
+	UnstopMigrated(c, []string{"a", "c", "d", "e"}, before)
 	p := BuildPlan(c, testCatalogue())
-	if got := []string{p.Connectors[0].Target, p.Connectors[1].Target, p.Connectors[2].Target}; !reflect.DeepEqual(got, []string{"STARTED", "STOPPED", "PAUSED"}) {
-		t.Errorf("targets %v: only a connector the migration stopped starts again", got)
+	var got []string
+	for _, pc := range p.Connectors {
+		got = append(got, pc.Target)
 	}
-	if n := p.Connectors[0].Notes; len(n) != 1 || !strings.Contains(n[0], "stopped on Kafka Connect for the migration") {
+	if want := []string{"STARTED", "STOPPED", "PAUSED", "PAUSED", "STOPPED"}; !reflect.DeepEqual(got, want) {
+		t.Errorf("targets %v, want %v: only a connector the migration stopped gets its target from before", got, want)
+	}
+	if n := p.Connectors[0].Notes; len(n) != 1 || !strings.Contains(n[0], "stopped on Kafka Connect for the migration: STARTED") {
+		t.Errorf("notes %v", n)
+	}
+	if n := p.Connectors[3].Notes; len(n) != 1 || !strings.Contains(n[0], "PAUSED in kcd") {
 		t.Errorf("notes %v", n)
 	}
 }

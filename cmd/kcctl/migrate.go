@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"regexp"
+	"slices"
 	"strings"
 	"time"
 
@@ -116,35 +117,26 @@ and waits for their offsets to be committed before reading.`,
 	return cmd
 }
 
-func runFromKafka(cmd *cobra.Command, g *globals, f *migrateFlags, connect *connectPeer, stopSource bool) error {
+func runFromKafka(cmd *cobra.Command, g *globals, f *migrateFlags, connect *connectPeer, stopSource bool) (err error) {
 	ctx := cmd.Context()
 	include, err := f.filter()
 	if err != nil {
 		return err
 	}
 	kcd := g.client()
-	var stopped []string
+	var live migrate.Live
 	if connect.url != "" {
 		kc, err := connect.client()
 		if err != nil {
 			return err
 		}
-		if stopped, err = stopOrWarn(cmd, kc, include, stopSource && !f.dryRun, "Kafka Connect", "kcd"); err != nil {
-			return err
-		}
+		live = kc
 	}
 	cl, err := f.kafkaClient()
 	if err != nil {
 		return err
 	}
 	defer cl.Close()
-	rep := reporter(cmd)
-	c, err := migrate.Read(ctx, cl, migrate.ReadOptions{Topics: f.topics, Include: include, Progress: rep.Report})
-	rep.Stop()
-	if err != nil {
-		return migrate.ExplainError(err)
-	}
-	migrate.UnstopMigrated(c, stopped)
 	plugins, err := kcd.Plugins(ctx, false)
 	if err != nil {
 		return fmt.Errorf("list kcd's plugins: %w", err)
@@ -153,27 +145,86 @@ func runFromKafka(cmd *cobra.Command, g *globals, f *migrateFlags, connect *conn
 	for i, p := range plugins {
 		cat[i] = migrate.Plugin{Class: p.Class, Type: string(p.Type), Version: p.Version}
 	}
-	plan := migrate.BuildPlan(c, migrate.NewCatalogue(cat))
-	imp := kcd
-	if len(c.Connectors) > 0 {
-		dry, err := imp.Import(ctx, plan.ImportRequest(c, f.overwrite, true))
+	catalogue := migrate.NewCatalogue(cat)
+
+	// plan reads the topics and asks kcd what it would do (a dry-run
+	// import); fix adjusts what was read before the plan is made of it.
+	plan := func(fix func(*migrate.Cluster)) (*migrate.Cluster, *migrate.Plan, error) {
+		rep := reporter(cmd)
+		c, err := migrate.Read(ctx, cl, migrate.ReadOptions{Topics: f.topics, Include: include, Progress: rep.Report})
+		rep.Stop()
 		if err != nil {
-			return fmt.Errorf("check the plan with kcd: %w", err)
+			return nil, nil, migrate.ExplainError(err)
 		}
-		plan.SetActions(dry.Items)
+		if fix != nil {
+			fix(c)
+		}
+		p := migrate.BuildPlan(c, catalogue)
+		if len(c.Connectors) > 0 {
+			dry, err := kcd.Import(ctx, p.ImportRequest(c, f.overwrite, true))
+			if err != nil {
+				return nil, nil, fmt.Errorf("check the plan with kcd: %w", err)
+			}
+			p.SetActions(dry.Items)
+		}
+		return c, p, nil
 	}
+
+	// Everything that can refuse comes before anything is stopped: the
+	// read, the plan, kcd's dry run and its blocked check.
+	c, p, err := plan(nil)
+	if err != nil {
+		return err
+	}
+	var running []string
+	if live != nil {
+		if running, err = migrate.Running(ctx, live, include); err != nil {
+			return err
+		}
+	}
+	blocked := p.Blocked()
+	var toStop []string
+	if stopSource && !f.dryRun && len(blocked) == 0 {
+		// Only what the import writes: one kcd leaves alone keeps running.
+		imported := map[string]bool{}
+		for _, pc := range p.Connectors {
+			imported[pc.Name] = pc.Imported()
+		}
+		toStop = only(running, func(n string) bool { return imported[n] })
+	}
+	warnRunning(cmd, without(running, toStop), "Kafka Connect", "kcd", stopSource, f.dryRun)
+
+	if len(toStop) > 0 {
+		before := migrate.Targets(c)
+		stopped, err := stopConnectors(cmd, live, toStop, "Kafka Connect")
+		defer func() {
+			if err != nil {
+				resumeHint(cmd, stopped, "Kafka Connect", resumeCommand(connect, stopped))
+			}
+		}()
+		if err != nil {
+			return err
+		}
+		// Read again: the stop committed their last offsets.
+		c, p, err = plan(func(c *migrate.Cluster) { migrate.UnstopMigrated(c, stopped, before) })
+		if err != nil {
+			return err
+		}
+		blocked = p.Blocked()
+	}
+
 	out := cmd.OutOrStdout()
-	if err := printer.Print(out, f.output, migrateview.PlanPrintable(plan)); err != nil {
+	if err := printer.Print(out, f.output, migrateview.PlanPrintable(p)); err != nil {
 		return err
 	}
 	people := isTable(f.output)
 	if people {
-		migrateview.Problems(out, plan.Problems, plan.Orphans)
+		migrateview.Problems(out, p.Problems, p.Orphans, p.ProblemsLeftOut)
 		fmt.Fprintln(out)
-		fmt.Fprintln(out, migrateview.Summary(plan))
+		fmt.Fprintln(out, migrateview.Summary(p))
 	}
-	if b := plan.Blocked(); len(b) > 0 {
-		return fmt.Errorf("%d connector(s) to overwrite still run in kcd: %s; stop them first (PUT /connectors/NAME/stop), or leave out --overwrite", len(b), strings.Join(b, ", "))
+	if len(blocked) > 0 {
+		return fmt.Errorf("%d connector(s) to overwrite still run in kcd: %s; stop them first (PUT /connectors/NAME/stop), or leave out --overwrite", len(blocked), strings.Join(blocked, ", "))
 	}
 	if f.dryRun || len(c.Connectors) == 0 {
 		if people {
@@ -181,8 +232,8 @@ func runFromKafka(cmd *cobra.Command, g *globals, f *migrateFlags, connect *conn
 		}
 		return nil
 	}
-	rep = reporter(cmd)
-	done, err := migrate.Apply(ctx, imp, c, plan, f.overwrite, rep.Report)
+	rep := reporter(cmd)
+	done, err := migrate.Apply(ctx, kcd, c, p, f.overwrite, rep.Report)
 	rep.Stop()
 	if err != nil {
 		return err
@@ -193,28 +244,88 @@ func runFromKafka(cmd *cobra.Command, g *globals, f *migrateFlags, connect *conn
 	return nil
 }
 
-// stopOrWarn finds the connectors include keeps that still run on the
-// cluster a migration reads (from), and stops them there when stop (and
-// waits until they are), else warns that they would run twice once
-// started on the other side (to). It returns the ones it stopped.
-func stopOrWarn(cmd *cobra.Command, live migrate.Live, include func(string) bool, stop bool, from, to string) ([]string, error) {
-	ctx := cmd.Context()
-	running, err := migrate.Running(ctx, live, include)
-	if err != nil || len(running) == 0 {
-		return nil, err
+// warnRunning warns that running, connectors still running on the side
+// a migration reads (from), would process the same records twice once
+// started on the other side (to).
+func warnRunning(cmd *cobra.Command, running []string, from, to string, stopSource, dryRun bool) {
+	if len(running) == 0 {
+		return
 	}
-	if !stop {
-		fmt.Fprintf(cmd.ErrOrStderr(), "Warning: %d connector(s) still run on %s (%s): started in %s too, they would process the same records twice. Stop them first, or pass --stop-source.\n",
-			len(running), from, strings.Join(running, ", "), to)
-		return nil, nil
+	advice := "Stop them first, or pass --stop-source."
+	switch {
+	case stopSource && dryRun:
+		advice = "--stop-source stops them when run without --dry-run."
+	case stopSource:
+		advice = "--stop-source leaves them running: this run does not write them (see the plan's action)."
 	}
-	fmt.Fprintf(cmd.ErrOrStderr(), "stopping %d connector(s) on %s: %s\n", len(running), from, strings.Join(running, ", "))
-	sctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
+	fmt.Fprintf(cmd.ErrOrStderr(), "Warning: %d connector(s) still run on %s (%s): started in %s too, they would process the same records twice. %s\n",
+		len(running), from, strings.Join(running, ", "), to, advice)
+}
+
+// stopConnectors stops names on the side a migration reads (where) and
+// waits until they are stopped. It returns the ones it asked to stop,
+// all of them even when it fails (some may be stopped then).
+func stopConnectors(cmd *cobra.Command, live migrate.Live, names []string, where string) ([]string, error) {
+	fmt.Fprintf(cmd.ErrOrStderr(), "stopping %d connector(s) on %s: %s\n", len(names), where, strings.Join(names, ", "))
+	sctx, cancel := context.WithTimeout(cmd.Context(), 2*time.Minute)
 	defer cancel()
-	if err := migrate.StopRunning(sctx, live, running); err != nil {
-		return nil, err
+	return names, migrate.StopRunning(sctx, live, names)
+}
+
+// resumeHint tells, after a failure, which connectors this run stopped
+// and how to start them again.
+func resumeHint(cmd *cobra.Command, stopped []string, where, command string) {
+	if len(stopped) == 0 {
+		return
 	}
-	return running, nil
+	fmt.Fprintf(cmd.ErrOrStderr(), "The migration failed after it stopped %d connector(s) on %s: %s. They stay stopped there; to run them there again:\n  %s\n",
+		len(stopped), where, strings.Join(stopped, ", "), command)
+}
+
+// resumeCommand is the kcctl command that resumes names on the cluster at
+// p.url (kcctl speaks Kafka Connect's REST API), with p's credential flags
+// as kcctl's global ones (never a password).
+func resumeCommand(p *connectPeer, names []string) string {
+	args := []string{"kcctl"}
+	for _, f := range []struct{ flag, value string }{
+		{"--server", p.url}, {"--user", p.user}, {"--password-file", p.passwordFile},
+		{"--ca-file", p.caFile}, {"--client-cert", p.certFile}, {"--client-key", p.keyFile},
+	} {
+		if f.value != "" {
+			args = append(args, f.flag, shellQuote(f.value))
+		}
+	}
+	args = append(args, "resume", "connector")
+	for _, n := range names {
+		args = append(args, shellQuote(n))
+	}
+	return strings.Join(args, " ")
+}
+
+// shellQuote quotes s for a POSIX shell unless it needs none.
+func shellQuote(s string) string {
+	if s != "" && !strings.ContainsFunc(s, func(r rune) bool {
+		return !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("-_.,:/=@%+", r))
+	}) {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+}
+
+// only keeps the names keep holds for, in order.
+func only(names []string, keep func(string) bool) []string {
+	var out []string
+	for _, n := range names {
+		if keep(n) {
+			out = append(out, n)
+		}
+	}
+	return out
+}
+
+// without is names less those of drop, in order.
+func without(names, drop []string) []string {
+	return only(names, func(n string) bool { return !slices.Contains(drop, n) })
 }
 
 func newToKafkaCmd(g *globals) *cobra.Command {
@@ -246,14 +357,19 @@ had (STARTED).`,
 	return cmd
 }
 
-func runToKafka(cmd *cobra.Command, g *globals, f *migrateFlags, rf int16, stopSource bool) error {
+func runToKafka(cmd *cobra.Command, g *globals, f *migrateFlags, rf int16, stopSource bool) (err error) {
 	ctx := cmd.Context()
 	include, err := f.filter()
 	if err != nil {
 		return err
 	}
 	kcd := g.client()
-	stopped, err := stopOrWarn(cmd, kcd, include, stopSource && !f.dryRun, "kcd", "Kafka Connect")
+	cl, err := f.kafkaClient()
+	if err != nil {
+		return err
+	}
+	defer cl.Close()
+	running, err := migrate.Running(ctx, kcd, include)
 	if err != nil {
 		return err
 	}
@@ -261,17 +377,51 @@ func runToKafka(cmd *cobra.Command, g *globals, f *migrateFlags, rf int16, stopS
 	if err != nil {
 		return err
 	}
-	migrate.UnstopMigrated(c, stopped)
-	cl, err := f.kafkaClient()
+	write := func(c *migrate.Cluster, dryRun bool) (migrate.WriteResult, error) {
+		rep := reporter(cmd)
+		res, err := migrate.Write(ctx, cl, c, migrate.WriteOptions{Topics: f.topics, Overwrite: f.overwrite, DryRun: dryRun, ReplicationFactor: rf, Progress: rep.Report})
+		rep.Stop()
+		if err != nil {
+			return res, migrate.ExplainError(err)
+		}
+		return res, nil
+	}
+
+	var toStop []string
+	if stopSource && !f.dryRun && len(running) > 0 {
+		// Everything that can refuse (the topics, busy groups) is checked by
+		// a dry run before anything is stopped; only what it would write is.
+		res, err := write(c, true)
+		if err != nil {
+			return err
+		}
+		written := map[string]bool{}
+		for _, it := range res.Items {
+			written[it.Name] = it.Action == migrate.ActionCreate || it.Action == migrate.ActionOverwrite
+		}
+		toStop = only(running, func(n string) bool { return written[n] })
+	}
+	warnRunning(cmd, without(running, toStop), "kcd", "Kafka Connect", stopSource, f.dryRun)
+	if len(toStop) > 0 {
+		before := migrate.Targets(c)
+		stopped, err := stopConnectors(cmd, kcd, toStop, "kcd")
+		defer func() {
+			if err != nil {
+				resumeHint(cmd, stopped, "kcd", resumeCommand(&connectPeer{url: g.conn.server}, stopped))
+			}
+		}()
+		if err != nil {
+			return err
+		}
+		// Export again: the stop stored their last offsets.
+		if c, err = migrate.Export(ctx, kcd, include); err != nil {
+			return err
+		}
+		migrate.UnstopMigrated(c, stopped, before)
+	}
+	res, err := write(c, f.dryRun)
 	if err != nil {
 		return err
-	}
-	defer cl.Close()
-	rep := reporter(cmd)
-	res, err := migrate.Write(ctx, cl, c, migrate.WriteOptions{Topics: f.topics, Overwrite: f.overwrite, DryRun: f.dryRun, ReplicationFactor: rf, Progress: rep.Report})
-	rep.Stop()
-	if err != nil {
-		return migrate.ExplainError(err)
 	}
 	out := cmd.OutOrStdout()
 	if err := printer.Print(out, f.output, migrateview.WritePrintable(res)); err != nil {

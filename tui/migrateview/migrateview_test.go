@@ -20,7 +20,7 @@ func testPlan() *migrate.Plan {
 			{Name: "dbz", Class: "io.debezium.X", Type: "source", From: "PAUSED", Target: "STOPPED", Action: api.ImportExists, Reason: "another config",
 				Missing: []string{"connector io.debezium.X"}, Notes: []string{"imported STOPPED: kcd lacks connector io.debezium.X"}},
 		},
-		Problems: []migrate.Problem{{Topic: "connect-configs", Partition: 0, Offset: 7, Key: "bogus", Reason: "unknown key"}, {Topic: "connect-offsets", Offset: -1, Reason: "not compacted"}},
+		Problems: []migrate.Problem{{Topic: "connect-configs", Partition: 0, Offset: 7, Key: "bogus", Reason: "unknown key"}, {Topic: "connect-offsets", Partition: -1, Offset: -1, Reason: "not compacted"}},
 		Orphans:  map[string]int{"gone": 2, "old": 1},
 	}
 }
@@ -55,7 +55,7 @@ func TestPlanTable(t *testing.T) {
 func TestProblemsAndSummary(t *testing.T) {
 	var b bytes.Buffer
 	p := testPlan()
-	Problems(&b, p.Problems, p.Orphans)
+	Problems(&b, p.Problems, p.Orphans, 0)
 	out := b.String()
 	for _, want := range []string{`connect-configs[0]@7 key "bogus": unknown key`, "connect-offsets: not compacted", "3 offset(s) of 2 deleted connector(s) not carried over: gone, old"} {
 		if !strings.Contains(out, want) {
@@ -64,6 +64,30 @@ func TestProblemsAndSummary(t *testing.T) {
 	}
 	if s := Summary(p); s != "2 connector(s): 1 create, 1 exists; 3 offset(s) to write" {
 		t.Errorf("Summary = %q", s)
+	}
+}
+
+// A problem of a partition without a record (truncated) names the
+// partition; one of the topic names only the topic; the problems a read
+// did not keep are counted.
+func TestProblemWhere(t *testing.T) {
+	for _, c := range []struct {
+		pr   migrate.Problem
+		want string
+	}{
+		{migrate.Problem{Topic: "connect-offsets", Partition: 3, Offset: -1, Reason: "truncated"}, "connect-offsets[3]: truncated"},
+		{migrate.Problem{Topic: "connect-offsets", Partition: 0, Offset: -1, Reason: "truncated"}, "connect-offsets[0]: truncated"},
+		{migrate.Problem{Topic: "connect-offsets", Partition: -1, Offset: -1, Reason: "not compacted"}, "connect-offsets: not compacted"},
+		{migrate.Problem{Topic: "connect-status", Partition: 2, Offset: 9, Connector: "a", Reason: "bad"}, "connect-status[2]@9 (connector a): bad"},
+	} {
+		if got := Problem(c.pr); got != c.want {
+			t.Errorf("Problem(%+v) = %q, want %q", c.pr, got, c.want)
+		}
+	}
+	var b bytes.Buffer
+	Problems(&b, []migrate.Problem{{Topic: "connect-configs", Partition: 0, Offset: 1, Reason: "bad"}}, nil, 41)
+	if want := "\n42 problem(s):\n  connect-configs[0]@1: bad\n  and 41 more about single records, not listed (a read keeps the first 1000)\n"; b.String() != want {
+		t.Errorf("problems:\n%q\nwant\n%q", b.String(), want)
 	}
 }
 
@@ -121,7 +145,7 @@ func TestProblemsCapOrphanNames(t *testing.T) {
 		orphans[fmt.Sprintf("c%02d", i)] = 1
 	}
 	var b bytes.Buffer
-	Problems(&b, nil, orphans)
+	Problems(&b, nil, orphans, 0)
 	if !strings.Contains(b.String(), "25 offset(s) of 25 deleted connector(s)") || !strings.Contains(b.String(), "c09 and 15 more") || strings.Contains(b.String(), "c10") {
 		t.Errorf("orphans:\n%s", b.String())
 	}

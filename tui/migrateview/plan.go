@@ -37,12 +37,16 @@ func PlanPrintable(p *migrate.Plan) printer.Printable {
 }
 
 // Problems writes what a read noticed, for people: records it skipped or
-// could not use, and offsets of connectors that no longer exist.
-func Problems(w io.Writer, problems []migrate.Problem, orphans map[string]int) {
-	if len(problems) > 0 {
-		fmt.Fprintf(w, "\n%d problem(s):\n", len(problems))
+// could not use (leftOut more that it did not keep), and offsets of
+// connectors that no longer exist.
+func Problems(w io.Writer, problems []migrate.Problem, orphans map[string]int, leftOut int) {
+	if len(problems)+leftOut > 0 {
+		fmt.Fprintf(w, "\n%d problem(s):\n", len(problems)+leftOut)
 		for _, pr := range problems {
 			fmt.Fprintf(w, "  %s\n", Problem(pr))
+		}
+		if leftOut > 0 {
+			fmt.Fprintf(w, "  and %d more about single records, not listed (a read keeps the first %d)\n", leftOut, migrate.MaxProblems)
 		}
 	}
 	if len(orphans) > 0 {
@@ -66,8 +70,11 @@ const maxOrphanNames = 10
 // Problem is one problem on one line: where, then why.
 func Problem(pr migrate.Problem) string {
 	where := pr.Topic
+	if pr.Partition >= 0 {
+		where = fmt.Sprintf("%s[%d]", pr.Topic, pr.Partition)
+	}
 	if pr.Offset >= 0 {
-		where = fmt.Sprintf("%s[%d]@%d", pr.Topic, pr.Partition, pr.Offset)
+		where += fmt.Sprintf("@%d", pr.Offset)
 	}
 	if pr.Key != "" {
 		where += " key " + strconv.Quote(pr.Key)
