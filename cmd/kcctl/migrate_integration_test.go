@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"math/rand/v2"
 	"net/http"
 	"os"
@@ -35,19 +36,25 @@ const (
 	// A transform the test worker has (Debezium's, on its plugin path) and
 	// kcd, without a connector host, has not: kcd runs Kafka Connect's own.
 	missingTr = "io.debezium.transforms.ExtractNewRecordState"
+	jsonConv  = "org.apache.kafka.connect.json.JsonConverter"
 )
 
 // TestIntegrationMigrateFromKafka drives the test environment's real Kafka
 // Connect worker into every state a migration meets — a FileStream source
 // with committed offsets, a sink that has consumed (its group's offsets), a
 // paused, a stopped and a deleted connector, one whose task count changed,
-// one with a transform kcd lacks — then runs kcctl migrate from-kafka
-// against a kcd node on the same Kafka: a dry run changes nothing; the
-// import stops the connectors on Kafka Connect (--stop-source) and brings
-// them into kcd with the same configs, target states and offsets as the
-// worker's own GET /connectors/{name}/offsets; kcd's source continues at
-// line 11 and its sink at the group's offset (no line lost, none written
-// twice); re-running the import changes nothing.
+// one with a transform kcd lacks and one with transforms kcd has — then
+// runs kcctl migrate from-kafka against a kcd node on the same Kafka: dry
+// runs change nothing and warn about the connectors still running there;
+// a run that kcd refuses (--overwrite of a connector running in kcd) stops
+// nothing; the import stops the connectors on Kafka Connect (--stop-source)
+// while their source file grows, and brings them into kcd with the same
+// configs, target states and offsets as the worker's own GET
+// /connectors/{name}/offsets after the stop; kcd's source continues where
+// the stop committed and its sink at the group's offset (no line lost,
+// none repeated beyond what Kafka Connect had not committed); the
+// connector with transforms runs in kcd with the same output; re-running
+// the import changes nothing.
 func TestIntegrationMigrateFromKafka(t *testing.T) {
 	brokers := testenv.Require(t, testenv.Kafka)
 	kc := restAPI{t: t, base: testenv.Require(t, testenv.ConnectURL)}
@@ -61,10 +68,12 @@ func TestIntegrationMigrateFromKafka(t *testing.T) {
 	var (
 		src, sink, paused, stopped = name("src"), name("sink"), name("paused"), name("stopped")
 		deleted, retasked, smt     = name("deleted"), name("retasked"), name("smt")
+		smtOK                      = name("smtok")
 		lines, pausedTopic, other  = name("lines"), name("paused"), name("other")
 		deletedTopic, smtTopic     = name("deleted"), name("smt")
+		smtOKTopic                 = name("smtok")
 	)
-	topics := []string{lines, pausedTopic, other, deletedTopic, smtTopic}
+	topics := []string{lines, pausedTopic, other, deletedTopic, smtTopic, smtOKTopic}
 	if _, err := adm.CreateTopics(ctx, 1, 1, nil, topics...); err != nil {
 		t.Fatalf("create topics: %v", err)
 	}
@@ -87,6 +96,8 @@ func TestIntegrationMigrateFromKafka(t *testing.T) {
 	writeLines(t, pausedIn, 1, 3)
 	writeLines(t, deletedIn, 1, 2)
 	writeLines(t, empty, 1, 0)
+	smtIn := filepath.Join(dir, "smtok.txt")
+	writeLines(t, smtIn, 1, 3)
 
 	conv := map[string]string{"key.converter": strConv, "value.converter": strConv}
 	with := func(m map[string]string) map[string]string {
@@ -111,6 +122,18 @@ func TestIntegrationMigrateFromKafka(t *testing.T) {
 	create(retasked, retaskedCfg)
 	create(smt, with(map[string]string{"connector.class": fileSource, "tasks.max": "1", "file": empty, "topic": smtTopic,
 		"transforms": "ins", "transforms.ins.type": missingTr}))
+	// Transforms kcd has: each line becomes {"line":…,"origin":"kc"}.
+	smtOKCfg := with(map[string]string{"connector.class": fileSource, "tasks.max": "1", "file": smtIn, "topic": smtOKTopic})
+	maps.Copy(smtOKCfg, map[string]string{
+		"transforms":                  "hoist,ins",
+		"transforms.hoist.type":       "org.apache.kafka.connect.transforms.HoistField$Value",
+		"transforms.hoist.field":      "line",
+		"transforms.ins.type":         "org.apache.kafka.connect.transforms.InsertField$Value",
+		"transforms.ins.static.field": "origin",
+		"transforms.ins.static.value": "kc",
+	})
+	smtOKCfg["value.converter"], smtOKCfg["value.converter.schemas.enable"] = jsonConv, "false"
+	create(smtOK, smtOKCfg)
 
 	// Wait for each to reach the state the migration is to find.
 	waitFor(ctx, t, src+": offsets cover 10 lines", func() (bool, any) {
@@ -126,6 +149,10 @@ func TestIntegrationMigrateFromKafka(t *testing.T) {
 	waitFor(ctx, t, sink+": wrote 10 lines", func() (bool, any) {
 		got := readLines(sinkOut)
 		return slices.Equal(got, lineRange(1, 10)), got
+	})
+	waitFor(ctx, t, smtOK+": offsets cover 3 lines", func() (bool, any) {
+		o := kc.offsets(smtOK)
+		return positionIs(o, smtIn, fileSize(t, smtIn)), o
 	})
 	waitFor(ctx, t, paused+": offsets cover 3 lines", func() (bool, any) {
 		o := kc.offsets(paused)
@@ -152,10 +179,11 @@ func TestIntegrationMigrateFromKafka(t *testing.T) {
 	})
 	waitFor(ctx, t, "Kafka Connect: every connector in its state", func() (bool, any) {
 		st := kc.statuses(prefix)
-		want := map[string]string{src: "RUNNING", sink: "RUNNING", retasked: "RUNNING", smt: "RUNNING", paused: "PAUSED", stopped: "STOPPED"}
+		want := map[string]string{src: "RUNNING", sink: "RUNNING", retasked: "RUNNING", smt: "RUNNING", smtOK: "RUNNING", paused: "PAUSED", stopped: "STOPPED"}
 		return reflect.DeepEqual(st, want), st
 	})
-	names := []string{paused, retasked, sink, smt, src, stopped} // sorted
+	names := []string{paused, retasked, sink, smt, smtOK, src, stopped} // sorted
+	running := []string{retasked, sink, smt, smtOK, src}                // sorted
 	before := map[string]offsets{}
 	for _, n := range names {
 		before[n] = kc.offsets(n)
@@ -166,10 +194,16 @@ func TestIntegrationMigrateFromKafka(t *testing.T) {
 	args := []string{"--server", kcdURL, "migrate", "from-kafka", "--bootstrap-servers", brokers,
 		"--include", "^" + prefix, "--connect-url", kc.base, "--stop-source"}
 
-	// The dry run: the plan, and nothing changes on either side.
+	// The dry run: the plan, and nothing changes on either side; the
+	// connectors still running on Kafka Connect are named.
 	code, out, errOut := kcctl(t, append(args, "--dry-run", "-o", "json")...)
 	if code != 0 {
 		t.Fatalf("dry run: exit %d\n%s\n%s", code, out, errOut)
+	}
+	warning := fmt.Sprintf("Warning: %d connector(s) still run on Kafka Connect (%s)", len(running), strings.Join(running, ", "))
+	if !strings.Contains(errOut, warning) || !strings.Contains(errOut, "--stop-source stops them when run without --dry-run") ||
+		strings.Contains(errOut, "or pass --stop-source") || strings.Contains(errOut, "stopping") {
+		t.Errorf("dry run with --stop-source: stderr %q, want %q and what --stop-source will do", errOut, warning)
 	}
 	var plan migrate.Plan
 	if err := json.Unmarshal([]byte(out), &plan); err != nil {
@@ -190,6 +224,7 @@ func TestIntegrationMigrateFromKafka(t *testing.T) {
 		stopped:  {"sink", "STOPPED", "STOPPED", api.ImportCreate, 0, 0, 1},
 		retasked: {"sink", "STARTED", "STARTED", api.ImportCreate, 1, 0, 0},
 		smt:      {"source", "STARTED", "STOPPED", api.ImportCreate, 0, 0, 0},
+		smtOK:    {"source", "STARTED", "STARTED", api.ImportCreate, 1, 1, 0},
 	}
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("plan:\n got %+v\nwant %+v", got, want)
@@ -209,24 +244,72 @@ func TestIntegrationMigrateFromKafka(t *testing.T) {
 	if cs := kcd.connectors(); len(cs) != 0 {
 		t.Fatalf("the dry run created connectors in kcd: %v", cs)
 	}
-	if st := kc.statuses(prefix); st[src] != "RUNNING" || st[sink] != "RUNNING" {
-		t.Fatalf("the dry run stopped connectors on Kafka Connect: %v", st)
+	allRunning := func(what string) {
+		t.Helper()
+		st := kc.statuses(prefix)
+		for _, n := range running {
+			if st[n] != "RUNNING" {
+				t.Fatalf("%s stopped connectors on Kafka Connect: %v", what, st)
+			}
+		}
 	}
+	allRunning("the dry run")
 
-	// The import.
+	// Without --stop-source, a warning names them and nothing is stopped.
+	noStop := slices.DeleteFunc(slices.Clone(args), func(a string) bool { return a == "--stop-source" })
+	code, out, errOut = kcctl(t, append(noStop, "--dry-run")...)
+	if code != 0 {
+		t.Fatalf("dry run without --stop-source: exit %d\n%s\n%s", code, out, errOut)
+	}
+	if !strings.Contains(errOut, warning) || !strings.Contains(errOut, "Stop them first, or pass --stop-source.") || strings.Contains(errOut, "stopping") {
+		t.Errorf("dry run without --stop-source: stderr %q, want %q and the advice to stop them", errOut, warning)
+	}
+	allRunning("a run without --stop-source")
+
+	// A run that kcd refuses (--overwrite of a connector that runs in
+	// kcd) stops nothing on Kafka Connect, --stop-source or not. The one
+	// in kcd consumes an empty topic: it leaves no offsets behind.
+	kcd.must("POST", "/connectors", map[string]any{"name": retasked, "config": with(map[string]string{
+		"connector.class": fileSink, "tasks.max": "1", "file": filepath.Join(dir, "blocker.txt"), "topics": other})})
+	waitFor(ctx, t, "kcd: "+retasked+" runs", func() (bool, any) {
+		st := kcd.statuses(prefix)
+		return st[retasked] == "RUNNING", st
+	})
+	code, out, errOut = kcctl(t, append(args, "--overwrite")...)
+	if code == 0 || !strings.Contains(out+errOut, "still run in kcd: "+retasked) {
+		t.Fatalf("--overwrite of a connector running in kcd: exit %d, want it refused\n%s\n%s", code, out, errOut)
+	}
+	if strings.Contains(errOut, "stopping") {
+		t.Errorf("the refused run stopped connectors: %s", errOut)
+	}
+	allRunning("the refused run")
+	kcd.must("DELETE", "/connectors/"+retasked, nil)
+	waitFor(ctx, t, "kcd: "+retasked+" deleted", func() (bool, any) {
+		cs := kcd.connectors()
+		return len(cs) == 0, cs
+	})
+
+	// The import, while the source file grows: the stop commits what
+	// Kafka Connect read of it, and kcd continues from there.
+	appendLines(t, in, 11, 15)
 	code, out, errOut = kcctl(t, args...)
 	if code != 0 {
 		t.Fatalf("import: exit %d\n%s\n%s", code, out, errOut)
 	}
 	t.Logf("import:\n%s%s", out, errOut)
+	if want := fmt.Sprintf("stopping %d connector(s) on Kafka Connect: %s", len(running), strings.Join(running, ", ")); !strings.Contains(errOut, want) || strings.Contains(errOut, "Warning") {
+		t.Errorf("import: stderr %q, want %q and no warning", errOut, want)
+	}
 	// --stop-source stopped the running ones on Kafka Connect, which
-	// committed their offsets: they were already all there.
-	if st, want := kc.statuses(prefix), map[string]string{src: "STOPPED", sink: "STOPPED", retasked: "STOPPED", smt: "STOPPED", paused: "PAUSED", stopped: "STOPPED"}; !reflect.DeepEqual(st, want) {
+	// committed their offsets.
+	if st, want := kc.statuses(prefix), map[string]string{src: "STOPPED", sink: "STOPPED", retasked: "STOPPED", smt: "STOPPED", smtOK: "STOPPED", paused: "PAUSED", stopped: "STOPPED"}; !reflect.DeepEqual(st, want) {
 		t.Errorf("Kafka Connect after --stop-source: %v, want %v", st, want)
 	}
+	after := map[string]offsets{}
 	for _, n := range names {
-		if o := kc.offsets(n); !reflect.DeepEqual(o, before[n]) {
-			t.Errorf("%s: Kafka Connect's offsets moved while it stopped: %v, then %v", n, before[n], o)
+		after[n] = kc.offsets(n)
+		if n != src && n != sink && !reflect.DeepEqual(after[n], before[n]) {
+			t.Errorf("%s: Kafka Connect's offsets moved while it stopped: %v, then %v", n, before[n], after[n])
 		}
 	}
 
@@ -240,11 +323,11 @@ func TestIntegrationMigrateFromKafka(t *testing.T) {
 		if !reflect.DeepEqual(kcdCfg, kcCfg) {
 			t.Errorf("%s: config in kcd %v, on Kafka Connect %v", n, kcdCfg, kcCfg)
 		}
-		if o := kcd.offsets(n); !reflect.DeepEqual(o, before[n]) {
-			t.Errorf("%s: offsets in kcd %v, Kafka Connect's %v", n, o, before[n])
+		if o := kcd.offsets(n); !reflect.DeepEqual(o, after[n]) {
+			t.Errorf("%s: offsets in kcd %v, Kafka Connect's after the stop %v", n, o, after[n])
 		}
 	}
-	wantStates := map[string]string{src: "RUNNING", sink: "RUNNING", retasked: "RUNNING", paused: "PAUSED", stopped: "STOPPED", smt: "STOPPED"}
+	wantStates := map[string]string{src: "RUNNING", sink: "RUNNING", retasked: "RUNNING", smtOK: "RUNNING", paused: "PAUSED", stopped: "STOPPED", smt: "STOPPED"}
 	waitFor(ctx, t, "kcd: every connector in its state", func() (bool, any) {
 		st := kcd.statuses(prefix)
 		return reflect.DeepEqual(st, wantStates), st
@@ -265,21 +348,52 @@ func TestIntegrationMigrateFromKafka(t *testing.T) {
 		t.Errorf("%s: task configs in kcd %v, on Kafka Connect %v", paused, kcdTasks, kcTasks)
 	}
 
-	// kcd's source continues at line 11, its sink at the group's offset.
-	appendLines(t, in, 11, 15)
-	waitFor(ctx, t, "kcd's "+src+": offsets cover 15 lines", func() (bool, any) {
+	// kcd's source continues after the last line whose offset Kafka
+	// Connect committed (c): the topic holds lines 1 to p from Kafka
+	// Connect (p >= c: it may have sent lines it did not commit), then
+	// c+1 to 20 from kcd.
+	appendLines(t, in, 16, 20)
+	waitFor(ctx, t, "kcd's "+src+": offsets cover 20 lines", func() (bool, any) {
 		o := kcd.offsets(src)
 		return positionIs(o, in, fileSize(t, in)), o
 	})
-	if got := readTopic(ctx, t, brokers, lines); !slices.Equal(got, lineRange(1, 15)) {
-		t.Errorf("topic %s: %q, want lines 1 to 15 once each", lines, got)
+	committed := linesBefore(t, in, after[src].Offsets[0].Offset["position"])
+	topic := readTopic(ctx, t, brokers, lines)
+	if p := len(topic) - (20 - committed); p < committed || p > 15 || !slices.Equal(topic, append(lineRange(1, p), lineRange(committed+1, 20)...)) {
+		t.Errorf("topic %s: %q, want lines 1 to p (p from %d to 15) by Kafka Connect, then %d to 20 by kcd", lines, topic, committed, committed+1)
 	}
-	waitFor(ctx, t, "kcd's "+sink+": at offset 15", func() (bool, any) {
+	t.Logf("Kafka Connect committed %d lines at the stop; the topic holds %d", committed, len(topic))
+	// kcd's sink continues at the group's offset g: the file holds records
+	// 0 to q-1 of the topic from Kafka Connect (q >= g), then g to the end.
+	g := int(after[sink].Offsets[0].Offset["kafka_offset"].(float64))
+	waitFor(ctx, t, fmt.Sprintf("kcd's %s: at offset %d", sink, len(topic)), func() (bool, any) {
 		o := kcd.offsets(sink)
-		return sinkOffsetIs(o, lines, 15), o
+		return sinkOffsetIs(o, lines, len(topic)), o
 	})
-	if got := readLines(sinkOut); !slices.Equal(got, lineRange(1, 15)) {
-		t.Errorf("%s: %q, want lines 1 to 15 once each (10 by Kafka Connect, 5 by kcd)", sinkOut, got)
+	gotSink := readLines(sinkOut)
+	if q := len(gotSink) - (len(topic) - g); q < g || q > len(topic) || !slices.Equal(gotSink, append(slices.Clone(topic[:q]), topic[g:]...)) {
+		t.Errorf("%s: %q, want the topic's records 0 to q-1 (q >= %d) by Kafka Connect, then %d to %d by kcd: %q", sinkOut, gotSink, g, g, len(topic)-1, topic)
+	}
+	// The connector with transforms kcd has: the same output from kcd.
+	appendLines(t, smtIn, 4, 5)
+	waitFor(ctx, t, "kcd's "+smtOK+": offsets cover 5 lines", func() (bool, any) {
+		o := kcd.offsets(smtOK)
+		return positionIs(o, smtIn, fileSize(t, smtIn)), o
+	})
+	var smtGot []map[string]any
+	for _, v := range readTopic(ctx, t, brokers, smtOKTopic) {
+		var m map[string]any
+		if err := json.Unmarshal([]byte(v), &m); err != nil {
+			t.Fatalf("topic %s: %q: %v", smtOKTopic, v, err)
+		}
+		smtGot = append(smtGot, m)
+	}
+	var smtWant []map[string]any
+	for _, l := range lineRange(1, 5) {
+		smtWant = append(smtWant, map[string]any{"line": l, "origin": "kc"})
+	}
+	if !reflect.DeepEqual(smtGot, smtWant) {
+		t.Errorf("topic %s: %v, want %v (1 to 3 by Kafka Connect, 4 and 5 by kcd)", smtOKTopic, smtGot, smtWant)
 	}
 	if got := readLines(stoppedOut); !slices.Equal(got, lineRange(1, 10)) {
 		t.Errorf("%s (stopped in kcd): %q, want lines 1 to 10", stoppedOut, got)
@@ -572,6 +686,18 @@ func readLines(path string) []string {
 		return nil
 	}
 	return strings.Split(strings.TrimSuffix(string(b), "\n"), "\n")
+}
+
+// linesBefore counts the lines of path that end before byte position pos
+// (a FileStream source's offset, as JSON decodes it).
+func linesBefore(t *testing.T, path string, pos any) int {
+	t.Helper()
+	n, ok := pos.(float64)
+	b, err := os.ReadFile(path)
+	if !ok || err != nil || int(n) > len(b) {
+		t.Fatalf("position %v in %s (%d bytes): %v", pos, path, len(b), err)
+	}
+	return bytes.Count(b[:int(n)], []byte("\n"))
 }
 
 func fileSize(t *testing.T, path string) int {

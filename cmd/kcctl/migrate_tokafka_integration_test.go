@@ -9,8 +9,11 @@ import (
 	"path/filepath"
 	"reflect"
 	"slices"
+	"strings"
 	"testing"
 	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
 
 	"github.com/kcd-project/kcd/internal/testenv"
 	"github.com/kcd-project/kcd/migrate"
@@ -22,8 +25,9 @@ import (
 // internal topics; a fresh real Kafka Connect worker started on those
 // topics shows the same connectors, configs, states and offsets, its
 // source continues at line 11 and its sink at the group's offset (no line
-// lost, none written twice). A dry run before writes nothing; a re-run
-// after writes nothing.
+// lost, none written twice). A dry run before writes nothing; a run that
+// Kafka refuses (a config topic that is not compacted) stops nothing in
+// kcd; a re-run after writes nothing.
 func TestIntegrationMigrateToKafka(t *testing.T) {
 	brokers := testenv.Require(t, testenv.Kafka)
 	testenv.Require(t, testenv.ConnectWorker)
@@ -129,8 +133,34 @@ func TestIntegrationMigrateToKafka(t *testing.T) {
 	if d, err := adm.ListTopics(ctx, internal.Config, internal.Offset, internal.Status); err != nil || len(d.TopicsSet()) != 0 {
 		t.Fatalf("the dry run created topics: %v %v", d.Names(), err)
 	}
-	if st := kcd.statuses(prefix); st[src] != "RUNNING" {
+	if st := kcd.statuses(prefix); st[src] != "RUNNING" || st[sink] != "RUNNING" {
 		t.Fatalf("the dry run stopped connectors in kcd: %v", st)
+	}
+	warning := fmt.Sprintf("Warning: 2 connector(s) still run on kcd (%s, %s)", sink, src)
+	if !strings.Contains(errOut, warning) || !strings.Contains(errOut, "--stop-source stops them when run without --dry-run") {
+		t.Errorf("dry run: stderr %q, want %q and what --stop-source will do", errOut, warning)
+	}
+
+	// A config topic that is not compacted is refused before anything is
+	// stopped in kcd (or written).
+	badConfig := name("configs-delete")
+	if _, err := adm.CreateTopic(ctx, 1, 1, map[string]*string{"cleanup.policy": kadm.StringPtr("delete")}, badConfig); err != nil {
+		t.Fatalf("create topic %s: %v", badConfig, err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+		defer cancel()
+		_, _ = adm.DeleteTopics(ctx, badConfig)
+	})
+	code, out, errOut = kcctl(t, append(args, "--config-topic", badConfig)...)
+	if code == 0 || !strings.Contains(errOut, "cleanup.policy=delete") || strings.Contains(errOut, "stopping") {
+		t.Fatalf("to-kafka on a config topic that is not compacted: exit %d, want it refused before stopping anything\n%s\n%s", code, out, errOut)
+	}
+	if st := kcd.statuses(prefix); st[src] != "RUNNING" || st[sink] != "RUNNING" {
+		t.Fatalf("the refused run stopped connectors in kcd: %v", st)
+	}
+	if d, err := adm.ListTopics(ctx, internal.Offset, internal.Status); err != nil || len(d.TopicsSet()) != 0 {
+		t.Fatalf("the refused run created topics: %v %v", d.Names(), err)
 	}
 
 	// The export: --stop-source stops src and sink in kcd first, so their
@@ -138,6 +168,9 @@ func TestIntegrationMigrateToKafka(t *testing.T) {
 	code, out, errOut = kcctl(t, append(args, "-o", "json")...)
 	if code != 0 {
 		t.Fatalf("to-kafka: exit %d\n%s\n%s", code, out, errOut)
+	}
+	if want := fmt.Sprintf("stopping 2 connector(s) on kcd: %s, %s", sink, src); !strings.Contains(errOut, want) || strings.Contains(errOut, "Warning") {
+		t.Errorf("to-kafka: stderr %q, want %q and no warning", errOut, want)
 	}
 	if got := items(out); !reflect.DeepEqual(got, allCreate) {
 		t.Errorf("to-kafka: %v, want %v", got, allCreate)
