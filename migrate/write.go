@@ -78,9 +78,11 @@ type WriteResult struct {
 // key bytes the topic already holds for the same partition, tombstoning
 // the connector's partitions c lacks), then commits the sink offsets, then
 // the config records, so that a connector never appears before its
-// offsets. A re-run after a failure writes what is missing, except for a
-// connector whose config records were cut short: it differs (exists) until
-// a run with Overwrite completes it.
+// offsets. Each connector's config records are one record batch, which
+// Kafka appends whole or not at all: a write cut short leaves every
+// connector's config records all there or absent (a connector too large
+// for one batch excepted), and offsets or group commits of connectors
+// whose config records are absent; a re-run writes what is missing.
 //
 // cl gives the connection settings (seed brokers, TLS, SASL): Write makes
 // its own producer and readers from cl.Opts(), so cl must not consume.
@@ -146,10 +148,11 @@ func Write(ctx context.Context, cl *kgo.Client, c *Cluster, opts WriteOptions) (
 	}
 	defer prod.Close()
 
-	var offsetRecs, configRecs []*kgo.Record
+	var offsetRecs []*kgo.Record
+	var configGroups [][]*kgo.Record
 	for _, p := range todo {
 		offsetRecs = append(offsetRecs, p.offsets...)
-		configRecs = append(configRecs, p.configs...)
+		configGroups = append(configGroups, p.configs)
 	}
 	n, err := produceAll(ctx, prod, offsetRecs)
 	res.OffsetRecords = n
@@ -169,12 +172,54 @@ func Write(ctx context.Context, cl *kgo.Client, c *Cluster, opts WriteOptions) (
 		}
 		res.Groups = append(res.Groups, p.group)
 	}
-	n, err = produceAll(ctx, prod, configRecs)
-	res.ConfigRecords = n
-	if err != nil {
-		return res, fmt.Errorf("config topic %s: wrote %d of %d records: %w", opts.Topics.Config, n, len(configRecs), err)
+	// Each connector's config records go into one record batch, which
+	// Kafka appends whole or not at all (several connectors may share one).
+	whole := 0
+	for _, b := range batchGroups(configGroups) {
+		n, err := produceConfigs(ctx, cl, opts.Topics.Config, b)
+		res.ConfigRecords += n
+		if err != nil {
+			return res, fmt.Errorf("config topic %s: wrote the config records of %d of %d connector(s): %w", opts.Topics.Config, whole, len(todo), err)
+		}
+		whole += len(b)
 	}
 	return res, nil
+}
+
+// produceConfigs writes groups of config records (one connector's each)
+// as one batch; when the topic takes no batch that large (its
+// max.message.bytes), each group as a batch of its own, and a group too
+// large for that one record a batch, as Kafka Connect writes them. It
+// returns how many records it wrote.
+func produceConfigs(ctx context.Context, cl *kgo.Client, topic string, groups [][]*kgo.Record) (int, error) {
+	var recs []*kgo.Record
+	for _, g := range groups {
+		recs = append(recs, g...)
+	}
+	err := produceBatch(ctx, cl, topic, 0, recs)
+	switch {
+	case err == nil:
+		return len(recs), nil
+	case !errors.Is(err, kerr.MessageTooLarge) && !errors.Is(err, kerr.RecordListTooLarge):
+		return 0, err
+	case len(groups) > 1:
+		n := 0
+		for _, g := range groups {
+			m, err := produceConfigs(ctx, cl, topic, [][]*kgo.Record{g})
+			if n += m; err != nil {
+				return n, err
+			}
+		}
+		return n, nil
+	case len(recs) > 1:
+		for i, r := range recs {
+			if err := produceBatch(ctx, cl, topic, 0, []*kgo.Record{r}); err != nil {
+				return i, err
+			}
+		}
+		return len(recs), nil
+	}
+	return 0, err
 }
 
 func (o WriteOptions) withDefaults() WriteOptions {
