@@ -98,8 +98,10 @@ class, converters, transforms or predicates kcd lacks is imported STOPPED, with 
 reason in the plan.
 
 Stop the connectors on Kafka Connect first, or they process the same records twice:
-with --connect-url, kcctl checks and warns, and with --stop-source stops them there
-and waits for their offsets to be committed before reading.`,
+with --connect-url, kcctl checks and warns. With --stop-source, once the plan is made
+and kcd has checked it, it stops there the running connectors the import writes,
+waits for their offsets to be committed, reads again and imports them with the target
+state they had; if the run fails after that, it prints the command that resumes them.`,
 		Example: `  kcctl migrate from-kafka --bootstrap-servers kafka:9092 --dry-run
   kcctl migrate from-kafka --bootstrap-servers kafka:9093 --command-config client.properties \
       --connect-url http://connect:8083 --stop-source`,
@@ -113,7 +115,7 @@ and waits for their offsets to be committed before reading.`,
 	}
 	f.add(cmd)
 	connect.add(cmd)
-	cmd.Flags().BoolVar(&stopSource, "stop-source", false, "Stop the connectors still running on the Kafka Connect cluster before reading (needs --connect-url)")
+	cmd.Flags().BoolVar(&stopSource, "stop-source", false, "Once the plan is checked, stop the connectors it imports that still run on the Kafka Connect cluster, and read again (needs --connect-url)")
 	return cmd
 }
 
@@ -343,9 +345,13 @@ from where kcd left them. Connectors that exist in the topics are left alone unl
 (compacted; 1, 25 and 5 partitions).
 
 Stop the connectors in kcd first, or they process the same records twice: kcctl warns
-about connectors still running in kcd, and with --stop-source stops them and waits
-until they have stored their offsets; those are written with the target state they
-had (STARTED).`,
+about connectors still running in kcd. With --stop-source, once a dry run has checked
+the topics and groups, it stops the running connectors it writes, waits until they have
+stored their offsets, reads them again and writes them with the target state they had
+(STARTED); if the run fails after that, it prints the command that resumes them.
+
+Each connector's config records go into one record batch, which Kafka appends whole or
+not at all; a run cut short is completed by running it again (docs/migration.md).`,
 		Example: `  kcctl migrate to-kafka --bootstrap-servers kafka:9092 --dry-run
   kcctl migrate to-kafka --bootstrap-servers kafka:9092 --config-topic connect-configs`,
 		Args: cobra.NoArgs,
@@ -353,7 +359,7 @@ had (STARTED).`,
 	}
 	f.add(cmd)
 	cmd.Flags().Int16Var(&rf, "replication-factor", -1, "Replication factor of the topics it creates (-1: the broker's default)")
-	cmd.Flags().BoolVar(&stopSource, "stop-source", false, "Stop the connectors still running in kcd before reading them")
+	cmd.Flags().BoolVar(&stopSource, "stop-source", false, "Once a dry run has checked the write, stop the connectors it writes that still run in kcd, and read them again")
 	return cmd
 }
 
