@@ -198,13 +198,15 @@ func runFromKafka(cmd *cobra.Command, g *globals, f *migrateFlags, connect *conn
 
 	if len(toStop) > 0 {
 		before := migrate.Targets(c)
-		stopped, err := stopConnectors(cmd, live, toStop, "Kafka Connect")
+		// err is the function's result: any failure from here on names
+		// the connectors stopped.
+		var stopped []string
 		defer func() {
 			if err != nil {
 				resumeHint(cmd, stopped, "Kafka Connect", resumeCommand(connect, stopped))
 			}
 		}()
-		if err != nil {
+		if stopped, err = stopConnectors(cmd, live, toStop, "Kafka Connect"); err != nil {
 			return err
 		}
 		// Read again: the stop committed their last offsets.
@@ -410,13 +412,15 @@ func runToKafka(cmd *cobra.Command, g *globals, f *migrateFlags, rf int16, stopS
 	warnRunning(cmd, without(running, toStop), "kcd", "Kafka Connect", stopSource, f.dryRun)
 	if len(toStop) > 0 {
 		before := migrate.Targets(c)
-		stopped, err := stopConnectors(cmd, kcd, toStop, "kcd")
+		// err is the function's result: any failure from here on names
+		// the connectors stopped.
+		var stopped []string
 		defer func() {
 			if err != nil {
 				resumeHint(cmd, stopped, "kcd", resumeCommand(&connectPeer{url: g.conn.server}, stopped))
 			}
 		}()
-		if err != nil {
+		if stopped, err = stopConnectors(cmd, kcd, toStop, "kcd"); err != nil {
 			return err
 		}
 		// Export again: the stop stored their last offsets.
