@@ -242,7 +242,7 @@ func (p *Plan) Offsets(c *Cluster, max int) []api.ImportOffsets {
 			continue
 		}
 		for _, o := range conn.SourceOffsets {
-			cur.Source = append(cur.Source, api.ImportSourceOffset{Connector: conn.Name, Partition: o.Partition, Offset: o.Offset})
+			cur.Source = append(cur.Source, api.ImportSourceOffset{Connector: conn.Name, Partition: o.Partition, Offset: o.Offset, Key: carriedKey(conn.Name, o)})
 			if n++; n == max {
 				flush()
 			}

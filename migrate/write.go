@@ -606,8 +606,8 @@ func (w *writer) planOffsets(p *plan, conn *Connector) error {
 		if len(keys) == 0 {
 			keys = dead
 		}
-		if len(o.Key) > 0 && !slices.Contains(keys, string(o.Key)) {
-			keys = append(keys, string(o.Key))
+		if k := carriedKey(conn.Name, o); k != "" && !slices.Contains(keys, k) {
+			keys = append(keys, k)
 		}
 		if len(keys) == 0 {
 			k, err := EncodeOffsetKey(conn.Name, o.Partition)
