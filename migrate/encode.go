@@ -12,6 +12,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/kcd-project/kcd/api"
+	"github.com/kcd-project/kcd/internal/connectjson"
 )
 
 // carriedKey is o.Key when it can go with o to kcd and back: at most
@@ -256,46 +257,8 @@ func appendJSON(b []byte, v any) ([]byte, error) {
 	return b, nil
 }
 
-// appendString writes s as Jackson does: '"' and '\' escaped, control
-// characters as \b \t \n \f \r or \u00XX, characters beyond U+FFFF as
-// \uD8XX\uDCXX (upper-case hex), all else raw.
-// Invalid UTF-8 (which no Java string holds) becomes U+FFFD.
-func appendString(b []byte, s string) []byte {
-	const hex = "0123456789ABCDEF"
-	s = strings.ToValidUTF8(s, "\uFFFD")
-	b = append(b, '"')
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		switch {
-		case c == '"' || c == '\\':
-			b = append(b, '\\', c)
-		case c == '\b':
-			b = append(b, '\\', 'b')
-		case c == '\t':
-			b = append(b, '\\', 't')
-		case c == '\n':
-			b = append(b, '\\', 'n')
-		case c == '\f':
-			b = append(b, '\\', 'f')
-		case c == '\r':
-			b = append(b, '\\', 'r')
-		case c < 0x20:
-			b = append(b, '\\', 'u', '0', '0', hex[c>>4], hex[c&0xf])
-		case c >= 0xf0:
-			// A 4-byte sequence: beyond U+FFFF, which Jackson writes as
-			// two escaped UTF-16 surrogates.
-			r, n := utf8.DecodeRuneInString(s[i:])
-			hi, lo := utf16.EncodeRune(r)
-			for _, u := range []rune{hi, lo} {
-				b = append(b, '\\', 'u', hex[u>>12], hex[u>>8&0xf], hex[u>>4&0xf], hex[u&0xf])
-			}
-			i += n - 1
-		default:
-			b = append(b, c)
-		}
-	}
-	return append(b, '"')
-}
+// appendString writes s as Jackson does (connectjson.AppendString).
+func appendString(b []byte, s string) []byte { return connectjson.AppendString(b, s) }
 
 // appendJavaDouble writes f as Java's Double.toString does (which Jackson
 // uses): "1.0", "0.5", "1.0E10", "1.0E-5".
