@@ -107,6 +107,12 @@ func Write(ctx context.Context, cl *kgo.Client, c *Cluster, opts WriteOptions) (
 		}
 	}
 
+	// The sinks' groups' offsets, up to maxGroupsPerFetch groups a request.
+	w.groups = map[string]kadm.FetchOffsetsResponse{}
+	for chunk := range slices.Chunk(slices.Sorted(maps.Keys(w.carried)), maxGroupsPerFetch) {
+		maps.Copy(w.groups, w.adm.FetchManyOffsets(ctx, chunk...))
+	}
+
 	// Plan every connector before writing anything.
 	var todo []*plan
 	for _, conn := range c.Connectors {
@@ -260,10 +266,11 @@ type writer struct {
 	adm  *kadm.Client
 	opts WriteOptions
 
-	configs map[string]*configState     // by connector, from the config topic
-	targets map[string]string           // target states, from the config topic
-	offsets map[string]map[string]*slot // connector → raw key → latest record
-	carried map[string]map[topicPartition]bool
+	configs map[string]*configState              // by connector, from the config topic
+	targets map[string]string                    // target states, from the config topic
+	offsets map[string]map[string]*slot          // connector → raw key → latest record
+	carried map[string]map[topicPartition]bool   // by group: what the Cluster's sinks carry
+	groups  map[string]kadm.FetchOffsetsResponse // by group: its committed offsets
 }
 
 // slot is the latest record of one key of the offsets topic.
@@ -667,7 +674,11 @@ func (w *writer) planSink(ctx context.Context, p *plan, conn *Connector) (same b
 			p.sinkOffsets.Add(kadm.Offset{Topic: o.Topic, Partition: o.Partition, At: o.Offset, LeaderEpoch: -1})
 		}
 	}
-	resp, err := w.adm.FetchOffsets(ctx, p.group)
+	fetched, ok := w.groups[p.group]
+	if !ok {
+		fetched.Err = errors.New("no answer for the group")
+	}
+	resp, err := fetched.Fetched, fetched.Err
 	if err == nil {
 		err = resp.Error()
 	}
