@@ -20,6 +20,9 @@ const (
 	// MaxImportOffsets is the most offsets (source and sink together) one
 	// ImportOffsets request takes.
 	MaxImportOffsets = 4000
+	// MaxSourceOffsetKey is the most bytes of an ImportSourceOffset's Key:
+	// a key is a connector name and a few partition fields.
+	MaxSourceOffsetKey = 8192
 )
 
 // Actions of an ImportItem.
@@ -67,6 +70,13 @@ type ImportSourceOffset struct {
 	Connector string         `json:"connector"`
 	Partition map[string]any `json:"partition"`
 	Offset    map[string]any `json:"offset"`
+	// Key is the offsets topic's record key for this partition as Kafka
+	// Connect writes it, ["<connector>",{<partition>}] with the fields in
+	// the connector's Java map order, byte for byte: Kafka Connect finds
+	// an offset by these bytes. Empty when kcd does not know them; at most
+	// MaxSourceOffsetKey bytes, and it must decode to Connector and
+	// Partition.
+	Key string `json:"key,omitempty"`
 }
 
 // ImportSinkOffset is the next offset a sink connector reads of one

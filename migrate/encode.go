@@ -4,17 +4,41 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
+	"unicode/utf16"
+	"unicode/utf8"
+
+	"github.com/kcd-project/kcd/api"
+	"github.com/kcd-project/kcd/internal/connectjson"
 )
+
+// carriedKey is o.Key when it can go with o to kcd and back: at most
+// api.MaxSourceOffsetKey bytes of UTF-8 that decode to connector's
+// partition o.Partition (kcd refuses other keys); else "", and the key is
+// encoded again when it is written.
+func carriedKey(connector string, o SourceOffset) string {
+	if len(o.Key) == 0 || len(o.Key) > api.MaxSourceOffsetKey || !utf8.Valid(o.Key) {
+		return ""
+	}
+	rec, err := DecodeOffsetRecord(o.Key, nil)
+	if err != nil || rec.Connector != connector || jsonForm(rec.Partition) != jsonForm(o.Partition) {
+		return ""
+	}
+	return string(o.Key)
+}
 
 // The encoders write what Kafka Connect's internal JsonConverter
 // (schemas.enable=false, Jackson underneath) writes: compact JSON, fields
 // of a record in its schema's order, non-ASCII text as UTF-8, and only '"',
-// '\' and control characters escaped. Map keys are written sorted (Kafka
-// Connect writes them in its Java map's order, which a reader cannot know;
-// SourceOffset.Key keeps the bytes it stored).
+// '\' and control characters escaped, characters beyond U+FFFF as their
+// escaped UTF-16 surrogates. Kafka Connect writes a map's keys in its Java
+// map's order, which a reader cannot know: the fields of a source
+// partition (an offset's key) are written in the order of a java.util.HashMap
+// (javaHashMapOrder), which most connectors build; other maps sorted.
+// SourceOffset.Key keeps the key bytes Kafka Connect wrote, where known.
 
 // EncodeConfigRecord encodes rec as a record of the config topic: its key,
 // and its value (nil for a tombstone). DecodeConfigRecord reads it back.
@@ -109,12 +133,50 @@ func EncodeOffsetKey(connector string, partition map[string]any) ([]byte, error)
 	}
 	b := []byte{'['}
 	b = appendString(b, connector)
-	b = append(b, ',')
-	b, err := appendJSON(b, partition)
-	if err != nil {
-		return nil, fmt.Errorf("offset key of %s: partition: %w", connector, err)
+	b = append(b, ',', '{')
+	for i, k := range javaHashMapOrder(sortedKeys(partition)) {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = appendString(b, k)
+		b = append(b, ':')
+		var err error
+		if b, err = appendJSON(b, partition[k]); err != nil {
+			return nil, fmt.Errorf("offset key of %s: partition: %s: %w", connector, k, err)
+		}
 	}
-	return append(b, ']'), nil
+	return append(b, '}', ']'), nil
+}
+
+// javaHashMapOrder orders keys as a java.util.HashMap that took them in the
+// given order iterates them: by bucket, (String.hashCode, spread as
+// h^(h>>>16)) & (table size-1), where the table is the default 16 doubled
+// while the entries exceed 3/4 of it; within a bucket in insertion order.
+// A map built otherwise (LinkedHashMap, TreeMap, Map.of) or whose bucket
+// holds 8 keys or more (which the HashMap resizes or turns into a tree)
+// may iterate otherwise.
+func javaHashMapOrder(keys []string) []string {
+	size := 16
+	for len(keys) > size*3/4 {
+		size *= 2
+	}
+	bucket := func(k string) int {
+		h := javaStringHash(k)
+		return int((h ^ int32(uint32(h)>>16)) & int32(size-1))
+	}
+	out := slices.Clone(keys)
+	slices.SortStableFunc(out, func(a, b string) int { return bucket(a) - bucket(b) })
+	return out
+}
+
+// javaStringHash is Java's String.hashCode: over the UTF-16 code units,
+// h = 31*h + c with int overflow.
+func javaStringHash(s string) int32 {
+	var h int32
+	for _, u := range utf16.Encode([]rune(s)) {
+		h = 31*h + int32(u)
+	}
+	return h
 }
 
 // EncodeOffsetValue encodes a source offset; a nil offset is a tombstone
@@ -195,36 +257,8 @@ func appendJSON(b []byte, v any) ([]byte, error) {
 	return b, nil
 }
 
-// appendString writes s as Jackson does: '"' and '\' escaped, control
-// characters as \b \t \n \f \r or \u00XX (upper-case hex), all else raw.
-// Invalid UTF-8 (which no Java string holds) becomes U+FFFD.
-func appendString(b []byte, s string) []byte {
-	const hex = "0123456789ABCDEF"
-	s = strings.ToValidUTF8(s, "\uFFFD")
-	b = append(b, '"')
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		switch {
-		case c == '"' || c == '\\':
-			b = append(b, '\\', c)
-		case c == '\b':
-			b = append(b, '\\', 'b')
-		case c == '\t':
-			b = append(b, '\\', 't')
-		case c == '\n':
-			b = append(b, '\\', 'n')
-		case c == '\f':
-			b = append(b, '\\', 'f')
-		case c == '\r':
-			b = append(b, '\\', 'r')
-		case c < 0x20:
-			b = append(b, '\\', 'u', '0', '0', hex[c>>4], hex[c&0xf])
-		default:
-			b = append(b, c)
-		}
-	}
-	return append(b, '"')
-}
+// appendString writes s as Jackson does (connectjson.AppendString).
+func appendString(b []byte, s string) []byte { return connectjson.AppendString(b, s) }
 
 // appendJavaDouble writes f as Java's Double.toString does (which Jackson
 // uses): "1.0", "0.5", "1.0E10", "1.0E-5".

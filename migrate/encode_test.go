@@ -3,8 +3,13 @@ package migrate
 import (
 	"encoding/json"
 	"reflect"
+	"slices"
+	"strconv"
 	"strings"
 	"testing"
+	"unicode/utf16"
+
+	"github.com/kcd-project/kcd/api"
 )
 
 func TestEncodeConfigRecordRoundTrips(t *testing.T) {
@@ -77,8 +82,9 @@ func TestEncodeOffsetRoundTrips(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// Jackson's bytes: compact, no HTML escapes, UTF-8 as is.
-	if want := `["my-src",{"filename":"/tmp/ä \"x\"\t<y>","n":12345678901234567890,"ok":true}]`; string(key) != want {
+	// Jackson's bytes: compact, no HTML escapes, UTF-8 as is, the fields
+	// in a HashMap's order (Java 17: filename, ok, n).
+	if want := `["my-src",{"filename":"/tmp/ä \"x\"\t<y>","ok":true,"n":12345678901234567890}]`; string(key) != want {
 		t.Errorf("key %s, want %s", key, want)
 	}
 	value, err := EncodeOffsetValue(offset)
@@ -148,4 +154,72 @@ func FuzzEncodeOffsetRoundTrips(f *testing.F) {
 			t.Errorf("%s %s: decoded %+v", k, v, rec)
 		}
 	})
+}
+
+// TestEncodeOffsetKeyAsJavaHashMap compares the keys with the bytes Kafka
+// Connect 4.3.1's JsonConverter (schemas.enable=false, converter.type=key)
+// wrote on Java 17 for ["conn \"x\"", m], m a java.util.HashMap that took
+// its keys in sorted order, a value "v-<key>" for keys of even UTF-16
+// length and the length (a Long) for the others.
+func TestEncodeOffsetKeyAsJavaHashMap(t *testing.T) {
+	for _, tc := range []struct {
+		keys []string
+		want string
+	}{
+		{[]string{"server", "database"}, `["conn \"x\"",{"server":"v-server","database":"v-database"}]`},
+		{[]string{"topic", "partition", "cluster"}, `["conn \"x\"",{"cluster":7,"partition":9,"topic":5}]`},
+		{[]string{"é", "ü", "日本", "\U0001F600"}, `["conn \"x\"",{"\uD83D\uDE00":"v-\uD83D\uDE00","é":1,"日本":"v-日本","ü":1}]`},
+		{[]string{"server", "database", "task", "sid", "instance", "x"}, `["conn \"x\"",{"server":"v-server","database":"v-database","instance":"v-instance","task":"v-task","x":1,"sid":3}]`},
+		// 13 keys: a table of 32.
+		{[]string{"k0", "k1", "k10", "k11", "k12", "k2", "k3", "k4", "k5", "k6", "k7", "k8", "k9"},
+			`["conn \"x\"",{"k0":"v-k0","k1":"v-k1","k2":"v-k2","k3":"v-k3","k4":"v-k4","k11":3,"k5":"v-k5","k10":3,"k6":"v-k6","k7":"v-k7","k12":3,"k8":"v-k8","k9":"v-k9"}]`},
+	} {
+		m := map[string]any{}
+		for _, k := range tc.keys {
+			if n := len(utf16.Encode([]rune(k))); n%2 == 0 {
+				m[k] = "v-" + k
+			} else {
+				m[k] = json.Number(strconv.Itoa(n))
+			}
+		}
+		got, err := EncodeOffsetKey(`conn "x"`, m)
+		if err != nil || string(got) != tc.want {
+			t.Errorf("%v: %s %v\nwant %s", tc.keys, got, err, tc.want)
+		}
+	}
+	// Keys of one bucket ("Aa" and "BB" hash alike) keep the insertion
+	// order, taken as sorted: Java gives Aa BB for that order.
+	if got := javaHashMapOrder([]string{"Aa", "BB"}); !slices.Equal(got, []string{"Aa", "BB"}) {
+		t.Errorf("one bucket: %v", got)
+	}
+	for s, want := range map[string]int32{"": 0, "server": -905826493, "Aa": 2112, "BB": 2112, "\U0001F600": 1772899} {
+		if got := javaStringHash(s); got != want {
+			t.Errorf("hashCode of %q: %d, want %d", s, got, want)
+		}
+	}
+}
+
+// TestCarriedKey: a key carried with an offset is written as
+// it is, one that does not decode to the offset's connector and partition
+// is not, and without one the key is encoded.
+func TestCarriedKey(t *testing.T) {
+	part := map[string]any{"server": "s", "database": "d"}
+	javaOrder := `["c",{"server":"s","database":"d"}]`
+	for _, tc := range []struct {
+		key, want string
+	}{
+		{javaOrder, javaOrder},
+		{`["c",{"database":"d","server":"s"}]`, `["c",{"database":"d","server":"s"}]`}, // any order, as stored
+		{`["c", {"server":"s","database":"d"}]`, `["c", {"server":"s","database":"d"}]`},
+		{`["other",{"server":"s","database":"d"}]`, ""},
+		{`["c",{"server":"s"}]`, ""},
+		{`["c",{"server":"s","database":"d"}]x`, ""},
+		{"[\"c\",{\"server\":\"s\xff\",\"database\":\"d\"}]", ""},
+		{`["c",{"server":"` + strings.Repeat("s", api.MaxSourceOffsetKey) + `","database":"d"}]`, ""},
+		{"", ""},
+	} {
+		if got := carriedKey("c", SourceOffset{Partition: part, Key: []byte(tc.key)}); got != tc.want {
+			t.Errorf("carriedKey(%.60q) = %.60q, want %q", tc.key, got, tc.want)
+		}
+	}
 }

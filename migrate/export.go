@@ -53,7 +53,9 @@ func fromExport(ec api.ExportConnector) *Connector {
 		c.Tasks, c.TaskCount = nil, 0
 	}
 	for _, o := range ec.SourceOffsets {
-		c.SourceOffsets = append(c.SourceOffsets, SourceOffset{Partition: o.Partition, Offset: o.Offset})
+		so := SourceOffset{Partition: o.Partition, Offset: o.Offset, Key: []byte(o.Key)}
+		so.Key = []byte(carriedKey(ec.Name, so)) // a key that does not fit is dropped: Write encodes one
+		c.SourceOffsets = append(c.SourceOffsets, so)
 	}
 	if c.IsSink() {
 		c.SinkGroup = SinkGroup(ec.Name, ec.Config)

@@ -226,17 +226,30 @@ func (p *Plan) Blocked() []string {
 	return out
 }
 
+// maxChunkBytes bounds the JSON of one chunk of Offsets, well under the
+// 4 MiB kcd takes in one request.
+const maxChunkBytes = 2 << 20
+
 // Offsets returns the offsets to stage for the connectors the import
-// writes, in chunks of at most max (source and sink together).
+// writes, in chunks of at most max (source and sink together) and about
+// maxChunkBytes of JSON.
 func (p *Plan) Offsets(c *Cluster, max int) []api.ImportOffsets {
 	var out []api.ImportOffsets
 	var cur api.ImportOffsets
-	n := 0
+	n, size := 0, 0
 	flush := func() {
 		if n > 0 {
 			out = append(out, cur)
-			cur, n = api.ImportOffsets{}, 0
+			cur, n, size = api.ImportOffsets{}, 0, 0
 		}
+	}
+	// add counts one offset of about b bytes, after those before it.
+	add := func(b int) {
+		if n > 0 && size+b > maxChunkBytes {
+			flush()
+		}
+		n++
+		size += b
 	}
 	imported := map[string]bool{}
 	for _, pc := range p.Connectors {
@@ -247,14 +260,19 @@ func (p *Plan) Offsets(c *Cluster, max int) []api.ImportOffsets {
 			continue
 		}
 		for _, o := range conn.SourceOffsets {
-			cur.Source = append(cur.Source, api.ImportSourceOffset{Connector: conn.Name, Partition: o.Partition, Offset: o.Offset})
-			if n++; n == max {
+			so := api.ImportSourceOffset{Connector: conn.Name, Partition: o.Partition, Offset: o.Offset, Key: carriedKey(conn.Name, o)}
+			// The key's quotes and backslashes are escaped again: up to
+			// twice its bytes.
+			add(64 + len(conn.Name) + len(jsonForm(o.Partition)) + len(jsonForm(o.Offset)) + 2*len(so.Key))
+			cur.Source = append(cur.Source, so)
+			if n == max {
 				flush()
 			}
 		}
 		for _, o := range conn.SinkOffsets {
+			add(96 + len(conn.Name) + len(o.Topic))
 			cur.Sink = append(cur.Sink, api.ImportSinkOffset{Connector: conn.Name, Topic: o.Topic, Partition: o.Partition, Offset: o.Offset})
-			if n++; n == max {
+			if n == max {
 				flush()
 			}
 		}

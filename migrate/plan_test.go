@@ -1,7 +1,9 @@
 package migrate
 
 import (
+	"encoding/json"
 	"reflect"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -146,5 +148,43 @@ func TestPlanSourceWithTopics(t *testing.T) {
 	}
 	if pc := p.Connectors[1]; pc.Type != "sink" || pc.Target != "STOPPED" {
 		t.Errorf("an unknown class with topics: %+v", pc)
+	}
+}
+
+// TestPlanOffsetsChunksByBytes: big partitions and their keys are sent in
+// chunks that kcd takes (4 MiB of JSON a request), not by count alone.
+func TestPlanOffsetsChunksByBytes(t *testing.T) {
+	conn := &Connector{Name: "src", Config: map[string]string{"connector.class": "S"}}
+	long := strings.Repeat(`"\`, 300) // escaped in the partition, twice in the key
+	for i := range 3000 {
+		part := map[string]any{"q": long, "i": json.Number(strconv.Itoa(i))}
+		key, err := EncodeOffsetKey("src", part)
+		if err != nil {
+			t.Fatal(err)
+		}
+		conn.SourceOffsets = append(conn.SourceOffsets, SourceOffset{Partition: part, Offset: map[string]any{"o": json.Number("1")}, Key: key})
+	}
+	c := &Cluster{Connectors: []*Connector{conn}}
+	p := BuildPlan(c, NewCatalogue(nil))
+	p.SetActions([]api.ImportItem{{Name: "src", Action: api.ImportCreate}})
+	chunks := p.Offsets(c, api.MaxImportOffsets)
+	total := 0
+	for _, ch := range chunks {
+		b, err := json.Marshal(ch)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(b) > 4<<20 {
+			t.Errorf("a chunk of %d offsets is %d bytes of JSON", len(ch.Source), len(b))
+		}
+		for _, o := range ch.Source {
+			if o.Key == "" {
+				t.Fatal("a key was left out")
+			}
+		}
+		total += len(ch.Source)
+	}
+	if len(chunks) < 2 || total != 3000 {
+		t.Errorf("%d chunks of %d offsets", len(chunks), total)
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -431,33 +432,57 @@ func (r *reader) consume(ctx context.Context, plan *readPlan, acc *accumulator) 
 	return nil
 }
 
-// sinkGroups fills each sink connector's consumer group and its committed offsets.
+// maxGroupsPerFetch bounds the consumer groups of one offset fetch: the
+// answer holds every committed partition of each.
+const maxGroupsPerFetch = 100
+
+// sinkGroups fills each sink connector's consumer group and its committed
+// offsets, fetching the offsets of up to maxGroupsPerFetch groups at once.
 func (r *reader) sinkGroups(ctx context.Context, c *Cluster) error {
+	var sinks []*Connector
+	var groups []string
+	seen := map[string]bool{}
 	for _, conn := range c.Connectors {
 		if !conn.IsSink() {
 			continue
 		}
-		group := conn.Config["consumer.override.group.id"]
-		if group == "" {
-			group = "connect-" + conn.Name
+		conn.SinkGroup = SinkGroup(conn.Name, conn.Config)
+		sinks = append(sinks, conn)
+		if !seen[conn.SinkGroup] {
+			seen[conn.SinkGroup] = true
+			groups = append(groups, conn.SinkGroup)
 		}
-		conn.SinkGroup = group
+	}
+	fetched := map[string]kadm.OffsetResponses{}
+	for chunk := range slices.Chunk(groups, maxGroupsPerFetch) {
 		mctx, cancel := context.WithTimeout(ctx, metadataTimeout)
-		resp, err := r.adm.FetchOffsets(mctx, group)
-		if err == nil {
-			err = resp.Error()
-		}
-		if errors.Is(err, kerr.GroupIDNotFound) {
-			cancel()
-			continue // a sink that never committed
-		}
-		if err != nil {
-			err = r.explain(ctx, mctx, err, "consumer group "+group)
-			cancel()
-			return fmt.Errorf("connector %s: committed offsets of its consumer group %s: %w", conn.Name, group, err)
+		resps := r.adm.FetchManyOffsets(mctx, chunk...)
+		for _, group := range chunk {
+			resp, ok := resps[group]
+			err := resp.Err
+			if !ok {
+				err = errors.New("no answer for the group")
+			} else if err == nil {
+				err = resp.Fetched.Error()
+			}
+			if errors.Is(err, kerr.GroupIDNotFound) {
+				continue // sinks that never committed
+			}
+			if err != nil {
+				err = r.explain(ctx, mctx, err, "consumer group "+group)
+				cancel()
+				for _, conn := range sinks {
+					if conn.SinkGroup == group {
+						return fmt.Errorf("connector %s: committed offsets of its consumer group %s: %w", conn.Name, group, err)
+					}
+				}
+			}
+			fetched[group] = resp.Fetched
 		}
 		cancel()
-		resp.Each(func(o kadm.OffsetResponse) {
+	}
+	for _, conn := range sinks {
+		fetched[conn.SinkGroup].Each(func(o kadm.OffsetResponse) {
 			if o.At >= 0 {
 				conn.SinkOffsets = append(conn.SinkOffsets, SinkOffset{Topic: o.Topic, Partition: o.Partition, Offset: o.At})
 			}

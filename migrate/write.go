@@ -92,7 +92,7 @@ func Write(ctx context.Context, cl *kgo.Client, c *Cluster, opts WriteOptions) (
 	if err := validateWrite(cl, c, opts); err != nil {
 		return res, err
 	}
-	w := &writer{base: cl.Opts(), adm: kadm.NewClient(cl), opts: opts}
+	w := &writer{base: cl.Opts(), adm: kadm.NewClient(cl), opts: opts, carried: carriedSinkPartitions(c)}
 	seeds, _ := cl.OptValue(kgo.SeedBrokers).([]string)
 	created, err := w.ensureTopics(ctx)
 	if err != nil {
@@ -107,6 +107,12 @@ func Write(ctx context.Context, cl *kgo.Client, c *Cluster, opts WriteOptions) (
 		if err := w.readOffsets(ctx); err != nil {
 			return res, unreachable(ctx, seeds, err)
 		}
+	}
+
+	// The sinks' groups' offsets, up to maxGroupsPerFetch groups a request.
+	w.groups = map[string]kadm.FetchOffsetsResponse{}
+	for chunk := range slices.Chunk(slices.Sorted(maps.Keys(w.carried)), maxGroupsPerFetch) {
+		maps.Copy(w.groups, w.adm.FetchManyOffsets(ctx, chunk...))
 	}
 
 	// Plan every connector before writing anything.
@@ -128,7 +134,7 @@ func Write(ctx context.Context, cl *kgo.Client, c *Cluster, opts WriteOptions) (
 		for _, p := range todo {
 			res.OffsetRecords += len(p.offsets)
 			res.ConfigRecords += len(p.configs)
-			if len(p.sinkOffsets) > 0 {
+			if len(p.sinkOffsets) > 0 || len(p.sinkDeletes) > 0 {
 				res.Groups = append(res.Groups, p.group)
 			}
 		}
@@ -160,15 +166,26 @@ func Write(ctx context.Context, cl *kgo.Client, c *Cluster, opts WriteOptions) (
 		return res, fmt.Errorf("offsets topic %s: wrote %d of %d records, no config record: %w", opts.Topics.Offset, n, len(offsetRecs), err)
 	}
 	for _, p := range todo {
-		if len(p.sinkOffsets) == 0 {
+		if len(p.sinkOffsets) == 0 && len(p.sinkDeletes) == 0 {
 			continue
 		}
-		resp, err := w.adm.CommitOffsets(ctx, p.group, p.sinkOffsets)
-		if err == nil {
-			err = resp.Error()
+		if len(p.sinkOffsets) > 0 {
+			resp, err := w.adm.CommitOffsets(ctx, p.group, p.sinkOffsets)
+			if err == nil {
+				err = resp.Error()
+			}
+			if err != nil {
+				return res, fmt.Errorf("connector %s: commit offsets of consumer group %s: %w (no config record written)", p.item.Name, p.group, err)
+			}
 		}
-		if err != nil {
-			return res, fmt.Errorf("connector %s: commit offsets of consumer group %s: %w (no config record written)", p.item.Name, p.group, err)
+		if len(p.sinkDeletes) > 0 {
+			resp, err := w.adm.DeleteOffsets(ctx, p.group, p.sinkDeletes)
+			if err == nil {
+				err = resp.Error()
+			}
+			if err != nil {
+				return res, fmt.Errorf("connector %s: delete offsets of consumer group %s that kcd does not carry: %w (no config record written)", p.item.Name, p.group, err)
+			}
 		}
 		res.Groups = append(res.Groups, p.group)
 	}
@@ -294,9 +311,11 @@ type writer struct {
 	adm  *kadm.Client
 	opts WriteOptions
 
-	configs map[string]*configState     // by connector, from the config topic
-	targets map[string]string           // target states, from the config topic
-	offsets map[string]map[string]*slot // connector → raw key → latest record
+	configs map[string]*configState              // by connector, from the config topic
+	targets map[string]string                    // target states, from the config topic
+	offsets map[string]map[string]*slot          // connector → raw key → latest record
+	carried map[string]map[topicPartition]bool   // by group: what the Cluster's sinks carry
+	groups  map[string]kadm.FetchOffsetsResponse // by group: its committed offsets
 }
 
 // slot is the latest record of one key of the offsets topic.
@@ -520,6 +539,7 @@ type plan struct {
 	offsets     []*kgo.Record
 	group       string
 	sinkOffsets kadm.Offsets
+	sinkDeletes kadm.TopicsSet // the group's partitions no sink carries
 	offsetsSame bool
 }
 
@@ -651,8 +671,8 @@ func (w *writer) planOffsets(p *plan, conn *Connector) error {
 		if len(keys) == 0 {
 			keys = dead
 		}
-		if len(o.Key) > 0 && !slices.Contains(keys, string(o.Key)) {
-			keys = append(keys, string(o.Key))
+		if k := carriedKey(conn.Name, o); k != "" && !slices.Contains(keys, k) {
+			keys = append(keys, k)
 		}
 		if len(keys) == 0 {
 			k, err := EncodeOffsetKey(conn.Name, o.Partition)
@@ -681,43 +701,78 @@ func (w *writer) planOffsets(p *plan, conn *Connector) error {
 	return nil
 }
 
-// planSink prepares the commit of a sink's offsets to its group and tells
-// whether the group already holds them.
+// planSink prepares the commit of a sink's offsets to its group, and the
+// deletion of the group's offsets of partitions that no sink of the
+// Cluster with that group carries (as planOffsets tombstones a source's
+// other partitions), and tells whether the group already holds just them.
 func (w *writer) planSink(ctx context.Context, p *plan, conn *Connector) (same bool, err error) {
 	if !conn.IsSink() {
 		return true, nil
 	}
 	p.group = conn.SinkGroup
 	if p.group == "" {
-		p.group = conn.Config["consumer.override.group.id"]
+		p.group = SinkGroup(conn.Name, conn.Config)
 	}
-	if p.group == "" {
-		p.group = "connect-" + conn.Name
+	if len(conn.SinkOffsets) > 0 {
+		p.sinkOffsets = kadm.Offsets{}
+		for _, o := range conn.SinkOffsets {
+			p.sinkOffsets.Add(kadm.Offset{Topic: o.Topic, Partition: o.Partition, At: o.Offset, LeaderEpoch: -1})
+		}
 	}
-	if len(conn.SinkOffsets) == 0 {
-		return true, nil
+	fetched, ok := w.groups[p.group]
+	if !ok {
+		fetched.Err = errors.New("no answer for the group")
 	}
-	p.sinkOffsets = kadm.Offsets{}
-	for _, o := range conn.SinkOffsets {
-		p.sinkOffsets.Add(kadm.Offset{Topic: o.Topic, Partition: o.Partition, At: o.Offset, LeaderEpoch: -1})
-	}
-	if _, exists := w.configs[conn.Name]; !exists {
-		return false, nil // not compared: it is written anyway
-	}
-	resp, err := w.adm.FetchOffsets(ctx, p.group)
+	resp, err := fetched.Fetched, fetched.Err
 	if err == nil {
 		err = resp.Error()
+	}
+	if errors.Is(err, kerr.GroupIDNotFound) {
+		return len(conn.SinkOffsets) == 0, nil
 	}
 	if err != nil {
 		return false, fmt.Errorf("connector %s: offsets of consumer group %s: %w", conn.Name, p.group, err)
 	}
+	same = true
+	resp.Each(func(o kadm.OffsetResponse) {
+		if o.At >= 0 && !w.carried[p.group][topicPartition{o.Topic, o.Partition}] {
+			p.sinkDeletes.Add(o.Topic, o.Partition)
+			same = false
+		}
+	})
 	for _, o := range conn.SinkOffsets {
 		got, ok := resp.Lookup(o.Topic, o.Partition)
 		if !ok || got.At != o.Offset {
-			return false, nil
+			same = false
 		}
 	}
-	return true, nil
+	return same, nil
+}
+
+type topicPartition struct {
+	topic     string
+	partition int32
+}
+
+// carriedSinkPartitions are the partitions each group's sinks of c carry.
+func carriedSinkPartitions(c *Cluster) map[string]map[topicPartition]bool {
+	out := map[string]map[topicPartition]bool{}
+	for _, conn := range c.Connectors {
+		if !conn.IsSink() {
+			continue
+		}
+		g := conn.SinkGroup
+		if g == "" {
+			g = SinkGroup(conn.Name, conn.Config)
+		}
+		if out[g] == nil {
+			out[g] = map[topicPartition]bool{}
+		}
+		for _, o := range conn.SinkOffsets {
+			out[g][topicPartition{o.Topic, o.Partition}] = true
+		}
+	}
+	return out
 }
 
 // checkGroupsIdle refuses groups with members: a running consumer would
@@ -726,7 +781,7 @@ func (w *writer) checkGroupsIdle(ctx context.Context, todo []*plan) error {
 	var groups []string
 	owner := map[string]string{}
 	for _, p := range todo {
-		if len(p.sinkOffsets) > 0 {
+		if (len(p.sinkOffsets) > 0 || len(p.sinkDeletes) > 0) && owner[p.group] == "" {
 			groups = append(groups, p.group)
 			owner[p.group] = p.item.Name
 		}

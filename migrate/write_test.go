@@ -391,3 +391,53 @@ func TestWriteDryRunWritesNothing(t *testing.T) {
 		t.Errorf("dry run over existing topics: %+v, config records %d → %d", res, before, len(readAll(t, cl, "cfg")))
 	}
 }
+
+// TestWriteOverwriteDeletesSinkOffsetsNotCarried: a sink's group offsets of
+// partitions no sink carries go, as a source's other partitions are
+// tombstoned; without overwrite they make the connector differ.
+func TestWriteOverwriteDeletesSinkOffsetsNotCarried(t *testing.T) {
+	cl := writeTestKafka(t)
+	ctx := context.Background()
+	adm := kadm.NewClient(cl)
+	if _, err := adm.CreateTopic(ctx, 1, 1, nil, "gone"); err != nil {
+		t.Fatal(err)
+	}
+	topics := Topics{Config: "cfg", Offset: "off", Status: "st"}
+	if _, err := Write(ctx, cl, testCluster(), WriteOptions{Topics: topics}); err != nil {
+		t.Fatal(err)
+	}
+	extra := kadm.Offsets{}
+	extra.Add(kadm.Offset{Topic: "gone", Partition: 0, At: 7, LeaderEpoch: -1})
+	if resp, err := adm.CommitOffsets(ctx, "connect-sink", extra); err != nil || resp.Error() != nil {
+		t.Fatal(err, resp.Error())
+	}
+	action := func(res WriteResult) string {
+		for _, it := range res.Items {
+			if it.Name == "sink" {
+				return it.Action + ": " + it.Reason
+			}
+		}
+		return "none"
+	}
+	res, err := Write(ctx, cl, testCluster(), WriteOptions{Topics: topics})
+	if err != nil || !strings.HasPrefix(action(res), ActionExists) || !strings.Contains(action(res), "sink offsets") {
+		t.Fatalf("without overwrite: %s %v", action(res), err)
+	}
+	res, err = Write(ctx, cl, testCluster(), WriteOptions{Topics: topics, Overwrite: true})
+	if err != nil || !strings.HasPrefix(action(res), ActionOverwrite) {
+		t.Fatalf("overwrite: %s %v", action(res), err)
+	}
+	got, err := adm.FetchOffsets(ctx, "connect-sink")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if o, ok := got.Lookup("gone", 0); ok && o.At >= 0 {
+		t.Errorf("gone/0 still at %d", o.At)
+	}
+	if o, ok := got.Lookup("in", 0); !ok || o.At != 4 {
+		t.Errorf("in/0: %+v %v, want 4", o, ok)
+	}
+	if res, err = Write(ctx, cl, testCluster(), WriteOptions{Topics: topics}); err != nil || !strings.HasPrefix(action(res), ActionUnchanged) {
+		t.Errorf("after overwrite: %s %v", action(res), err)
+	}
+}

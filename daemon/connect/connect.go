@@ -93,6 +93,12 @@ type SourceRecord struct {
 	// numbers, booleans or nil, as in Kafka Connect.
 	SourcePartition map[string]any
 	SourceOffset    map[string]any
+	// SourcePartitionJSON is SourcePartition as Kafka Connect's JSON
+	// converter writes it, in the connector's own map order, when the task
+	// knows it (a Java plugin's, through the host); empty otherwise. The
+	// runtime keeps it with the offset, so that a way back to Kafka Connect
+	// writes the key Kafka Connect looks the offset up by.
+	SourcePartitionJSON string
 
 	Topic       string
 	Partition   *int32 // nil: the producer's partitioner decides by key

@@ -105,6 +105,13 @@ type Status struct {
 type SourceOffset struct {
 	Partition map[string]any `json:"partition"`
 	Offset    map[string]any `json:"offset"`
+	// Key is the record key Kafka Connect's offsets topic holds this
+	// partition under, ["<connector>",{<partition>}] in the connector's
+	// Java map order, when kcd learned it (an import from Kafka Connect, a
+	// Java plugin's task); empty otherwise, and in entries stored before
+	// kcd kept it. A way back to Kafka Connect writes it again as is
+	// (CheckOffsetKey bounds it).
+	Key string `json:"key,omitempty"`
 }
 
 // SinkOffset is the next offset to read of one topic-partition.

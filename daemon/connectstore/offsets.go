@@ -4,12 +4,14 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"maps"
 	"net/url"
 	"slices"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/kcd-project/kcd/store"
 )
@@ -150,6 +152,43 @@ func decodeNumbers(b []byte, v any) error {
 	dec := json.NewDecoder(bytes.NewReader(b))
 	dec.UseNumber()
 	return dec.Decode(v)
+}
+
+// MaxOffsetKeyBytes bounds SourceOffset.Key: a connector name and a few
+// partition fields (api.MaxSourceOffsetKey).
+const MaxOffsetKeyBytes = 8192
+
+// CheckOffsetKey says why key cannot be SourceOffset.Key of connector
+// name's partition, or nil: it must be at most MaxOffsetKeyBytes of valid
+// UTF-8 (Kafka Connect writes UTF-8), and decode to [name, partition] with
+// the same fields and values (numbers as written).
+func CheckOffsetKey(name string, partition map[string]any, key string) error {
+	switch {
+	case len(key) > MaxOffsetKeyBytes:
+		return fmt.Errorf("offset key of %d bytes: at most %d", len(key), MaxOffsetKeyBytes)
+	case !utf8.ValidString(key):
+		return errors.New("offset key: not valid UTF-8")
+	case !json.Valid([]byte(key)):
+		return fmt.Errorf("offset key %q: not JSON", key)
+	}
+	var k []json.RawMessage
+	if err := decodeNumbers([]byte(key), &k); err != nil || len(k) != 2 {
+		return fmt.Errorf("offset key %q: not a JSON [connector, partition]", key)
+	}
+	var conn string
+	var part map[string]any
+	if err := json.Unmarshal(k[0], &conn); err != nil || conn != name {
+		return fmt.Errorf("offset key %q: not of connector %q", key, name)
+	}
+	if err := decodeNumbers(k[1], &part); err != nil || part == nil {
+		return fmt.Errorf("offset key %q: no partition map", key)
+	}
+	a, err1 := json.Marshal(part)
+	b, err2 := json.Marshal(partition)
+	if err1 != nil || err2 != nil || !bytes.Equal(a, b) {
+		return fmt.Errorf("offset key %q: its partition is not %s", key, b)
+	}
+	return nil
 }
 
 // CheckOffsetFormat says why m cannot be a source partition or offset, or

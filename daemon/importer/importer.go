@@ -457,7 +457,12 @@ func (im *Importer) ImportOffsets(ctx context.Context, id string, offs api.Impor
 				return api.Import{}, errorf(ErrInvalid, "source offset %d of connector %q: %v", i, o.Connector, err)
 			}
 		}
-		op, err := connectstore.SourceOffsetOp(o.Connector, connectstore.SourceOffset{Partition: o.Partition, Offset: o.Offset})
+		if o.Key != "" {
+			if err := connectstore.CheckOffsetKey(o.Connector, o.Partition, o.Key); err != nil {
+				return api.Import{}, errorf(ErrInvalid, "source offset %d of connector %q: %v", i, o.Connector, err)
+			}
+		}
+		op, err := connectstore.SourceOffsetOp(o.Connector, connectstore.SourceOffset{Partition: o.Partition, Offset: o.Offset, Key: o.Key})
 		if err != nil {
 			return api.Import{}, errorf(ErrInvalid, "source offset %d of connector %q: %v", i, o.Connector, err)
 		}

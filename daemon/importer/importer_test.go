@@ -48,6 +48,13 @@ func srcOff(conn string, file string, pos int64) api.ImportSourceOffset {
 	return api.ImportSourceOffset{Connector: conn, Partition: map[string]any{"filename": file}, Offset: map[string]any{"position": json.Number(fmt.Sprint(pos))}}
 }
 
+// keyed is src's offset of partition {"filename":"a"} with key bytes key.
+func keyed(key string) api.ImportSourceOffset {
+	o := srcOff("src", "a", 1)
+	o.Key = key
+	return o
+}
+
 func kind(err error) error {
 	for _, k := range []error{ErrInvalid, ErrConflict, ErrNotFound} {
 		if errors.Is(err, k) {
@@ -83,8 +90,10 @@ func stage(t *testing.T, im *Importer) api.Import {
 	if got.State != api.ImportStaging || len(got.Items) != 3 {
 		t.Fatalf("opened: %+v", got)
 	}
+	withKey := srcOff("src", "/tmp/b", 7)
+	withKey.Key = `["src",{"filename":"/tmp/b"}]` // Kafka Connect's key bytes: kept
 	offs := api.ImportOffsets{
-		Source: []api.ImportSourceOffset{srcOff("src", "/tmp/a", 5), srcOff("src", "/tmp/b", 7), srcOff("src", "/tmp/a", 42)}, // a twice: the later counts
+		Source: []api.ImportSourceOffset{srcOff("src", "/tmp/a", 5), withKey, srcOff("src", "/tmp/a", 42)}, // a twice: the later counts
 		Sink:   []api.ImportSinkOffset{{Connector: "snk", Topic: "orders", Partition: 0, Offset: 10}, {Connector: "snk", Topic: "orders", Partition: 3, Offset: 99}},
 	}
 	if _, err := im.ImportOffsets(ctx, got.ID, offs); err != nil {
@@ -123,6 +132,11 @@ func checkImported(t *testing.T, st store.Store) {
 	so, _ := cs.SourceOffsets(ctx, "src")
 	if len(so) != 2 {
 		t.Errorf("src has %d offsets: %v", len(so), so)
+	}
+	for _, o := range so {
+		if want := map[any]string{"/tmp/a": "", "/tmp/b": `["src",{"filename":"/tmp/b"}]`}[o.Partition["filename"]]; o.Key != want {
+			t.Errorf("key of src %v: %q, want %q", o.Partition, o.Key, want)
+		}
 	}
 	sk, _ := cs.SinkOffsets(ctx, "snk")
 	if len(sk) != 2 || sk[0].Offset != 10 || sk[1].Offset != 99 {
@@ -507,16 +521,20 @@ func TestImportBadInput(t *testing.T) {
 		tooMany.Sink[i] = api.ImportSinkOffset{Connector: "snk", Topic: "t", Partition: int32(i)}
 	}
 	for what, offs := range map[string]api.ImportOffsets{
-		"too many":        tooMany,
-		"unknown conn":    {Sink: []api.ImportSinkOffset{{Connector: "nope", Topic: "t"}}},
-		"negative part":   {Sink: []api.ImportSinkOffset{{Connector: "snk", Topic: "t", Partition: -1}}},
-		"negative offset": {Sink: []api.ImportSinkOffset{{Connector: "snk", Topic: "t", Offset: -1}}},
-		"no topic":        {Sink: []api.ImportSinkOffset{{Connector: "snk"}}},
-		"nested offset":   {Source: []api.ImportSourceOffset{{Connector: "src", Partition: map[string]any{"f": "a"}, Offset: map[string]any{"p": map[string]any{"x": 1}}}}},
-		"array partition": {Source: []api.ImportSourceOffset{{Connector: "src", Partition: map[string]any{"f": []any{1}}, Offset: map[string]any{"p": 1}}}},
-		"null partition":  {Source: []api.ImportSourceOffset{{Connector: "src", Offset: map[string]any{"p": 1}}}},
-		"null offset":     {Source: []api.ImportSourceOffset{{Connector: "src", Partition: map[string]any{"f": "a"}}}},
-		"huge topic":      {Sink: []api.ImportSinkOffset{{Connector: "snk", Topic: strings.Repeat("é", 400)}}},
+		"too many":                 tooMany,
+		"unknown conn":             {Sink: []api.ImportSinkOffset{{Connector: "nope", Topic: "t"}}},
+		"negative part":            {Sink: []api.ImportSinkOffset{{Connector: "snk", Topic: "t", Partition: -1}}},
+		"negative offset":          {Sink: []api.ImportSinkOffset{{Connector: "snk", Topic: "t", Offset: -1}}},
+		"no topic":                 {Sink: []api.ImportSinkOffset{{Connector: "snk"}}},
+		"nested offset":            {Source: []api.ImportSourceOffset{{Connector: "src", Partition: map[string]any{"f": "a"}, Offset: map[string]any{"p": map[string]any{"x": 1}}}}},
+		"array partition":          {Source: []api.ImportSourceOffset{{Connector: "src", Partition: map[string]any{"f": []any{1}}, Offset: map[string]any{"p": 1}}}},
+		"null partition":           {Source: []api.ImportSourceOffset{{Connector: "src", Offset: map[string]any{"p": 1}}}},
+		"null offset":              {Source: []api.ImportSourceOffset{{Connector: "src", Partition: map[string]any{"f": "a"}}}},
+		"huge topic":               {Sink: []api.ImportSinkOffset{{Connector: "snk", Topic: strings.Repeat("é", 400)}}},
+		"key of another":           {Source: []api.ImportSourceOffset{keyed(`["other",{"filename":"a"}]`)}},
+		"key of another partition": {Source: []api.ImportSourceOffset{keyed(`["src",{"filename":"b"}]`)}},
+		"key not JSON":             {Source: []api.ImportSourceOffset{keyed(`["src",{"filename":"a"}]]`)}},
+		"huge key":                 {Source: []api.ImportSourceOffset{keyed(`["src",{"filename":"a"}]` + strings.Repeat(" ", api.MaxSourceOffsetKey))}},
 	} {
 		if _, err := im.ImportOffsets(ctx, opened.ID, offs); kind(err) != ErrInvalid {
 			t.Errorf("offsets %s: %v", what, err)

@@ -83,6 +83,11 @@ func TestIntegrationJavaHostFileStreamSource(t *testing.T) {
 	if _, ok := offs[0].Offset["position"].(json.Number); !ok {
 		t.Errorf("the stored position is a %T, want json.Number as kcd stores numbers", offs[0].Offset["position"])
 	}
+	// The key Kafka Connect's worker would write: the host's JSON of the
+	// plugin's own map.
+	if want := fmt.Sprintf(`[%q,{"filename":%q}]`, name, file); offs[0].Key != want {
+		t.Errorf("the stored offset's key %q, want %q", offs[0].Key, want)
+	}
 	stop()
 
 	f, err := os.OpenFile(file, os.O_APPEND|os.O_WRONLY, 0)

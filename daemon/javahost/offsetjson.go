@@ -10,25 +10,32 @@ const maxCachedPartitions = 4096
 
 // partitionCache keeps one decoded map per distinct source partition
 // encoding: a task's records name few partitions, so they share one map,
-// which the worker compares by pointer. The maps are read-only.
-type partitionCache map[string]map[string]any
+// which the worker compares by pointer, and one string of the encoding.
+// The maps are read-only.
+type partitionCache map[string]cachedPartition
 
-func (c partitionCache) decode(b []byte) (map[string]any, error) {
+type cachedPartition struct {
+	m    map[string]any
+	json string // the host's bytes: Kafka Connect's JSON of the Java map, in its order
+}
+
+func (c partitionCache) decode(b []byte) (map[string]any, string, error) {
 	if len(b) == 0 {
-		return nil, nil
+		return nil, "", nil
 	}
-	if m, ok := c[string(b)]; ok {
-		return m, nil
+	if p, ok := c[string(b)]; ok {
+		return p.m, p.json, nil
 	}
 	m, err := decodeJSONMap(b)
 	if err != nil {
-		return nil, err
+		return nil, "", err
 	}
 	if len(c) >= maxCachedPartitions {
 		clear(c)
 	}
-	c[string(b)] = m
-	return m, nil
+	p := cachedPartition{m: m, json: string(b)}
+	c[p.json] = p
+	return m, p.json, nil
 }
 
 // decodeFlat decodes a JSON object whose values are all numbers, strings

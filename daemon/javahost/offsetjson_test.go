@@ -79,12 +79,15 @@ func checkFlat(t *testing.T, b []byte) {
 
 func TestPartitionCacheSharesOneMapPerPartition(t *testing.T) {
 	c := partitionCache{}
-	a, err := c.decode([]byte(`{"topic":"t","partition":1}`))
+	a, aJSON, err := c.decode([]byte(`{"topic":"t","partition":1}`))
 	if err != nil {
 		t.Fatal(err)
 	}
-	b, _ := c.decode([]byte(`{"topic":"t","partition":1}`))
-	other, _ := c.decode([]byte(`{"topic":"t","partition":2}`))
+	b, _, _ := c.decode([]byte(`{"topic":"t","partition":1}`))
+	other, _, _ := c.decode([]byte(`{"topic":"t","partition":2}`))
+	if aJSON != `{"topic":"t","partition":1}` {
+		t.Errorf("the host's bytes: %s", aJSON)
+	}
 	if reflect.ValueOf(a).UnsafePointer() != reflect.ValueOf(b).UnsafePointer() {
 		t.Error("two records of one partition got two maps")
 	}
@@ -92,14 +95,14 @@ func TestPartitionCacheSharesOneMapPerPartition(t *testing.T) {
 		t.Error("two partitions decoded alike")
 	}
 	for i := range maxCachedPartitions + 10 {
-		if _, err := c.decode([]byte(`{"p":` + string(rune('0'+i%10)) + `,"i":` + itoa(i) + `}`)); err != nil {
+		if _, _, err := c.decode([]byte(`{"p":` + string(rune('0'+i%10)) + `,"i":` + itoa(i) + `}`)); err != nil {
 			t.Fatal(err)
 		}
 	}
 	if len(c) > maxCachedPartitions {
 		t.Errorf("cache holds %d partitions, over its bound %d", len(c), maxCachedPartitions)
 	}
-	if _, err := c.decode([]byte(`{"bad"`)); err == nil {
+	if _, _, err := c.decode([]byte(`{"bad"`)); err == nil {
 		t.Error("a malformed partition decoded")
 	}
 }

@@ -90,7 +90,7 @@ func (t *sourceTask) Poll(ctx context.Context) ([]*connect.SourceRecord, error) 
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	for _, r := range recs {
-		sp, err := t.parts.decode(r.GetSourcePartition())
+		sp, spJSON, err := t.parts.decode(r.GetSourcePartition())
 		if err != nil {
 			return nil, fmt.Errorf("record %d of the host: source partition: %w", r.GetSeq(), err)
 		}
@@ -98,7 +98,7 @@ func (t *sourceTask) Poll(ctx context.Context) ([]*connect.SourceRecord, error) 
 		if err != nil {
 			return nil, fmt.Errorf("record %d of the host: source offset: %w", r.GetSeq(), err)
 		}
-		rec := &connect.SourceRecord{SourcePartition: sp, SourceOffset: so, Topic: r.GetTopic(), Dropped: r.GetDropped()}
+		rec := &connect.SourceRecord{SourcePartition: sp, SourcePartitionJSON: spJSON, SourceOffset: so, Topic: r.GetTopic(), Dropped: r.GetDropped()}
 		if r.Partition != nil {
 			p := r.GetPartition()
 			rec.Partition = &p

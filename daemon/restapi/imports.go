@@ -129,7 +129,7 @@ func (a *api) export(r *http.Request) (int, any, *Error) {
 	for i, c := range conns {
 		ec := kcdapi.ExportConnector{Name: c.Name, Config: c.Config, Target: c.Target, Tasks: c.Tasks}
 		for _, o := range c.Source {
-			ec.SourceOffsets = append(ec.SourceOffsets, kcdapi.ImportSourceOffset{Connector: c.Name, Partition: o.Partition, Offset: o.Offset})
+			ec.SourceOffsets = append(ec.SourceOffsets, kcdapi.ImportSourceOffset{Connector: c.Name, Partition: o.Partition, Offset: o.Offset, Key: o.Key})
 		}
 		for _, o := range c.Sink {
 			ec.SinkOffsets = append(ec.SinkOffsets, kcdapi.ImportSinkOffset{Connector: c.Name, Topic: o.Topic, Partition: o.Partition, Offset: o.Offset})

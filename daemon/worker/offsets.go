@@ -6,6 +6,7 @@ import (
 	"sync"
 
 	"github.com/kcd-project/kcd/daemon/connectstore"
+	"github.com/kcd-project/kcd/internal/connectjson"
 )
 
 // offsetTracker follows a source task's records from production to
@@ -41,10 +42,14 @@ type offsetTracker struct {
 	// encoding the same partition for every record.
 	lastPart map[string]any
 	lastKey  string
+	// keyPrefix is `["<connector>",`: with a record's partition JSON (a
+	// Java plugin's) it makes the offsets topic key Kafka Connect writes.
+	keyPrefix string
 }
 
 type pending struct {
 	partition, offset map[string]any
+	partJSON          string // connect.SourceRecord.SourcePartitionJSON
 	size              int64
 	acked, lost, used bool
 }
@@ -55,8 +60,9 @@ type pending struct {
 // scanned over and over near the memory limit).
 const initialRing = 16
 
-func newOffsetTracker(capacity int) *offsetTracker {
-	return &offsetTracker{ring: make([]pending, min(capacity, initialRing)), limit: capacity, dirty: map[string]connectstore.SourceOffset{}}
+func newOffsetTracker(connector string, capacity int) *offsetTracker {
+	return &offsetTracker{ring: make([]pending, min(capacity, initialRing)), limit: capacity, dirty: map[string]connectstore.SourceOffset{},
+		keyPrefix: connectjson.OffsetKeyPrefix(connector)}
 }
 
 // grow doubles the ring (up to the limit) when it is full; t.mu is held.
@@ -136,7 +142,7 @@ func (t *offsetTracker) ackRun(seq uint64, n int, ok bool) (records int, bytes i
 			if t.cur.partition != nil && !samePartition(slot.partition, t.cur.partition) {
 				t.flushCur()
 			}
-			t.cur.partition, t.cur.offset = slot.partition, slot.offset
+			t.cur.partition, t.cur.offset, t.cur.partJSON = slot.partition, slot.offset, slot.partJSON
 		}
 		records++
 		bytes += slot.size
@@ -155,7 +161,11 @@ func (t *offsetTracker) flushCur() {
 	if t.cur.partition == nil {
 		return
 	}
-	t.dirty[t.keyOf(t.cur.partition)] = connectstore.SourceOffset{Partition: t.cur.partition, Offset: t.cur.offset}
+	o := connectstore.SourceOffset{Partition: t.cur.partition, Offset: t.cur.offset}
+	if j := t.cur.partJSON; j != "" && len(t.keyPrefix)+len(j)+1 <= connectstore.MaxOffsetKeyBytes {
+		o.Key = t.keyPrefix + j + "]"
+	}
+	t.dirty[t.keyOf(t.cur.partition)] = o
 	t.cur = pending{}
 }
 

@@ -3,6 +3,7 @@ package worker
 import (
 	"context"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"testing"
@@ -92,7 +93,7 @@ func TestBudgetTakesTheLongestPrefixThatFits(t *testing.T) {
 }
 
 func TestOffsetTrackerCommitsInOrderOnly(t *testing.T) {
-	tr := newOffsetTracker(8)
+	tr := newOffsetTracker("c", 8)
 	p := func(i int) map[string]any { return map[string]any{"p": i % 2} }
 	o := func(i int) map[string]any { return map[string]any{"n": i} }
 	var seqs []uint64
@@ -139,7 +140,7 @@ func TestOffsetTrackerCommitsInOrderOnly(t *testing.T) {
 // A run of acknowledgements (sendBatch's) counts as its records acked one
 // by one: nothing after a missing record commits.
 func TestOffsetTrackerAcksRuns(t *testing.T) {
-	tr := newOffsetTracker(16)
+	tr := newOffsetTracker("c", 16)
 	part := map[string]any{"f": "x"}
 	first := tr.add(part, map[string]any{"n": 0}, 1)
 	for i := 1; i < 8; i++ {
@@ -171,7 +172,7 @@ func TestOffsetTrackerAcksRuns(t *testing.T) {
 // pending record in its place in the order.
 func TestOffsetTrackerGrows(t *testing.T) {
 	n := 3*initialRing + 5
-	tr := newOffsetTracker(n)
+	tr := newOffsetTracker("c", n)
 	part := map[string]any{"p": 0}
 	seqs := make([]uint64, n)
 	// Acknowledge the first half out of order while adding, so that the
@@ -230,7 +231,7 @@ func TestOffsetTrackerGrows(t *testing.T) {
 }
 
 func TestOffsetTrackerGiveBack(t *testing.T) {
-	tr := newOffsetTracker(4)
+	tr := newOffsetTracker("c", 4)
 	part := map[string]any{"f": "x"}
 	tr.ack(tr.add(part, map[string]any{"pos": 1}, 0), true)
 	d := tr.take()
@@ -347,5 +348,30 @@ func TestConvertersFromConnectorOrWorker(t *testing.T) {
 	w2, _ := New(Config{Store: openStore(t), Seeds: []string{"x:1"}})
 	if _, err := w2.newConverters(map[string]string{}); err == nil || !strings.Contains(err.Error(), "no converters") {
 		t.Errorf("without a converter registry: %v", err)
+	}
+}
+
+// TestOffsetTrackerKeepsTheHostsPartitionBytes: a Java plugin's partition
+// JSON (its map's order) becomes the stored offset's Kafka Connect key; a
+// Go connector's partition gets none.
+func TestOffsetTrackerKeepsTheHostsPartitionBytes(t *testing.T) {
+	tr := newOffsetTracker(`src "1"`, 8)
+	java := map[string]any{"server": "s", "database": "d"}
+	goPart := map[string]any{"filename": "/f"}
+	seqs := tr.addAll([]pending{
+		{partition: java, offset: map[string]any{"lsn": 1}, partJSON: `{"server":"s","database":"d"}`, size: 1},
+		{partition: java, offset: map[string]any{"lsn": 2}, partJSON: `{"server":"s","database":"d"}`, size: 1},
+		{partition: goPart, offset: map[string]any{"position": 3}, size: 1},
+	})
+	if n, _ := tr.ackRun(seqs, 3, true); n != 3 {
+		t.Fatalf("acked %d", n)
+	}
+	keys := map[any]string{}
+	for _, o := range tr.take() {
+		keys[fmt.Sprint(o.Partition)] = o.Key
+	}
+	want := map[any]string{fmt.Sprint(java): `["src \"1\"",{"server":"s","database":"d"}]`, fmt.Sprint(goPart): ""}
+	if !maps.Equal(keys, want) {
+		t.Errorf("keys %q, want %q", keys, want)
 	}
 }

@@ -98,7 +98,7 @@ func runSource(tr *taskRun) error {
 		serialized: serialized,
 		client:     tr.w.client,
 		pctx:       tr.w.produceCtx,
-		tracker:    newOffsetTracker(lim.TaskInFlightRecords),
+		tracker:    newOffsetTracker(tr.id.Connector, lim.TaskInFlightRecords),
 		budget:     tr.stats.budget,
 		topics:     map[string]bool{},
 		storeNow:   make(chan struct{}, 1),
@@ -385,7 +385,7 @@ func (st *sourceRun) produce(b *sendBatch, from, to int) error {
 func (st *sourceRun) prepare(b *sendBatch, r *connect.SourceRecord, i int) error {
 	tr := st.tr
 	rec := &b.recs[i]
-	b.pend[i] = pending{partition: r.SourcePartition, offset: r.SourceOffset}
+	b.pend[i] = pending{partition: r.SourcePartition, offset: r.SourceOffset, partJSON: r.SourcePartitionJSON}
 	orig := r // a committer gets back the record it polled, as in Kafka Connect
 	if st.chain != nil && !r.Dropped {
 		out, err := st.chain.Apply(transforms.FromSource(r))

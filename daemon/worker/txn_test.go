@@ -11,7 +11,7 @@ import (
 // until its transaction committed (seal); an aborted transaction's
 // offsets never are (discard).
 func TestOffsetTrackerCommitsSealedOnly(t *testing.T) {
-	tr := newOffsetTracker(8)
+	tr := newOffsetTracker("c", 8)
 	tr.transactional()
 	part := map[string]any{"p": 0}
 	ackAll := func(from, to int) {
