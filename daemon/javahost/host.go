@@ -269,13 +269,18 @@ func (h *Host) watch(p *proc) {
 	<-p.conn.Done()
 	err := p.conn.Err()
 	p.kill() // a host that dropped its connection is no use
+	culprit := ""
 	select { // the tail is complete once the process is gone
 	case <-p.exited:
+		// Only a halt for an exhausted heap blames: a plugin may print anything.
+		var ee *exec.ExitError
+		if errors.As(p.exitErr, &ee) && ee.ExitCode() == heapExitStatus {
+			p.tailMu.Lock()
+			culprit = connectorOfUnit(p.heapUnit)
+			p.tailMu.Unlock()
+		}
 	case <-time.After(exitWaitOnDrop):
 	}
-	p.tailMu.Lock()
-	culprit := connectorOfUnit(p.heapUnit)
-	p.tailMu.Unlock()
 	removed := false
 	if culprit != "" && h.quarantine != nil {
 		removed = h.heapDeath(culprit)
@@ -528,6 +533,10 @@ func (p *proc) stop() {
 // heapBlame starts the line a host prints before it halts for an
 // exhausted heap, naming the unit charged with it (OutOfMemory.java).
 const heapBlame = "kcd-javahost: heap exhausted by unit "
+
+// heapExitStatus is the host's exit status after it halted for an
+// exhausted heap (OutOfMemory.STATUS).
+const heapExitStatus = 3
 
 // connectorOfUnit is the connector of a host's unit name: "connector-"
 // and the connector's name, or "task-" and a task id (taskBase.id:
