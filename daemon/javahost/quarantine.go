@@ -262,9 +262,9 @@ func (q *quarantine) closeOwn() {
 	}
 }
 
-// OwnHostPids are the process ids of the hosts of quarantined connectors
+// ownHostPids are the process ids of the hosts of quarantined connectors
 // that run, by connector.
-func (h *Host) OwnHostPids() map[string]int {
+func (h *Host) ownHostPids() map[string]int {
 	out := map[string]int{}
 	if h.quarantine == nil {
 		return out

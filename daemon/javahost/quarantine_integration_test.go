@@ -169,9 +169,9 @@ func testQuarantine(t *testing.T, mode string) {
 		if pid := h.Pid(); pid != shared {
 			t.Fatalf("the shared host changed from pid %d to %d", shared, pid)
 		}
-		for name, pid := range h.OwnHostPids() {
+		for name, pid := range h.ownHostPids() {
 			if name != badCfg["name"] || pid == shared {
-				t.Fatalf("own hosts %v (the shared one is %d)", h.OwnHostPids(), shared)
+				t.Fatalf("own hosts %v (the shared one is %d)", h.ownHostPids(), shared)
 			}
 			if !ownPids[pid] {
 				ownPids[pid] = true

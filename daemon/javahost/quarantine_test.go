@@ -150,7 +150,7 @@ func TestHostForQuarantined(t *testing.T) {
 		!strings.Contains(err.Error(), "it runs again after POST /connectors/b3/restart?includeTasks=true") {
 		t.Fatalf("beyond the bound of own hosts: %v", err)
 	}
-	if pids := h.OwnHostPids(); len(pids) != 0 {
+	if pids := h.ownHostPids(); len(pids) != 0 {
 		t.Fatalf("own hosts run without a call: %v", pids)
 	}
 
