@@ -75,6 +75,16 @@ type SinkConnector interface {
 	NewTask() SinkTask
 }
 
+// ExceptionError is an error that is a Java exception (a plugin's in the
+// Java connector host): the dead letter queue's headers name its class,
+// message and stack trace as Kafka Connect would.
+type ExceptionError interface {
+	error
+	ExceptionClass() string   // e.g. org.apache.kafka.connect.errors.DataException
+	ExceptionMessage() string // its getMessage()
+	ExceptionStack() string   // as printStackTrace writes it; may be empty
+}
+
 // ConnectorContext is what the runtime offers a running connector.
 type ConnectorContext interface {
 	// RequestTaskReconfiguration asks the runtime to call TaskConfigs again

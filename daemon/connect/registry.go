@@ -219,6 +219,23 @@ func currentProviders() []Provider {
 	return out
 }
 
+// RestartObserver is a Provider that wants to know when an operator
+// restarts a connector or one of its tasks on this node (Kafka Connect's
+// POST /connectors/{c}/restart and /tasks/{t}/restart).
+type RestartObserver interface {
+	Restarted(connector string)
+}
+
+// NotifyRestart tells the providers that observe restarts that an operator
+// restarted connector (or tasks of it).
+func NotifyRestart(connector string) {
+	for _, p := range currentProviders() {
+		if o, ok := p.(RestartObserver); ok {
+			o.Restarted(connector)
+		}
+	}
+}
+
 // PluginConfigProvider is a Provider that describes the settings of its
 // plugins that are not connectors.
 type PluginConfigProvider interface {

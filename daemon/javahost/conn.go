@@ -55,6 +55,14 @@ func (e *JavaError) Error() string {
 	return e.Class + ": " + e.Message
 }
 
+// ExceptionClass, ExceptionMessage and ExceptionStack make it a
+// connect.ExceptionError: the dead letter queue names the Java class.
+func (e *JavaError) ExceptionClass() string   { return e.Class }
+func (e *JavaError) ExceptionMessage() string { return e.Message }
+func (e *JavaError) ExceptionStack() string   { return e.Stack }
+
+var _ connect.ExceptionError = (*JavaError)(nil)
+
 func javaError(e *hostpb.Error) *JavaError {
 	return &JavaError{Class: e.GetClassName(), Message: e.GetMessage(), Stack: e.GetStackTrace(), Retriable: e.GetRetriable()}
 }

@@ -26,9 +26,11 @@ type connector struct {
 	version string
 
 	// Set by Start.
-	conn *Conn
-	name string
-	cctx connect.ConnectorContext
+	h       *Host  // the shared host, or the connector's own (quarantine.go)
+	release func() // of h, once the connector ended
+	conn    *Conn
+	name    string
+	cctx    connect.ConnectorContext
 }
 
 // sourceConnector and sinkConnector give the proxy its NewTask.
@@ -53,24 +55,30 @@ func (c *connector) call(limit time.Duration, req *hostpb.Request) (*hostpb.Resp
 	defer cancel()
 	resp, err := c.conn.Call(ctx, req)
 	if errors.Is(err, context.DeadlineExceeded) {
-		return nil, fmt.Errorf("the java connector %s did not answer within %s", c.class, limit)
+		return nil, c.h.noted(fmt.Errorf("the java connector %s did not answer within %s", c.class, limit))
 	}
-	return resp, err
+	return resp, c.h.noted(err)
 }
 
 func (c *connector) Start(cctx connect.ConnectorContext, config map[string]string) error {
-	ctx, cancel := context.WithTimeout(context.Background(), c.p.h.opts.StartTimeout)
-	conn, err := c.p.h.Conn(ctx)
-	cancel()
+	h, release, err := c.p.h.hostFor(config["name"])
 	if err != nil {
 		return err
 	}
-	c.conn, c.cctx, c.name = conn, cctx, config["name"]
-	c.p.h.units.addConnector(c)
-	_, err = c.call(c.p.h.opts.HangLimit, &hostpb.Request{Call: &hostpb.Request_ConnectorStart{ConnectorStart: &hostpb.ConnectorStartRequest{
+	ctx, cancel := context.WithTimeout(context.Background(), h.opts.StartTimeout)
+	conn, err := h.Conn(ctx)
+	cancel()
+	if err != nil {
+		release()
+		return h.noted(err)
+	}
+	c.h, c.release, c.conn, c.cctx, c.name = h, release, conn, cctx, config["name"]
+	c.h.units.addConnector(c)
+	_, err = c.call(c.h.opts.HangLimit, &hostpb.Request{Call: &hostpb.Request_ConnectorStart{ConnectorStart: &hostpb.ConnectorStartRequest{
 		Connector: c.name, ConnectorClass: c.class, Config: withClass(config, c.class)}}})
 	if err != nil {
-		c.p.h.units.removeConnector(c)
+		c.h.units.removeConnector(c)
+		release()
 		return err
 	}
 	return nil
@@ -80,7 +88,7 @@ func (c *connector) TaskConfigs(maxTasks int) ([]map[string]string, error) {
 	if c.conn == nil {
 		return nil, errors.New("connector not started")
 	}
-	resp, err := c.call(c.p.h.opts.HangLimit, &hostpb.Request{Call: &hostpb.Request_TaskConfigs{TaskConfigs: &hostpb.TaskConfigsRequest{
+	resp, err := c.call(c.h.opts.HangLimit, &hostpb.Request{Call: &hostpb.Request_TaskConfigs{TaskConfigs: &hostpb.TaskConfigsRequest{
 		Connector: c.name, MaxTasks: int32(maxTasks)}}})
 	if err != nil {
 		return nil, err
@@ -100,11 +108,12 @@ func (c *connector) Stop() error {
 	if c.conn == nil {
 		return nil
 	}
-	defer c.p.h.units.removeConnector(c)
+	defer c.release()
+	defer c.h.units.removeConnector(c)
 	if c.conn.Err() != nil {
 		return nil // the host that ran it is gone
 	}
-	_, err := c.call(min(stopLimit, c.p.h.opts.HangLimit), &hostpb.Request{Call: &hostpb.Request_ConnectorStop{ConnectorStop: &hostpb.ConnectorStopRequest{Connector: c.name}}})
+	_, err := c.call(min(stopLimit, c.h.opts.HangLimit), &hostpb.Request{Call: &hostpb.Request_ConnectorStop{ConnectorStop: &hostpb.ConnectorStopRequest{Connector: c.name}}})
 	return err
 }
 
@@ -165,9 +174,11 @@ type taskBase struct {
 	p     *Provider
 	class string
 
-	conn *Conn
-	id   string
-	hang time.Duration
+	h       *Host  // the shared host, or the connector's own (quarantine.go)
+	release func() // of h, once the task ended
+	conn    *Conn
+	id      string
+	hang    time.Duration
 
 	stopped  chan struct{}
 	stopOnce sync.Once
@@ -189,20 +200,28 @@ func (t *taskBase) start(ctx any, config map[string]string, sink bool) error {
 	}
 	name, num, connCfg := info.TaskInfo()
 	connCfg = withClass(connCfg, t.class)
-	sctx, cancel := context.WithTimeout(context.Background(), t.p.h.opts.StartTimeout)
-	conn, err := t.p.h.Conn(sctx)
-	cancel()
+	h, release, err := t.p.h.hostFor(name)
 	if err != nil {
 		return err
 	}
-	t.conn, t.hang, t.stopped = conn, t.p.h.opts.HangLimit, make(chan struct{})
+	sctx, cancel := context.WithTimeout(context.Background(), h.opts.StartTimeout)
+	conn, err := h.Conn(sctx)
+	cancel()
+	if err != nil {
+		release()
+		return h.noted(err)
+	}
+	t.h, t.release = h, release
+	t.conn, t.hang, t.stopped = conn, h.opts.HangLimit, make(chan struct{})
+	// connectorOfUnit reads the connector's name back from the id.
 	t.id = fmt.Sprintf("%s-%d#%d", name, num, taskSeq.Add(1))
-	t.p.h.units.addTask(t)
+	h.units.addTask(t)
 	_, err = t.call(context.Background(), &hostpb.Request{Call: &hostpb.Request_TaskStart{TaskStart: &hostpb.TaskStartRequest{
 		Task: t.id, Connector: name, TaskNumber: int32(num), Sink: sink,
-		ConnectorConfig: connCfg, TaskConfig: config, WorkerConfig: t.p.h.opts.WorkerConfig}}})
+		ConnectorConfig: connCfg, TaskConfig: config, WorkerConfig: h.opts.WorkerConfig}}})
 	if err != nil {
-		t.p.h.units.removeTask(t)
+		h.units.removeTask(t)
+		release()
 		return err
 	}
 	return nil
@@ -245,7 +264,7 @@ func (t *taskBase) call(ctx context.Context, req *hostpb.Request) (*hostpb.Respo
 	if errors.As(err, &je) && je.Retriable {
 		return nil, &connect.RetriableError{Err: je}
 	}
-	return nil, err
+	return nil, t.h.noted(err)
 }
 
 // hung gets the stack of the task's thread and abandons the unit.
@@ -256,7 +275,7 @@ func (t *taskBase) hung(req *hostpb.Request) error {
 	if resp, err := t.conn.Call(ctx, &hostpb.Request{Call: &hostpb.Request_Stack{Stack: &hostpb.StackRequest{Task: t.id}}}); err == nil {
 		stack = resp.GetStack().GetStackTrace()
 	}
-	err := fmt.Errorf("the java task did not return from %s within %s; its thread:\n%s", callName(req), t.hang, stack)
+	err := t.h.noted(fmt.Errorf("the java task did not return from %s within %s; its thread:\n%s", callName(req), t.hang, stack))
 	t.abandoned.Store(&err)
 	go func() { // the host gives the unit up; its thread may never end
 		sctx, scancel := context.WithTimeout(context.Background(), stopLimit)
@@ -292,10 +311,11 @@ func (t *taskBase) stop(last *hostpb.Request) error {
 		return nil
 	}
 	var err error
-	t.p.h.log.Debug("task stop", "task", t.id)
+	t.h.log.Debug("task stop", "task", t.id)
 	t.stopOnce.Do(func() {
 		close(t.stopped)
-		defer t.p.h.units.removeTask(t)
+		defer t.release()
+		defer t.h.units.removeTask(t)
 		if t.abandoned.Load() != nil || t.conn.Err() != nil {
 			return
 		}

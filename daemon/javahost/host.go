@@ -78,6 +78,14 @@ type Host struct {
 	plugins  []*hostpb.Plugin // the catalogue, once a host listed it
 
 	units units
+
+	// forConnector is the connector a host of its own runs for, "" for
+	// the node's shared host; note then says why, for its units' errors.
+	forConnector string
+	note         string
+	// quarantine: the shared host's strikes and connectors' own hosts
+	// (quarantine.go); nil in a connector's own host.
+	quarantine *quarantine
 }
 
 // proc is one run of the host.
@@ -91,6 +99,9 @@ type proc struct {
 
 	tailMu sync.Mutex
 	tail   []string // last stderr lines
+	// heapUnit is the unit the host blamed for its exhausted heap
+	// (OutOfMemory.java's BLAME line), "" when none.
+	heapUnit string
 }
 
 // New returns a Host; nothing starts until the first call needs it.
@@ -110,7 +121,7 @@ func New(opts Options) *Host {
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()
 	}
-	h := &Host{opts: opts, log: opts.Logger.With("subsys", "javahost")}
+	h := &Host{opts: opts, log: opts.Logger.With("subsys", "javahost"), quarantine: newQuarantine()}
 	h.units.init()
 	return h
 }
@@ -258,6 +269,22 @@ func (h *Host) watch(p *proc) {
 	<-p.conn.Done()
 	err := p.conn.Err()
 	p.kill() // a host that dropped its connection is no use
+	culprit := ""
+	select { // the tail is complete once the process is gone
+	case <-p.exited:
+		// Only a halt for an exhausted heap blames: a plugin may print anything.
+		var ee *exec.ExitError
+		if errors.As(p.exitErr, &ee) && ee.ExitCode() == heapExitStatus {
+			p.tailMu.Lock()
+			culprit = connectorOfUnit(p.heapUnit)
+			p.tailMu.Unlock()
+		}
+	case <-time.After(exitWaitOnDrop):
+	}
+	removed := false
+	if culprit != "" && h.quarantine != nil {
+		removed = h.heapDeath(culprit)
+	}
 	h.mu.Lock()
 	if h.cur == p {
 		h.cur = nil
@@ -265,24 +292,33 @@ func (h *Host) watch(p *proc) {
 		if time.Since(p.started) > stableAfter {
 			h.failures = 0
 		}
-		h.failures++
-		h.retryAt = time.Now().Add(backoff(h.failures))
+		if removed {
+			// What killed it runs elsewhere now: the others come back at once.
+			h.retryAt = time.Now()
+		} else {
+			h.failures++
+			h.retryAt = time.Now().Add(backoff(h.failures))
+		}
 	}
 	closed := h.closed
 	h.mu.Unlock()
 	if !closed {
-		h.log.Error("java host ended; its connectors and tasks fail and restart", "err", err)
+		h.log.Error("java host ended; its connectors and tasks fail and restart", "err", err, "heap_exhausted_by", culprit)
 	}
-	h.units.connDied(p.conn, err)
+	h.units.connDied(p.conn, h.noted(err))
 }
 
-// Close stops the host and removes its directory.
+// Close stops the host and removes its directory, and the hosts of
+// quarantined connectors.
 func (h *Host) Close() error {
 	h.mu.Lock()
 	h.closed = true
 	p := h.cur
 	h.cur = nil
 	h.mu.Unlock()
+	if h.quarantine != nil { // after closed: hostFor makes no more
+		h.quarantine.closeOwn()
+	}
 	if p != nil {
 		p.conn.Close(errors.New("java host: closed"))
 		p.stop()
@@ -321,6 +357,9 @@ func (h *Host) start() (*proc, []*hostpb.Plugin, error) {
 		discovery = "hybrid_warn"
 	}
 	args := append([]string{"-Xmx" + h.opts.Heap}, h.opts.JVMOptions...)
+	if h.forConnector != "" { // tells it apart in ps
+		args = append(args, "-Dkcd.javahost.connector="+h.forConnector)
+	}
 	args = append(args, "-Djava.security.manager=allow", "-jar", jar,
 		"--plugin-path", strings.Join(h.opts.PluginPath, ","), "--plugin-discovery", discovery)
 	cmd := exec.Command(h.opts.Java, args...)
@@ -349,7 +388,7 @@ func (h *Host) start() (*proc, []*hostpb.Plugin, error) {
 		_ = os.RemoveAll(dir)
 		close(p.exited)
 	}()
-	h.log.Info("java host starting", "pid", cmd.Process.Pid, "heap", h.opts.Heap, "plugin_path", strings.Join(h.opts.PluginPath, ","))
+	h.log.Info("java host starting", "connector", h.forConnector, "pid", cmd.Process.Pid, "heap", h.opts.Heap, "plugin_path", strings.Join(h.opts.PluginPath, ","))
 
 	deadline := time.Now().Add(h.opts.StartTimeout)
 	_ = ln.SetDeadline(deadline)
@@ -416,6 +455,9 @@ func (p *proc) forward(r io.ReadCloser, log *slog.Logger) {
 			}
 			log.Log(context.Background(), levelOf(s), "java host: "+s)
 			p.tailMu.Lock()
+			if u, ok := strings.CutPrefix(s, heapBlame); ok && p.heapUnit == "" {
+				p.heapUnit = u
+			}
 			p.tail = append(p.tail, s)
 			if len(p.tail) > stderrKeep {
 				p.tail = p.tail[len(p.tail)-stderrKeep:]
@@ -486,6 +528,36 @@ func (p *proc) stop() {
 		p.kill()
 		<-p.exited
 	}
+}
+
+// heapBlame starts the line a host prints before it halts for an
+// exhausted heap, naming the unit charged with it (OutOfMemory.java).
+const heapBlame = "kcd-javahost: heap exhausted by unit "
+
+// heapExitStatus is the host's exit status after it halted for an
+// exhausted heap (OutOfMemory.STATUS).
+const heapExitStatus = 3
+
+// connectorOfUnit is the connector of a host's unit name: "connector-"
+// and the connector's name, or "task-" and a task id (taskBase.id:
+// "<connector>-<number>#<seq>"); "" for anything else.
+func connectorOfUnit(unit string) string {
+	if c, ok := strings.CutPrefix(unit, "connector-"); ok {
+		return c
+	}
+	id, ok := strings.CutPrefix(unit, "task-")
+	if !ok {
+		return ""
+	}
+	i := strings.LastIndexByte(id, '#')
+	if i < 0 {
+		return ""
+	}
+	j := strings.LastIndexByte(id[:i], '-')
+	if j <= 0 {
+		return ""
+	}
+	return id[:j]
 }
 
 // Pid is the running host's process id, 0 when none runs.

@@ -173,6 +173,12 @@ func (p *Provider) PluginConfig(class string) (connect.ConfigDef, error) {
 
 var _ connect.PluginConfigProvider = (*Provider)(nil)
 
+// Restarted implements connect.RestartObserver: an operator's restart
+// lifts the connector's quarantine (quarantine.go).
+func (p *Provider) Restarted(connector string) { p.h.forgive(connector) }
+
+var _ connect.RestartObserver = (*Provider)(nil)
+
 func (p *Provider) validate(ctx context.Context, class string, cfg map[string]string) (*hostpb.ValidateResponse, error) {
 	c, err := p.h.Conn(ctx)
 	if err != nil {

@@ -158,9 +158,36 @@ func seqOffset(ctx context.Context, n *Node, name string) (int64, error) {
 	return seq, nil
 }
 
-// javaHostPID is the pid of the Java host child of process parent, 0 if
-// there is none.
+// javaHostPID is the pid of the shared Java host child of process parent,
+// 0 if there is none.
 func javaHostPID(parent int) int {
+	for pid, cmd := range javaHostPIDs(parent) {
+		if !strings.Contains(cmd, ownHostFlag) {
+			return pid
+		}
+	}
+	return 0
+}
+
+// ownHostFlag marks the command line of a quarantined connector's own host.
+const ownHostFlag = "-Dkcd.javahost.connector="
+
+// ownJavaHostPIDs are the pids of the quarantined connectors' own hosts
+// under process parent.
+func ownJavaHostPIDs(parent int) []int {
+	var out []int
+	for pid, cmd := range javaHostPIDs(parent) {
+		if strings.Contains(cmd, ownHostFlag) {
+			out = append(out, pid)
+		}
+	}
+	return out
+}
+
+// javaHostPIDs are the Java host children of process parent, with their
+// command lines.
+func javaHostPIDs(parent int) map[int]string {
+	out := map[int]string{}
 	ents, _ := os.ReadDir("/proc")
 	for _, e := range ents {
 		pid, err := strconv.Atoi(e.Name())
@@ -179,28 +206,20 @@ func javaHostPID(parent int) int {
 		}
 		cmd, _ := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
 		if strings.Contains(string(cmd), "kcd-javahost.jar") {
-			return pid
+			out[pid] = string(cmd)
 		}
 	}
-	return 0
+	return out
 }
 
-// runIsolation runs one kcd node on the real Kafka with a Go connector
-// (Datagen) and a healthy Java one (MisbehaveSourceConnector mode=ok)
-// throughout, adds the misbehaving connector of tc, and checks that only
-// its task fails, with the plugin's Java stack, while kcd, its REST API,
-// the Go connector and the healthy Java connector go on (or, when the host
-// dies, that the host and the healthy connector come back without losing a
-// record); kcd's memory stays where it was.
-func runIsolation(t *testing.T, tc isoCase) {
+// startIsoNode starts one kcd node on the real Kafka with the isolation
+// tests' settings and the misbehaving test plugins.
+func startIsoNode(t *testing.T) (n *Node, brokers string) {
 	bin := binary(t)
-	brokers := testenv.Require(t, testenv.Kafka)
+	brokers = testenv.Require(t, testenv.Kafka)
 	hostDir, plugins := javaHostBuild(t)
-	ctx, cancel := context.WithTimeout(t.Context(), 4*time.Minute)
-	defer cancel()
-
 	dir := t.TempDir()
-	n := &Node{ID: 1, RESTAddr: mustFreeAddr(t), PeerAddr: mustFreeAddr(t),
+	n = &Node{ID: 1, RESTAddr: mustFreeAddr(t), PeerAddr: mustFreeAddr(t),
 		DataDir: filepath.Join(dir, "node1"), LogPath: filepath.Join(dir, "node1.log"), bin: bin}
 	n.Args = []string{"--node-id", "1", "--data-dir", n.DataDir, "--rest-addr", n.RESTAddr,
 		"--peer-addr", n.PeerAddr, "--bootstrap-servers", brokers, "--offset-flush-interval", "500ms",
@@ -216,37 +235,58 @@ func runIsolation(t *testing.T, tc isoCase) {
 			t.Logf("node log:\n%s", n.LogTail(60))
 		}
 	})
+	return n, brokers
+}
+
+// isoCreate creates a connector, waiting for the node to take it.
+func isoCreate(ctx context.Context, t *testing.T, n *Node, name string, cfg map[string]string) {
+	t.Helper()
+	body, _ := json.Marshal(map[string]any{"name": name, "config": cfg})
+	if err := WaitFor(ctx, 100*time.Millisecond, func() (bool, error) {
+		status, err := n.do(ctx, "POST", "/connectors", body, nil)
+		if se, ok := err.(*StatusError); ok && se.Status == 400 {
+			t.Fatalf("create %s: %v", name, err)
+		}
+		return err == nil && status == 201, err // the node may still be starting
+	}); err != nil {
+		t.Fatalf("create %s: %v", name, err)
+	}
+}
+
+func isoStatusOf(ctx context.Context, n *Node, name string) (isoStatus, error) {
+	rctx, rcancel := context.WithTimeout(ctx, 5*time.Second)
+	defer rcancel()
+	var s isoStatus
+	err := n.GetJSON(rctx, "/connectors/"+name+"/status", &s)
+	return s, err
+}
+
+func isoSeq(ctx context.Context, n *Node, name string) int64 {
+	rctx, rcancel := context.WithTimeout(ctx, 5*time.Second)
+	defer rcancel()
+	s, _ := seqOffset(rctx, n, name)
+	return s
+}
+
+// runIsolation runs one kcd node on the real Kafka with a Go connector
+// (Datagen) and a healthy Java one (MisbehaveSourceConnector mode=ok)
+// throughout, adds the misbehaving connector of tc, and checks that only
+// its task fails, with the plugin's Java stack, while kcd, its REST API,
+// the Go connector and the healthy Java connector go on (or, when the host
+// dies, that the host and the healthy connector come back without losing a
+// record); kcd's memory stays where it was.
+func runIsolation(t *testing.T, tc isoCase) {
+	ctx, cancel := context.WithTimeout(t.Context(), 4*time.Minute)
+	defer cancel()
+	n, brokers := startIsoNode(t)
 	pid := n.PID()
 
 	prefix := fmt.Sprintf("kcd-iso-%s-%d", tc.mode, time.Now().UnixNano())
 	genTopic, healthyTopic, badTopic := prefix+"-gen", prefix+"-healthy", prefix+"-bad"
 	t.Cleanup(func() { deleteTopics(brokers, genTopic, healthyTopic, badTopic) })
-	create := func(name string, cfg map[string]string) {
-		t.Helper()
-		body, _ := json.Marshal(map[string]any{"name": name, "config": cfg})
-		if err := WaitFor(ctx, 100*time.Millisecond, func() (bool, error) {
-			status, err := n.do(ctx, "POST", "/connectors", body, nil)
-			if se, ok := err.(*StatusError); ok && se.Status == 400 {
-				t.Fatalf("create %s: %v", name, err)
-			}
-			return err == nil && status == 201, err // the node may still be starting
-		}); err != nil {
-			t.Fatalf("create %s: %v", name, err)
-		}
-	}
-	status := func(name string) (isoStatus, error) {
-		rctx, rcancel := context.WithTimeout(ctx, 5*time.Second)
-		defer rcancel()
-		var s isoStatus
-		err := n.GetJSON(rctx, "/connectors/"+name+"/status", &s)
-		return s, err
-	}
-	seq := func(name string) int64 {
-		rctx, rcancel := context.WithTimeout(ctx, 5*time.Second)
-		defer rcancel()
-		s, _ := seqOffset(rctx, n, name)
-		return s
-	}
+	create := func(name string, cfg map[string]string) { isoCreate(ctx, t, n, name, cfg) }
+	status := func(name string) (isoStatus, error) { return isoStatusOf(ctx, n, name) }
+	seq := func(name string) int64 { return isoSeq(ctx, n, name) }
 	// No connector names converters: all use the worker's (JSON), so the
 	// bad sink reads what Datagen writes.
 	create("gen", map[string]string{"connector.class": "Datagen", "topic": genTopic, "tasks.max": "1",

@@ -103,7 +103,8 @@ func javaHostPid(kcdPid int) int {
 			continue
 		}
 		cmd, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
-		if bytes.Contains(cmd, []byte(javahost.JarName)) {
+		// A quarantined connector's own host is not the node's host.
+		if bytes.Contains(cmd, []byte(javahost.JarName)) && !bytes.Contains(cmd, []byte(ownHostFlag)) {
 			return pid
 		}
 	}

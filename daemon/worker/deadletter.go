@@ -9,6 +9,8 @@ import (
 	"sync"
 
 	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/kcd-project/kcd/daemon/connect"
 )
 
 // deadLetters sends the records a sink task skipped to the connector's
@@ -156,9 +158,13 @@ func contextHeaders(r *kgo.Record, id TaskID, stage, class string, cause error, 
 	)
 }
 
-// stackTrace writes cause as Java prints an exception: its class and
-// message, then each cause in the chain. kcd has no Java frames to show.
+// stackTrace writes cause as Java prints an exception: a Java exception's
+// own stack trace, else its class and message, then each cause in the
+// chain (kcd has no Java frames to show).
 func stackTrace(exc string, cause error, mask func(string) string) string {
+	if je, ok := errors.AsType[connect.ExceptionError](cause); ok && je.ExceptionClass() != "" && je.ExceptionStack() != "" {
+		return mask(je.ExceptionStack())
+	}
 	var b strings.Builder
 	b.WriteString(exc)
 	b.WriteString(": ")

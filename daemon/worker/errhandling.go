@@ -41,9 +41,13 @@ func stageOf(err error, stage, class string) (string, string) {
 }
 
 // exceptionClass names err as Kafka Connect's exception class would: a
-// conversion error is its DataException, a RetriableError its
-// RetriableException, anything else a ConnectException.
+// Java exception (the Java host's) by its own class, a conversion error is
+// its DataException, a RetriableError its RetriableException, anything
+// else a ConnectException.
 func exceptionClass(err error) string {
+	if je, ok := errors.AsType[connect.ExceptionError](err); ok && je.ExceptionClass() != "" {
+		return je.ExceptionClass()
+	}
 	switch {
 	case data.IsDataError(err):
 		return "org.apache.kafka.connect.errors.DataException"
@@ -55,8 +59,12 @@ func exceptionClass(err error) string {
 }
 
 // exceptionMessage is err's message as the exception's getMessage() says
-// it: the innermost DataError's, when there is one, without kcd's context.
+// it: a Java exception's own, or the innermost DataError's, when there is
+// one, without kcd's context.
 func exceptionMessage(err error) string {
+	if je, ok := errors.AsType[connect.ExceptionError](err); ok && je.ExceptionClass() != "" {
+		return je.ExceptionMessage()
+	}
 	if de, ok := errors.AsType[*data.DataError](err); ok {
 		return de.Msg
 	}

@@ -431,6 +431,7 @@ func (s *supervisor) storeFailed(what string, err error) {
 // parts report RESTARTING, stop, and are started again by reconcile.
 func (s *supervisor) restart(ctx context.Context, req connectstore.RestartRequest) {
 	s.log.Info("restart requested", "include_tasks", req.IncludeTasks, "only_failed", req.OnlyFailed, "task", req.Task)
+	connect.NotifyRestart(s.name) // a fresh chance, e.g. out of the Java host's quarantine
 	if req.Task != nil {
 		if sl := s.slots[*req.Task]; sl != nil {
 			s.restartTask(ctx, *req.Task, sl)

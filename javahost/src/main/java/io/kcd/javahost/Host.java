@@ -57,7 +57,10 @@ final class Host {
     this.catalog = catalog;
     this.misc = new ThreadPoolExecutor(4, 4, 60, TimeUnit.SECONDS, new ArrayBlockingQueue<>(1024),
         r -> {
-          Thread t = new Thread(pluginThreads, r, "host-misc");
+          Thread t = new Thread(pluginThreads, () -> {
+            Unit.OWNER.remove(); // made by a unit's thread perhaps: it is no unit's
+            r.run();
+          }, "host-misc");
           t.setDaemon(true);
           return t;
         });

@@ -52,7 +52,11 @@ final class OutOfMemory {
     Thread.UncaughtExceptionHandler prev = Thread.getDefaultUncaughtExceptionHandler();
     Thread.setDefaultUncaughtExceptionHandler((t, e) -> {
       if (is(e)) {
-        outsideCall(t, e);
+        try {
+          outsideCall(t, e);
+        } catch (Throwable again) {
+          ExitGuard.exit(STATUS); // out of heap before it could answer: halt all the same
+        }
       } else if (prev != null) {
         prev.uncaughtException(t, e);
       } else {
@@ -65,6 +69,13 @@ final class OutOfMemory {
     f.toByteArray();
     inFlightError(probe, "main", "\"t\" tid=1 RUNNABLE\n");
     message("call ", "0", probe);
+    blameLine("probe");
+    // AtomicBoolean's VarHandle operations spin classes on the heap at
+    // their first use, which in a new host may be the handler's, before
+    // the reserve is freed.
+    AtomicBoolean warm = new AtomicBoolean();
+    warm.compareAndSet(false, true);
+    warm.set(warm.get());
   }
 
   /** Notes that call id runs on unit's thread, until {@link #done}. */
@@ -97,6 +108,7 @@ final class OutOfMemory {
     dying.set(true);
     reserve = null; // room for what follows
     try {
+      blame();
       System.err.println(message("call ", Long.toString(id), e));
       e.printStackTrace();
       Conn c = conn;
@@ -128,6 +140,7 @@ final class OutOfMemory {
     }
     reserve = null;
     try {
+      blame();
       String where = t.getName();
       System.err.println(message("thread ", where, e));
       Conn c = conn;
@@ -144,6 +157,25 @@ final class OutOfMemory {
       // as in answerAndHalt
     }
     ExitGuard.exit(STATUS);
+  }
+
+  /** What precedes the unit's name in the line {@link #blame} prints; kcd reads it. */
+  static final String BLAME = "kcd-javahost: heap exhausted by unit ";
+
+  /**
+   * Prints the unit charged with the exhausted heap: the one whose thread ran
+   * out or started the thread that did (Unit.OWNER). kcd reads the line to keep
+   * a plugin that keeps filling the heap away from the others.
+   */
+  private static void blame() {
+    String owner = Unit.OWNER.get();
+    if (owner != null) {
+      System.err.println(blameLine(owner));
+    }
+  }
+
+  private static String blameLine(String owner) {
+    return BLAME + owner;
   }
 
   private static String message(String where, String what, Throwable e) {

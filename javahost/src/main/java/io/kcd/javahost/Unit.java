@@ -13,6 +13,13 @@ import java.util.concurrent.TimeUnit;
 final class Unit {
   static final int MAX_QUEUED_CALLS = 256;
 
+  /**
+   * The name of the unit whose thread runs, or whose thread started (directly
+   * or not) the thread that runs: threads a plugin starts inherit it, so a
+   * plugin's own thread that exhausts the heap is charged to its unit.
+   */
+  static final InheritableThreadLocal<String> OWNER = new InheritableThreadLocal<>();
+
   final String name;
   private final ThreadPoolExecutor exec;
   private volatile Thread thread;
@@ -23,7 +30,10 @@ final class Unit {
     this.name = name;
     this.exec = new ThreadPoolExecutor(1, 1, 0, TimeUnit.MILLISECONDS,
         new ArrayBlockingQueue<>(MAX_QUEUED_CALLS), r -> {
-          Thread t = new Thread(group, r, "unit-" + name);
+          Thread t = new Thread(group, () -> {
+            OWNER.set(name);
+            r.run();
+          }, "unit-" + name);
           t.setDaemon(true);
           thread = t;
           return t;
