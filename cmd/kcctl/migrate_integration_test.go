@@ -323,7 +323,9 @@ func TestIntegrationMigrateFromKafka(t *testing.T) {
 		if !reflect.DeepEqual(kcdCfg, kcCfg) {
 			t.Errorf("%s: config in kcd %v, on Kafka Connect %v", n, kcdCfg, kcCfg)
 		}
-		if o := kcd.offsets(n); !reflect.DeepEqual(o, after[n]) {
+		// A connector running in kcd may be past what was imported at
+		// once; where src and sink continue from is checked below.
+		if o := kcd.offsets(n); !reflect.DeepEqual(o, after[n]) && !(slices.Contains(running, n) && notBehind(o, after[n])) {
 			t.Errorf("%s: offsets in kcd %v, Kafka Connect's after the stop %v", n, o, after[n])
 		}
 	}
@@ -465,6 +467,22 @@ type offsets struct {
 		Partition map[string]any `json:"partition"`
 		Offset    map[string]any `json:"offset"`
 	} `json:"offsets"`
+}
+
+// notBehind reports whether o holds the one partition of was at the same
+// or a later position (a file source's position, a sink's kafka_offset).
+func notBehind(o, was offsets) bool {
+	if len(o.Offsets) != 1 || len(was.Offsets) != 1 || !reflect.DeepEqual(o.Offsets[0].Partition, was.Offsets[0].Partition) {
+		return false
+	}
+	for _, k := range []string{"position", "kafka_offset"} {
+		a, ok1 := o.Offsets[0].Offset[k].(float64)
+		b, ok2 := was.Offsets[0].Offset[k].(float64)
+		if ok1 && ok2 {
+			return a >= b
+		}
+	}
+	return false
 }
 
 func positionIs(o offsets, file string, size int) bool {
