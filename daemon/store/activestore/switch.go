@@ -51,7 +51,8 @@ const maxSwitchEvents = 1 << 20
 // Switch makes req's backend the active one, copying everything from the
 // active backend. It checks the target at once (reachable, a valid switch
 // target, empty or req.Force) and answers; the copy runs on, and Status
-// follows it. A dry run checks and counts, changing nothing. It runs on
+// follows it. A dry run checks and counts, changing nothing (opening a
+// SQL target creates its missing tables, empty). It runs on
 // the leader only.
 func (s *Store) Switch(ctx context.Context, req api.StoreSwitchRequest) (_ api.StoreSwitch, err error) {
 	defer func() {
