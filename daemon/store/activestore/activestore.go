@@ -221,6 +221,22 @@ func (s *Store) Record() (Record, error) {
 	return rec, nil
 }
 
+// Chosen returns the record and whether it chose the cluster's backend:
+// a switch recorded it, or Adopt did. A record that only notes switches,
+// none of which took effect (they note themselves as they run), has not:
+// the cluster is on raft as bootstrapped.
+func (s *Store) Chosen() (Record, bool, error) {
+	kv, found, err := s.cfg.Raft.FSM().Get(RecordKey)
+	if err != nil || !found {
+		return Record{Backend: Raft}, false, err
+	}
+	var rec Record
+	if err := json.Unmarshal(kv.Value, &rec); err != nil {
+		return Record{}, false, fmt.Errorf("decode the store record: %w", err)
+	}
+	return rec, rec.Backend != Raft || !rec.Since.IsZero(), nil
+}
+
 // reconcile makes the delegate the one the record and leadership call for.
 // Run and reads (read) call it; one at a time.
 func (s *Store) reconcile(ctx context.Context) {

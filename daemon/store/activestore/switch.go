@@ -177,7 +177,7 @@ func (s *Store) openTarget(ctx context.Context, to Record) (store.Loader, error)
 
 // Adopt makes rec's backend the active one as it is, copying nothing: a
 // new cluster bootstrapped on a database that holds a cluster's metadata.
-// It fails when the cluster already has a record.
+// It fails when the cluster's backend is chosen already (Chosen).
 func (s *Store) Adopt(ctx context.Context, rec Record) error {
 	s.mu.Lock()
 	mark := s.mark
@@ -185,16 +185,27 @@ func (s *Store) Adopt(ctx context.Context, rec Record) error {
 	if !s.cfg.Raft.IsLeader() || mark.term != s.cfg.Raft.Term() {
 		return ErrNotLeader
 	}
+	kv, _, err := s.cfg.Raft.FSM().Get(RecordKey)
+	if err != nil {
+		return fmt.Errorf("read the store record: %w", err)
+	}
+	if _, chosen, err := s.Chosen(); err != nil {
+		return err
+	} else if chosen {
+		return errors.New("the cluster's backend is chosen already")
+	}
 	b, err := json.Marshal(rec)
 	if err != nil {
 		return err
 	}
-	_, ok, err := s.cfg.RaftStore.Batch(ctx, []store.Cond{{Key: LeaderKey, ModRevision: mark.modRev}, {Key: RecordKey}}, []store.Op{store.Put(RecordKey, b)})
+	// On the record as read (absent: revision 0), so that nothing chose
+	// a backend meanwhile.
+	_, ok, err := s.cfg.RaftStore.Batch(ctx, []store.Cond{{Key: LeaderKey, ModRevision: mark.modRev}, {Key: RecordKey, ModRevision: kv.ModRevision}}, []store.Op{store.Put(RecordKey, b)})
 	if err != nil {
 		return fmt.Errorf("record the backend: %w", err)
 	}
 	if !ok {
-		return errors.New("the cluster already has a store record, or leadership moved")
+		return errors.New("the store record changed, or leadership moved")
 	}
 	return nil
 }
