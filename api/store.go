@@ -16,7 +16,8 @@ type StoreSwitchRequest struct {
 	// Force allows a target that already holds keys: they are removed.
 	Force bool `json:"force,omitempty"`
 	// DryRun checks the target and answers what a switch would copy,
-	// changing nothing.
+	// changing nothing but this: opening a SQL target creates its
+	// missing tables, empty.
 	DryRun bool `json:"dry_run,omitempty"`
 }
 

@@ -59,22 +59,27 @@ func (n *Node) bootstrapStore(ctx context.Context) {
 func (n *Node) tryBootstrapStore(ctx context.Context, want string, settings map[string]string) (bool, error) {
 	if !n.raft.IsLeader() {
 		// Another node bootstraps it, or this one once it leads; stop
-		// once the cluster has a record.
-		_, found, _ := n.raft.FSM().Get(activestore.RecordKey)
-		return found, nil
+		// once the cluster's backend is chosen.
+		_, chosen, _ := n.active.Chosen()
+		return chosen, nil
 	}
 	rctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	if err := n.raft.LinearizableRead(rctx); err != nil {
 		return false, err
 	}
-	if _, found, err := n.raft.FSM().Get(activestore.RecordKey); err != nil || found {
-		if found {
+	rec, chosen, err := n.active.Chosen()
+	if err != nil || chosen {
+		if chosen {
 			n.logConfiguredStore(want)
 		}
-		return found, err
+		return chosen, err
 	}
-	_, err := n.active.Switch(rctx, api.StoreSwitchRequest{Backend: want, Settings: settings})
+	// A switch to the backend noted but not taken effect (its leader died,
+	// or it failed) left what the database holds: a partial copy of this
+	// cluster's, to replace, not a kept cluster's to take.
+	force := rec.LastSwitch != nil && rec.LastSwitch.To == want
+	_, err = n.active.Switch(rctx, api.StoreSwitchRequest{Backend: want, Settings: settings, Force: force})
 	if err == nil {
 		n.log.Info("switching the new cluster to the configured metadata backend", "backend", want)
 		return n.waitSwitch(ctx)

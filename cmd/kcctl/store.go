@@ -161,7 +161,7 @@ follow it with 'kcctl store status'.`,
 	f.StringVar(&o.dsn, "dsn", "", "Connection string of the target (settings[\"dsn\"]); pass a reference such as '${env:NAME}' or '${file:PATH}'")
 	f.StringArrayVarP(&o.set, "set", "s", nil, "A setting of the target backend, KEY=VALUE (repeatable); values may be references")
 	f.BoolVar(&o.force, "force", false, "Switch to a target that already holds keys: they are removed")
-	f.BoolVar(&o.dryRun, "dry-run", false, "Only check the target and print what would be copied, with the warnings; change nothing")
+	f.BoolVar(&o.dryRun, "dry-run", false, "Only check the target and print what would be copied, with the warnings; change nothing (a SQL target's missing tables are created, empty)")
 	f.BoolVar(&o.noWait, "no-wait", false, "Return once the switch has started; follow it with 'kcctl store status'")
 	addOutputFlag(cmd, &o.output)
 	_ = cmd.RegisterFlagCompletionFunc("to", func(c *cobra.Command, _ []string, prefix string) ([]cobra.Completion, cobra.ShellCompDirective) {

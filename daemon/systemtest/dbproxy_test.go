@@ -20,7 +20,8 @@ type dbProxy struct {
 
 	mu    sync.Mutex
 	down  bool
-	rate  int // bytes per second towards the database; 0: unlimited
+	rate  int           // bytes per second towards the database; 0: unlimited
+	delay time.Duration // added to each write towards the database
 	conns map[net.Conn]struct{}
 	wg    sync.WaitGroup
 }
@@ -69,6 +70,14 @@ func (p *dbProxy) Restore() {
 func (p *dbProxy) SetRate(bytesPerSec int) {
 	p.mu.Lock()
 	p.rate = bytesPerSec
+	p.mu.Unlock()
+}
+
+// SetDelay delays every chunk sent to the database by d (0: none), as a
+// distant database would: each query takes d longer.
+func (p *dbProxy) SetDelay(d time.Duration) {
+	p.mu.Lock()
+	p.delay = d
 	p.mu.Unlock()
 }
 
@@ -139,6 +148,14 @@ func (p *dbProxy) pipe(dst, src net.Conn, limited bool) {
 	buf := make([]byte, 16<<10)
 	for {
 		n, err := src.Read(buf)
+		if n > 0 && limited {
+			p.mu.Lock()
+			delay := p.delay
+			p.mu.Unlock()
+			if delay > 0 {
+				time.Sleep(delay)
+			}
+		}
 		if n > 0 {
 			if _, werr := dst.Write(buf[:n]); werr != nil {
 				return

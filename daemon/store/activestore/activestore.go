@@ -147,6 +147,8 @@ type Store struct {
 	swmu    sync.Mutex
 	running *api.StoreSwitch // the switch in progress or the last one run here
 	busy    bool
+	tidying bool   // tidy runs; no switch starts meanwhile
+	tidied  uint64 // the leader term tidy last finished in (under mu)
 
 	life   context.Context
 	cancel context.CancelFunc
@@ -219,6 +221,22 @@ func (s *Store) Record() (Record, error) {
 	return rec, nil
 }
 
+// Chosen returns the record and whether it chose the cluster's backend:
+// a switch recorded it, or Adopt did. A record that only notes switches,
+// none of which took effect (they note themselves as they run), has not:
+// the cluster is on raft as bootstrapped.
+func (s *Store) Chosen() (Record, bool, error) {
+	kv, found, err := s.cfg.Raft.FSM().Get(RecordKey)
+	if err != nil || !found {
+		return Record{Backend: Raft}, false, err
+	}
+	var rec Record
+	if err := json.Unmarshal(kv.Value, &rec); err != nil {
+		return Record{}, false, fmt.Errorf("decode the store record: %w", err)
+	}
+	return rec, rec.Backend != Raft || !rec.Since.IsZero(), nil
+}
+
 // reconcile makes the delegate the one the record and leadership call for.
 // Run and reads (read) call it; one at a time.
 func (s *Store) reconcile(ctx context.Context) {
@@ -244,6 +262,7 @@ func (s *Store) reconcile(ctx context.Context) {
 	s.swmu.Unlock()
 	if leader && !busy {
 		s.keepFreeze(ctx, rec)
+		s.startTidy(rec, term)
 	}
 	want := kindRaft
 	if rec.Backend != Raft {
@@ -344,6 +363,76 @@ func (s *Store) keepFreeze(ctx context.Context, rec Record) {
 	if err != nil {
 		s.log.Warn("cannot set the Raft store's freeze to match the active backend", "backend", rec.Backend, "err", err)
 	}
+}
+
+// startTidy runs tidy for term in the background, unless it ran already
+// or a switch or a tidy runs.
+func (s *Store) startTidy(rec Record, term uint64) {
+	s.mu.Lock()
+	done := s.tidied == term
+	s.mu.Unlock()
+	if done {
+		return
+	}
+	s.swmu.Lock()
+	if s.busy || s.tidying {
+		s.swmu.Unlock()
+		return
+	}
+	s.tidying = true
+	s.swmu.Unlock()
+	go func() {
+		defer func() {
+			s.swmu.Lock()
+			s.tidying = false
+			s.swmu.Unlock()
+		}()
+		if s.tidy(s.life, rec) {
+			s.mu.Lock()
+			s.tidied = term
+			s.mu.Unlock()
+		}
+	}()
+}
+
+// tidy clears up after a switch whose leader did not live to finish it: a
+// record that still names a running switch says it was interrupted, and a
+// Raft copy of the metadata left while another backend is active (the
+// switch's record was written, its clear was not; or a switch to raft
+// failed) is dropped, so that switching to raft needs no force. The leader
+// runs it once a term, after its mark (a deposed leader can record nothing
+// any more) and outside a switch. It reports whether it is done.
+func (s *Store) tidy(ctx context.Context, rec Record) bool {
+	if sw := rec.LastSwitch; sw != nil && sw.State == api.SwitchRunning {
+		s.swmu.Lock()
+		mine := s.running != nil && s.running.ID == sw.ID
+		s.swmu.Unlock()
+		if !mine {
+			ended := *sw
+			ended.State, ended.EndedAt = api.SwitchFailed, time.Now().UTC()
+			ended.Error = fmt.Sprintf("interrupted in phase %s: the leader running it stopped or lost leadership before it recorded backend %s; backend %s stays active (the target may hold a partial copy: switch to it again with --force)", sw.Phase, sw.To, rec.Backend)
+			s.log.Warn("store switch interrupted by a leader change", "switch", sw.ID, "phase", sw.Phase, "to", sw.To, "backend", rec.Backend)
+			s.noteSwitch(ended)
+		}
+	}
+	if rec.Backend == Raft {
+		return true
+	}
+	cctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	n, err := countKeys(cctx, s.cfg.RaftStore, 1)
+	if err != nil {
+		s.log.Warn("cannot read the Raft store for a stale copy of the metadata; trying again", "err", err)
+		return false
+	}
+	if n > 0 {
+		if err := s.cfg.RaftStore.Clear(cctx, RaftOnly...); err != nil {
+			s.log.Warn("cannot drop the stale Raft copy of the metadata; trying again", "err", err)
+			return false
+		}
+		s.log.Info("dropped the stale Raft copy of the metadata", "backend", rec.Backend)
+	}
+	return true
 }
 
 func (d *delegate) via() string {
@@ -548,14 +637,23 @@ func (s *Store) Revision(ctx context.Context) (rev int64, err error) {
 // the node to move to the new backend and runs again there.
 func (s *Store) write(ctx context.Context, fn func(store.Store) error) error {
 	for attempt := 0; ; attempt++ {
-		if err := s.gate.enter(ctx); err != nil {
-			return err
-		}
 		d, err := s.current()
-		if err == nil {
+		if err == nil && d.kind == kindRemote {
+			// Forwarded to the leader's store API, whose gate holds it.
+			// Not counted here: a write in flight to a leader that died,
+			// retried on this node once it leads, would wait at this
+			// node's gate while its count kept a switch from draining.
 			err = fn(d.s)
+		} else {
+			if err := s.gate.enter(ctx); err != nil {
+				return err
+			}
+			d, err = s.current()
+			if err == nil {
+				err = fn(d.s)
+			}
+			s.gate.exit()
 		}
-		s.gate.exit()
 		if !errors.Is(err, raftstore.ErrFrozen) {
 			return err
 		}

@@ -10,8 +10,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
+	"os"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -20,6 +23,27 @@ import (
 	"github.com/kcd-project/kcd/store"
 )
 
+// pauseAfterRecordEnv names a test hook: the path of a file that holds a
+// duration. While the file exists, a switch waits that long after its
+// record is written and before the leader moves to the new backend (writes
+// held), so that a system test can kill the leader exactly there. Unset,
+// as in production, it changes nothing.
+const pauseAfterRecordEnv = "KCD_TEST_SWITCH_PAUSE_AFTER_RECORD"
+
+// pauseAfterRecord is the pause the test hook asks for (0: none).
+func pauseAfterRecord() time.Duration {
+	path := os.Getenv(pauseAfterRecordEnv)
+	if path == "" {
+		return 0
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return 0
+	}
+	d, _ := time.ParseDuration(strings.TrimSpace(string(b)))
+	return d
+}
+
 // maxSwitchEvents bounds the changes a switch collects while it copies; a
 // source busier than that fails the switch (try again at a calmer time).
 const maxSwitchEvents = 1 << 20
@@ -27,7 +51,8 @@ const maxSwitchEvents = 1 << 20
 // Switch makes req's backend the active one, copying everything from the
 // active backend. It checks the target at once (reachable, a valid switch
 // target, empty or req.Force) and answers; the copy runs on, and Status
-// follows it. A dry run checks and counts, changing nothing. It runs on
+// follows it. A dry run checks and counts, changing nothing (opening a
+// SQL target creates its missing tables, empty). It runs on
 // the leader only.
 func (s *Store) Switch(ctx context.Context, req api.StoreSwitchRequest) (_ api.StoreSwitch, err error) {
 	defer func() {
@@ -53,6 +78,10 @@ func (s *Store) Switch(ctx context.Context, req api.StoreSwitchRequest) (_ api.S
 	if s.busy {
 		s.swmu.Unlock()
 		return api.StoreSwitch{}, ErrSwitchRunning
+	}
+	if s.tidying {
+		s.swmu.Unlock()
+		return api.StoreSwitch{}, fmt.Errorf("%w: the leader is tidying up after a switch interrupted by a leader change; retry in a moment", ErrSwitchRunning)
 	}
 	s.busy = true
 	s.swmu.Unlock()
@@ -148,7 +177,7 @@ func (s *Store) openTarget(ctx context.Context, to Record) (store.Loader, error)
 
 // Adopt makes rec's backend the active one as it is, copying nothing: a
 // new cluster bootstrapped on a database that holds a cluster's metadata.
-// It fails when the cluster already has a record.
+// It fails when the cluster's backend is chosen already (Chosen).
 func (s *Store) Adopt(ctx context.Context, rec Record) error {
 	s.mu.Lock()
 	mark := s.mark
@@ -156,16 +185,27 @@ func (s *Store) Adopt(ctx context.Context, rec Record) error {
 	if !s.cfg.Raft.IsLeader() || mark.term != s.cfg.Raft.Term() {
 		return ErrNotLeader
 	}
+	kv, _, err := s.cfg.Raft.FSM().Get(RecordKey)
+	if err != nil {
+		return fmt.Errorf("read the store record: %w", err)
+	}
+	if _, chosen, err := s.Chosen(); err != nil {
+		return err
+	} else if chosen {
+		return errors.New("the cluster's backend is chosen already")
+	}
 	b, err := json.Marshal(rec)
 	if err != nil {
 		return err
 	}
-	_, ok, err := s.cfg.RaftStore.Batch(ctx, []store.Cond{{Key: LeaderKey, ModRevision: mark.modRev}, {Key: RecordKey}}, []store.Op{store.Put(RecordKey, b)})
+	// On the record as read (absent: revision 0), so that nothing chose
+	// a backend meanwhile.
+	_, ok, err := s.cfg.RaftStore.Batch(ctx, []store.Cond{{Key: LeaderKey, ModRevision: mark.modRev}, {Key: RecordKey, ModRevision: kv.ModRevision}}, []store.Op{store.Put(RecordKey, b)})
 	if err != nil {
 		return fmt.Errorf("record the backend: %w", err)
 	}
 	if !ok {
-		return errors.New("the cluster already has a store record, or leadership moved")
+		return errors.New("the store record changed, or leadership moved")
 	}
 	return nil
 }
@@ -205,7 +245,9 @@ func (s *Store) Status(ctx context.Context) api.StoreStatus {
 	} else {
 		st.Healthy = true
 	}
-	if running != nil && (st.LastSwitch == nil || busy || running.StartedAt.After(st.LastSwitch.StartedAt)) {
+	// This node's own account of a switch it ran is the latest (the
+	// record's may be from before its end).
+	if running != nil && (st.LastSwitch == nil || busy || running.ID == st.LastSwitch.ID || running.StartedAt.After(st.LastSwitch.StartedAt)) {
 		st.LastSwitch = running
 	}
 	return st
@@ -221,6 +263,12 @@ func (s *Store) progress(fn func(*api.StoreSwitch)) {
 func (s *Store) run(sw *api.StoreSwitch, src *delegate, tgt store.Loader, from, to Record) {
 	log := s.log.With("switch", sw.ID, "from", from.Backend, "to", to.Backend)
 	log.Info("store switch starts")
+	// The record names the running switch, so that a leader that takes
+	// over from one that died mid-switch can say so (tidy).
+	s.swmu.Lock()
+	started := *s.running
+	s.swmu.Unlock()
+	s.noteSwitch(started)
 	err := s.copyAndSwitch(log, src, tgt, from, to)
 	if err != nil {
 		// A backend's error may quote its settings: mask both sides'.
@@ -238,12 +286,17 @@ func (s *Store) run(sw *api.StoreSwitch, src *delegate, tgt store.Loader, from, 
 	s.swmu.Lock()
 	final := *s.running
 	s.swmu.Unlock()
+	// The record keeps the final figures (the hold as it ended, after the
+	// record and the move) or the failure, for every node's status.
+	s.noteSwitch(final)
 	if err != nil {
 		log.Error("store switch failed; the active backend stays", "backend", from.Backend, "err", err)
 		if to.Backend != Raft {
 			tgt.Close()
 		}
-		s.noteFailure(final)
+		s.mu.Lock()
+		s.tidied = 0 // a failed switch to raft leaves a partial copy there
+		s.mu.Unlock()
 	} else {
 		log.Info("store switch done", "keys", final.Copied, "revision", final.Revision, "hold_ms", final.HoldMillis)
 		if from.Backend == Raft {
@@ -252,6 +305,9 @@ func (s *Store) run(sw *api.StoreSwitch, src *delegate, tgt store.Loader, from, 
 			cctx, cancel := context.WithTimeout(s.life, 30*time.Second)
 			if err := s.cfg.RaftStore.Clear(cctx, RaftOnly...); err != nil {
 				log.Warn("cannot drop the Raft copy of the metadata; it stays, unused", "err", err)
+				s.mu.Lock()
+				s.tidied = 0 // the leader's tidy tries again
+				s.mu.Unlock()
 			}
 			cancel()
 		}
@@ -273,27 +329,38 @@ func (s *Store) resolvedSecrets(recs ...Record) map[string]string {
 	return out
 }
 
-// noteFailure keeps a failed switch in the record, so that every node's
-// status shows it; the backend stays as it is.
-func (s *Store) noteFailure(sw api.StoreSwitch) {
+// noteSwitch keeps sw as the record's last switch, so that every node's
+// status shows it (running, failed, or done with its final figures); the
+// backend stays as the record names it. A record whose last switch is a
+// later one is left as it is.
+func (s *Store) noteSwitch(sw api.StoreSwitch) {
 	ctx, cancel := context.WithTimeout(s.life, 5*time.Second)
 	defer cancel()
-	kv, found, err := s.cfg.RaftStore.Get(ctx, RecordKey)
-	if err != nil {
-		return
+	for range 3 {
+		kv, found, err := s.cfg.RaftStore.Get(ctx, RecordKey)
+		if err != nil {
+			s.log.Warn("cannot note the store switch in the record", "switch", sw.ID, "err", err)
+			return
+		}
+		rec := Record{Backend: Raft}
+		if found && json.Unmarshal(kv.Value, &rec) != nil {
+			return
+		}
+		if l := rec.LastSwitch; l != nil && l.ID != sw.ID && l.StartedAt.After(sw.StartedAt) {
+			return
+		}
+		rec.LastSwitch = &sw
+		b, _ := json.Marshal(rec)
+		_, ok, err := s.cfg.RaftStore.CompareAndSet(ctx, RecordKey, kv.ModRevision, b)
+		if err == nil && ok {
+			return
+		}
 	}
-	rec := Record{Backend: Raft}
-	if found && json.Unmarshal(kv.Value, &rec) != nil {
-		return
-	}
-	rec.LastSwitch = &sw
-	b, _ := json.Marshal(rec)
-	_, _, _ = s.cfg.RaftStore.CompareAndSet(ctx, RecordKey, kv.ModRevision, b)
 }
 
 // copyAndSwitch is the switch: copy, verify, hold, copy the rest, verify
 // it, record the new backend, move, release.
-func (s *Store) copyAndSwitch(log interface{ Info(string, ...any) }, src *delegate, tgt store.Loader, from, to Record) error {
+func (s *Store) copyAndSwitch(log *slog.Logger, src *delegate, tgt store.Loader, from, to Record) error {
 	ctx := s.life
 	var keep []string
 	if to.Backend == Raft {
@@ -350,8 +417,14 @@ func (s *Store) copyAndSwitch(log interface{ Info(string, ...any) }, src *delega
 		}
 	}
 
-	// Hold writes, copy what changed, verify it, record, move.
-	s.progress(func(sw *api.StoreSwitch) { sw.Phase = api.PhaseHold })
+	// Hold writes, copy what changed, verify it, record, move. The record
+	// notes the hold before it starts, so that a successor can tell where
+	// the switch stopped; the status shows it once writes are held.
+	s.swmu.Lock()
+	holding := *s.running
+	s.swmu.Unlock()
+	holding.Phase = api.PhaseHold
+	s.noteSwitch(holding)
 	hctx, cancel := context.WithTimeout(ctx, s.cfg.HoldMax)
 	defer cancel()
 	holdStart := time.Now()
@@ -383,6 +456,7 @@ func (s *Store) copyAndSwitch(log interface{ Info(string, ...any) }, src *delega
 		}
 		step("freeze")
 	}
+	s.progress(func(sw *api.StoreSwitch) { sw.Phase = api.PhaseHold })
 	var r2 int64
 	if src.kind == kindRaft {
 		// The freeze is applied here, after every write before it: the
@@ -426,6 +500,10 @@ func (s *Store) copyAndSwitch(log interface{ Info(string, ...any) }, src *delega
 		return err
 	}
 	step("record")
+	if d := pauseAfterRecord(); d > 0 {
+		log.Warn("store switch: paused after the record (test hook "+pauseAfterRecordEnv+")", "pause", d)
+		time.Sleep(d)
+	}
 	if to.Backend == Raft {
 		if err := s.cfg.RaftStore.Thaw(hctx); err != nil {
 			// The leader's reconcile thaws it; writes wait until then.
@@ -442,7 +520,9 @@ func (s *Store) copyAndSwitch(log interface{ Info(string, ...any) }, src *delega
 }
 
 // record writes the new record while this node's leader mark still holds.
-// When the outcome is unknown it reads the record back.
+// When the outcome is unknown it settles it (settle): the switch moves
+// only once the record is known applied, and releases writes to the old
+// backend only once it is known never to apply.
 func (s *Store) record(ctx context.Context, rec Record) error {
 	s.mu.Lock()
 	mark := s.mark
@@ -461,23 +541,46 @@ func (s *Store) record(ctx context.Context, rec Record) error {
 	if err == nil {
 		return nil
 	}
-	// Committed or not? Ask Raft until it can tell.
-	for ctx.Err() == nil {
-		if rerr := s.cfg.Raft.LinearizableRead(ctx); rerr == nil {
-			cur, rerr := s.Record()
-			if rerr == nil {
-				if cur.same(rec) && cur.LastSwitch != nil && rec.LastSwitch != nil && cur.LastSwitch.ID == rec.LastSwitch.ID {
-					return nil
+	s.log.Warn("store switch: the outcome of recording the new backend is unknown; settling it, writes stay held", "err", err)
+	applied, serr := s.settle(mark, rec)
+	switch {
+	case serr != nil:
+		return fmt.Errorf("record the new backend (outcome unknown; the active backend is what `kcctl store status` says): %w", errors.Join(err, serr))
+	case applied:
+		return nil
+	}
+	return fmt.Errorf("record the new backend: %w (it was not applied)", err)
+}
+
+// settle tells whether the record rec, proposed under mark with an unknown
+// outcome, was applied. A proposal whose outcome is unknown may still be
+// in the log and apply later; one more write of the leader key, on the
+// condition of mark, seals it: once that write has applied (or a later
+// leader's mark has), rec either applied before it or never will, and
+// this node's state shows which. It tries until it knows or the store
+// closes (each try bounded by Raft's proposal timeout).
+func (s *Store) settle(mark leaderMark, rec Record) (bool, error) {
+	for attempt := 0; ; attempt++ {
+		rev, ok, err := s.cfg.RaftStore.Batch(s.life, []store.Cond{{Key: LeaderKey, ModRevision: mark.modRev}},
+			[]store.Op{store.Put(LeaderKey, []byte(strconv.FormatUint(mark.term, 10)))})
+		if err == nil {
+			if ok {
+				s.mu.Lock()
+				if s.mark == mark {
+					s.mark.modRev = rev
 				}
-				return fmt.Errorf("record the new backend: %w", err)
+				s.mu.Unlock()
 			}
+			cur, err := s.Record()
+			if err != nil {
+				return false, err
+			}
+			return cur.same(rec) && cur.LastSwitch != nil && rec.LastSwitch != nil && cur.LastSwitch.ID == rec.LastSwitch.ID, nil
 		}
-		select {
-		case <-ctx.Done():
-		case <-time.After(20 * time.Millisecond):
+		if err := s.backoff(s.life, attempt); err != nil {
+			return false, err
 		}
 	}
-	return fmt.Errorf("record the new backend (outcome unknown; the active backend is what `kcctl store status` says): %w", err)
 }
 
 // load writes kvs and dels to the target at rev, in chunks within the

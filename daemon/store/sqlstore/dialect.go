@@ -28,6 +28,19 @@ type dialect interface {
 	// upsertKV returns a statement that writes n rows (k, val, create_rev,
 	// mod_rev) into the kv table, replacing rows of the same key.
 	upsertKV(table string, n int) string
+	// insertRows returns an INSERT of n rows into table with cols (one
+	// multi-row VALUES here; INSERT ALL or a SELECT … UNION ALL where the
+	// database lacks it).
+	insertRows(table string, cols []string, n int) string
+	// maxRows is the most rows one statement of upsertKV or insertRows
+	// writes, and the most keys one IN (…) list names (Oracle allows
+	// 1,000 in a list).
+	maxRows() int
+	// snapshot returns the options of the read-only transaction in which
+	// a Scan reads the revision and the rows, so that both come from one
+	// snapshot (REPEATABLE READ here; SERIALIZABLE on Oracle, whose
+	// read-only transactions see one point in time).
+	snapshot() *sql.TxOptions
 	// limit returns the clause that ends a SELECT reading at most n rows.
 	limit(n int) string
 	// retryable says whether an operation that failed with err, before
@@ -37,6 +50,10 @@ type dialect interface {
 	// rebind turns the ? placeholders of query into the database's own.
 	rebind(query string) string
 }
+
+// defaultMaxRows is maxRows of MySQL and PostgreSQL: a statement of that
+// many rows stays well within their limits on placeholders (65,535).
+const defaultMaxRows = 2048
 
 // values returns n rows of cols placeholders: (?,?),(?,?).
 func values(n, cols int) string {

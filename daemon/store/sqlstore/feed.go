@@ -47,7 +47,7 @@ func (s *Store) readHistory(ctx context.Context, after, to int64) ([]revEvents, 
 			return nil, err
 		}
 		n++
-		ev := store.Event{Type: store.EventPut, KV: store.KV{Key: string(k), Value: v, CreateRevision: create, ModRevision: rev}}
+		ev := store.Event{Type: store.EventPut, KV: store.KV{Key: string(k), Value: nonNil(v), CreateRevision: create, ModRevision: rev}}
 		if op == "delete" {
 			ev.Type, ev.KV.Value = store.EventDelete, nil
 		}

@@ -82,6 +82,16 @@ func (mysqlDialect) upsertKV(table string, n int) string {
 		table, values(n, 4))
 }
 
+func (mysqlDialect) insertRows(table string, cols []string, n int) string {
+	return insertSQL("INSERT INTO", table, cols, n)
+}
+
+func (mysqlDialect) maxRows() int { return defaultMaxRows }
+
+func (mysqlDialect) snapshot() *sql.TxOptions {
+	return &sql.TxOptions{Isolation: sql.LevelRepeatableRead, ReadOnly: true}
+}
+
 func (mysqlDialect) limit(n int) string { return fmt.Sprintf(" LIMIT %d", n) }
 
 func (mysqlDialect) retryable(err error) bool {

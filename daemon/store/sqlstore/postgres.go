@@ -65,6 +65,16 @@ func (postgresDialect) upsertKV(table string, n int) string {
 		table, values(n, 4))
 }
 
+func (postgresDialect) insertRows(table string, cols []string, n int) string {
+	return insertSQL("INSERT INTO", table, cols, n)
+}
+
+func (postgresDialect) maxRows() int { return defaultMaxRows }
+
+func (postgresDialect) snapshot() *sql.TxOptions {
+	return &sql.TxOptions{Isolation: sql.LevelRepeatableRead, ReadOnly: true}
+}
+
 func (postgresDialect) limit(n int) string { return fmt.Sprintf(" LIMIT %d", n) }
 
 func (postgresDialect) retryable(err error) bool {

@@ -62,7 +62,6 @@ const (
 	historyRows      = 8192     // rows read from history at once (at least 2 revisions' worth)
 	trimSlack        = 64       // revisions history may exceed history_keep by before a trim
 	trimMax          = 1024     // revisions one write trims at most
-	stmtRows         = 2048     // rows of one multi-row statement
 	stmtBytes        = 2 << 20  // bytes of values of one multi-row statement (MySQL's escaping may double them)
 	feedBackoffMin   = 100 * time.Millisecond
 	feedBackoffMax   = 5 * time.Second
@@ -430,6 +429,7 @@ func (s *Store) Get(ctx context.Context, key string) (store.KV, bool, error) {
 			return nil
 		}
 		found = err == nil
+		kv.Value = nonNil(kv.Value)
 		return err
 	})
 	if err != nil || !found {
@@ -500,7 +500,7 @@ func (s *Store) Scan(ctx context.Context, prefix string, limit int) ([]store.KV,
 	err := s.run(ctx, "scan", func(ctx context.Context) error {
 		kvs = nil
 		// One snapshot for the revision and the keys.
-		tx, err := s.db.BeginTx(ctx, &sql.TxOptions{Isolation: sql.LevelRepeatableRead, ReadOnly: true})
+		tx, err := s.db.BeginTx(ctx, s.d.snapshot())
 		if err != nil {
 			return err
 		}
@@ -520,6 +520,7 @@ func (s *Store) Scan(ctx context.Context, prefix string, limit int) ([]store.KV,
 			if err := rows.Scan(&k, &kv.Value, &kv.CreateRevision, &kv.ModRevision); err != nil {
 				return err
 			}
+			kv.Value = nonNil(kv.Value)
 			kv.Key = string(k)
 			kvs = append(kvs, kv)
 		}
@@ -716,6 +717,9 @@ func (s *Store) applyTx(ctx context.Context, conds []store.Cond, ops []store.Op)
 	return rev, true, true, nil
 }
 
+// nonNil is b, or an empty value for nil: a value is written as an empty
+// byte string, never NULL, and a NULL read (from a database that stores an
+// empty value as NULL, such as Oracle) is an empty value.
 func nonNil(b []byte) []byte {
 	if b == nil {
 		return []byte{}
@@ -726,7 +730,7 @@ func nonNil(b []byte) []byte {
 // readKeys reads the rows of keys, locking them.
 func (s *Store) readKeys(ctx context.Context, tx *sql.Tx, keys []string) (map[string]keyState, error) {
 	state := make(map[string]keyState, len(keys))
-	for chunk := range slices.Chunk(keys, stmtRows) {
+	for chunk := range slices.Chunk(keys, s.d.maxRows()) {
 		args := make([]any, len(chunk))
 		for i, k := range chunk {
 			args[i] = []byte(k)
@@ -754,7 +758,7 @@ func (s *Store) readKeys(ctx context.Context, tx *sql.Tx, keys []string) (map[st
 }
 
 func (s *Store) deleteKeys(ctx context.Context, tx *sql.Tx, keys [][]byte) error {
-	for chunk := range slices.Chunk(keys, stmtRows) {
+	for chunk := range slices.Chunk(keys, s.d.maxRows()) {
 		args := make([]any, len(chunk))
 		for i, k := range chunk {
 			args[i] = k
@@ -778,16 +782,16 @@ func (s *Store) insertHistory(ctx context.Context, tx *sql.Tx, rev int64, events
 		rows[i] = []any{rev, i, opName(ev.del), []byte(ev.key), nonNil(ev.value), ev.create}
 	}
 	return s.execRows(ctx, tx, rows, 4, func(n int) string {
-		return insertSQL("INSERT INTO", s.q.history, []string{"rev", "seq", "op", "k", "val", "create_rev"}, n)
+		return s.d.insertRows(s.q.history, []string{"rev", "seq", "op", "k", "val", "create_rev"}, n)
 	})
 }
 
-// execRows runs multi-row statements for rows, at most stmtRows rows and
+// execRows runs multi-row statements for rows, at most maxRows rows and
 // about stmtBytes of the byte column valueCol per statement.
 func (s *Store) execRows(ctx context.Context, tx *sql.Tx, rows [][]any, valueCol int, stmt func(n int) string) error {
 	for len(rows) > 0 {
 		n, size := 0, 0
-		for n < len(rows) && n < stmtRows {
+		for n < len(rows) && n < s.d.maxRows() {
 			size += len(rows[n][valueCol].([]byte))
 			if n > 0 && size > stmtBytes {
 				break
