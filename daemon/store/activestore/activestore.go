@@ -545,9 +545,10 @@ func (s *Store) Revision(ctx context.Context) (rev int64, err error) {
 
 // write runs fn on the delegate, past the gate of a switch. A write the
 // Raft store refused because it is frozen changed nothing: it waits for
-// the node to move to the new backend and runs again there.
+// the node to move to the new backend (or for the freeze to end, when the
+// switch failed) and runs again there.
 func (s *Store) write(ctx context.Context, fn func(store.Store) error) error {
-	for attempt := 0; ; attempt++ {
+	for {
 		if err := s.gate.enter(ctx); err != nil {
 			return err
 		}
@@ -559,13 +560,45 @@ func (s *Store) write(ctx context.Context, fn func(store.Store) error) error {
 		if !errors.Is(err, raftstore.ErrFrozen) {
 			return err
 		}
-		if err := s.backoff(ctx, attempt); err != nil {
+		if err := s.awaitMove(ctx); err != nil {
 			return fmt.Errorf("metadata write held by a store switch: %w", err)
 		}
 	}
 }
 
-// backoff waits a little before a refused write runs again.
+// frozenPoll is how often a write the frozen Raft store refused looks,
+// in this node's Raft state, for the record of the new backend or the end
+// of the freeze: both local reads, so that the write moves within this
+// time of the node applying either, not at the next reconcile.
+const frozenPoll = 2 * time.Millisecond
+
+// awaitMove waits until this node moved off the Raft store, or the Raft
+// store is no longer frozen.
+func (s *Store) awaitMove(ctx context.Context) error {
+	t := time.NewTicker(frozenPoll)
+	defer t.Stop()
+	for {
+		if s.moved() {
+			s.reconcile(ctx)
+			if d, err := s.current(); err != nil || d.kind != kindRaft {
+				return nil // moved, or failed to: the write says which
+			}
+			// The leader's own delegate moves with its switch.
+		} else if frozen, _ := s.cfg.RaftStore.Frozen(); !frozen {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-s.life.Done():
+			return store.ErrClosed
+		case <-t.C:
+		}
+	}
+}
+
+// backoff waits a little before a read of the Raft store that a switch
+// left runs again.
 func (s *Store) backoff(ctx context.Context, attempt int) error {
 	delay := min(time.Duration(attempt+1)*10*time.Millisecond, 200*time.Millisecond)
 	t := time.NewTimer(delay)
