@@ -247,18 +247,59 @@ func (s *Store) run(sw *api.StoreSwitch, src *delegate, tgt store.Loader, from, 
 	} else {
 		log.Info("store switch done", "keys", final.Copied, "revision", final.Revision, "hold_ms", final.HoldMillis)
 		if from.Backend == Raft {
-			// The Raft copy is stale now: drop it (the state machine is
-			// frozen, Clear still applies).
-			cctx, cancel := context.WithTimeout(s.life, 30*time.Second)
-			if err := s.cfg.RaftStore.Clear(cctx, RaftOnly...); err != nil {
-				log.Warn("cannot drop the Raft copy of the metadata; it stays, unused", "err", err)
-			}
-			cancel()
+			go s.dropRaftCopy(log, final.ID)
 		}
 	}
 	s.swmu.Lock()
 	s.busy = false
 	s.swmu.Unlock()
+}
+
+// dropRaftCopyAfter is how long the Raft copy a switch left stays before
+// it is dropped: its Clear (a scan of every key and a few large deletions
+// that every member applies) waits until the members have moved to the new
+// backend and their readers have read it, so that it does not compete
+// with the first writes there.
+var dropRaftCopyAfter = 5 * time.Second
+
+// dropRaftCopy drops the stale Raft copy of the metadata after switch id
+// moved it elsewhere (the state machine is frozen, Clear still applies),
+// unless another switch started meanwhile, the record no longer comes from
+// switch id, or this node no longer leads: a switch back to raft clears
+// the Raft store itself, and a copy left stays, unused.
+func (s *Store) dropRaftCopy(log interface{ Warn(string, ...any) }, id string) {
+	t := time.NewTimer(dropRaftCopyAfter)
+	defer t.Stop()
+	select {
+	case <-s.life.Done():
+		return
+	case <-t.C:
+	}
+	s.swmu.Lock()
+	if s.busy {
+		s.swmu.Unlock()
+		return
+	}
+	s.busy = true
+	s.swmu.Unlock()
+	defer func() {
+		s.swmu.Lock()
+		s.busy = false
+		s.swmu.Unlock()
+	}()
+	s.mu.Lock()
+	mark := s.mark
+	s.mu.Unlock()
+	rec, err := s.Record()
+	if err != nil || rec.Backend == Raft || rec.LastSwitch == nil || rec.LastSwitch.ID != id ||
+		!s.cfg.Raft.IsLeader() || mark.term != s.cfg.Raft.Term() {
+		return
+	}
+	cctx, cancel := context.WithTimeout(s.life, 30*time.Second)
+	defer cancel()
+	if err := s.cfg.RaftStore.Clear(cctx, RaftOnly...); err != nil {
+		log.Warn("cannot drop the Raft copy of the metadata; it stays, unused", "err", err)
+	}
 }
 
 // resolvedSecrets are the resolved settings of from and to, for masking.
