@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"slices"
 	"sync"
+	"time"
 
 	etcdraft "go.etcd.io/raft/v3"
 	pb "go.etcd.io/raft/v3/raftpb"
@@ -342,6 +343,7 @@ func (n *Node) maybeSnapshot() error {
 	if err := n.waitApply(); err != nil {
 		return err
 	}
+	start := time.Now()
 	// The image goes straight after the header: no second copy of it.
 	data, index, _, err := n.sm.AppendSnapshot(snapshotHeader(n.peers.marshal()))
 	if err != nil {
@@ -361,6 +363,14 @@ func (n *Node) maybeSnapshot() error {
 			return fmt.Errorf("raft: compact log: %w", err)
 		}
 	}
-	n.log.Debug("snapshot taken", "index", index, "bytes", len(data))
+	// The Ready loop waits for the snapshot: a slow one stalls every write.
+	if took := time.Since(start); took >= slowSnapshot {
+		n.log.Info("snapshot taken; slow, writes waited for it", "index", index, "bytes", len(data), "took_ms", took.Milliseconds())
+	} else {
+		n.log.Debug("snapshot taken", "index", index, "bytes", len(data), "took_ms", took.Milliseconds())
+	}
 	return nil
 }
+
+// slowSnapshot is how long a snapshot takes before it is logged at info.
+const slowSnapshot = 50 * time.Millisecond
