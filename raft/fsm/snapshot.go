@@ -46,6 +46,24 @@ func (f *FSM) AppendSnapshot(dst []byte) (data []byte, index, term uint64, err e
 	return buf.Bytes(), index, term, nil
 }
 
+// AppendSnapshotThen is AppendSnapshot that calls opened with the image's
+// index as soon as its read transaction is open: from then on Apply may go
+// on (the image stays at that index) while the image is copied.
+func (f *FSM) AppendSnapshotThen(dst []byte, opened func(index uint64)) (data []byte, index, term uint64, err error) {
+	buf := bytes.NewBuffer(dst)
+	err = f.viewCommitted(func(tx *bolt.Tx) error {
+		meta := tx.Bucket(bucketMeta)
+		opened(getUint(meta, metaApplied))
+		buf.Grow(int(tx.Size()))
+		index, term, err = writeSnapshot(tx, buf)
+		return err
+	})
+	if err != nil {
+		return nil, 0, 0, fmt.Errorf("fsm: snapshot: %w", err)
+	}
+	return buf.Bytes(), index, term, nil
+}
+
 // WriteSnapshot writes what Snapshot returns to w, without holding it in
 // memory. w should be quick (a local file): the read transaction stays open
 // until it is done, and while it is, an Apply that needs to grow the file
