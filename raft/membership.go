@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"slices"
@@ -393,29 +394,39 @@ type snapResult struct {
 	err   error
 }
 
-// writeSnapshot copies the state machine's image after header, records it
-// as the snapshot at its index with cs, and compacts the log behind it;
-// opened, if set, is called once the image's read transaction is open.
+// writeSnapshot writes the state machine's image after header straight
+// into the log store's snapshot file (no copy of it in memory: a node's
+// heap is bounded by its memory limit, 80 MiB by default, and an image of
+// 50 MB in the heap had the collector run without pause), records it as the
+// snapshot at its index with cs, and compacts the log behind it; opened, if
+// set, is called once the image's read transaction is open.
 func (n *Node) writeSnapshot(header []byte, cs *pb.ConfState, opened func(uint64)) snapResult {
 	start := time.Now()
-	if opened == nil {
-		opened = func(uint64) {}
-	}
-	data, index, _, err := n.sm.AppendSnapshotThen(header, opened)
+	var r snapResult
+	err := n.sm.WriteSnapshotThen(func(index uint64, size int64, image func(io.Writer) error) error {
+		r.index, r.bytes = index, len(header)+int(size)
+		if opened != nil {
+			opened(index)
+		}
+		if _, err := n.logs.CreateSnapshotFrom(index, cs, header, size, image); err != nil {
+			return fmt.Errorf("raft: save snapshot at %d: %w", index, err)
+		}
+		return nil
+	})
 	if err != nil {
-		return snapResult{err: fmt.Errorf("raft: snapshot state machine: %w", err)}
+		r.err = err
+		return r
 	}
-	if _, err := n.logs.CreateSnapshot(index, cs, data); err != nil {
-		return snapResult{index: index, err: fmt.Errorf("raft: save snapshot at %d: %w", index, err)}
-	}
-	if index > n.cfg.SnapshotCatchUp {
+	if r.index > n.cfg.SnapshotCatchUp {
 		// ErrCompacted: the log already starts later (after a snapshot
 		// from the leader); nothing to drop.
-		if err := n.logs.Compact(index - n.cfg.SnapshotCatchUp); err != nil && !errors.Is(err, etcdraft.ErrCompacted) {
-			return snapResult{index: index, err: fmt.Errorf("raft: compact log: %w", err)}
+		if err := n.logs.Compact(r.index - n.cfg.SnapshotCatchUp); err != nil && !errors.Is(err, etcdraft.ErrCompacted) {
+			r.err = fmt.Errorf("raft: compact log: %w", err)
+			return r
 		}
 	}
-	return snapResult{index: index, bytes: len(data), took: time.Since(start)}
+	r.took = time.Since(start)
+	return r
 }
 
 // collectSnapshot takes in the snapshot written off the loop, if any: once

@@ -46,22 +46,23 @@ func (f *FSM) AppendSnapshot(dst []byte) (data []byte, index, term uint64, err e
 	return buf.Bytes(), index, term, nil
 }
 
-// AppendSnapshotThen is AppendSnapshot that calls opened with the image's
-// index as soon as its read transaction is open: from then on Apply may go
-// on (the image stays at that index) while the image is copied.
-func (f *FSM) AppendSnapshotThen(dst []byte, opened func(index uint64)) (data []byte, index, term uint64, err error) {
-	buf := bytes.NewBuffer(dst)
-	err = f.viewCommitted(func(tx *bolt.Tx) error {
-		meta := tx.Bucket(bucketMeta)
-		opened(getUint(meta, metaApplied))
-		buf.Grow(int(tx.Size()))
-		index, term, err = writeSnapshot(tx, buf)
-		return err
+// WriteSnapshotThen opens a read transaction and calls fn with the image's
+// index and size and a function that writes the image (what Snapshot
+// returns) to w, within the transaction: the caller can write a large image
+// straight to a file, holding none of it in memory, while Apply goes on
+// (the image stays at index). As for WriteSnapshot, w should be quick.
+func (f *FSM) WriteSnapshotThen(fn func(index uint64, size int64, image func(w io.Writer) error) error) error {
+	err := f.viewCommitted(func(tx *bolt.Tx) error {
+		index := getUint(tx.Bucket(bucketMeta), metaApplied)
+		return fn(index, tx.Size(), func(w io.Writer) error {
+			_, err := tx.WriteTo(w)
+			return err
+		})
 	})
 	if err != nil {
-		return nil, 0, 0, fmt.Errorf("fsm: snapshot: %w", err)
+		return fmt.Errorf("fsm: snapshot: %w", err)
 	}
-	return buf.Bytes(), index, term, nil
+	return nil
 }
 
 // WriteSnapshot writes what Snapshot returns to w, without holding it in
