@@ -144,9 +144,10 @@ type Store struct {
 	gate gate
 	rmu  sync.Mutex // serializes reconcile
 
-	swmu    sync.Mutex
-	running *api.StoreSwitch // the switch in progress or the last one run here
-	busy    bool
+	swmu     sync.Mutex
+	running  *api.StoreSwitch // the switch in progress or the last one run here
+	busy     bool
+	dropping *drop // the drop of a stale Raft copy running, if any
 
 	life   context.Context
 	cancel context.CancelFunc

@@ -49,8 +49,11 @@ func (s *Store) Switch(ctx context.Context, req api.StoreSwitchRequest) (_ api.S
 	if err := s.checkRequest(from, to); err != nil {
 		return api.StoreSwitch{}, err
 	}
+	if err := s.stopDrop(ctx); err != nil {
+		return api.StoreSwitch{}, err
+	}
 	s.swmu.Lock()
-	if s.busy {
+	if s.busy || s.dropping != nil {
 		s.swmu.Unlock()
 		return api.StoreSwitch{}, ErrSwitchRunning
 	}
@@ -82,10 +85,17 @@ func (s *Store) Switch(ctx context.Context, req api.StoreSwitchRequest) (_ api.S
 			tgt.Close()
 		}
 	}
-	held, err := countKeys(ctx, tgt, 1)
-	if err != nil {
-		closeTgt()
-		return api.StoreSwitch{}, fmt.Errorf("read the target backend %s: %w", to.Backend, err)
+	// The Raft store holds no one else's metadata: what it may hold while
+	// another backend is active (its state machine frozen) is this
+	// cluster's own stale copy, left by a switch away from raft whose drop
+	// has not run (dropRaftCopy) or by a switch to raft that failed. The
+	// switch replaces it without --force.
+	held := 0
+	if to.Backend != Raft {
+		if held, err = countKeys(ctx, tgt, 1); err != nil {
+			closeTgt()
+			return api.StoreSwitch{}, fmt.Errorf("read the target backend %s: %w", to.Backend, err)
+		}
 	}
 	if held > 0 && !req.Force && !req.DryRun {
 		closeTgt()
@@ -262,11 +272,18 @@ func (s *Store) run(sw *api.StoreSwitch, src *delegate, tgt store.Loader, from, 
 // with the first writes there.
 var dropRaftCopyAfter = 5 * time.Second
 
+// drop is a running drop of a stale Raft copy; a switch stops it.
+type drop struct {
+	cancel context.CancelFunc
+	done   chan struct{}
+}
+
 // dropRaftCopy drops the stale Raft copy of the metadata after switch id
 // moved it elsewhere (the state machine is frozen, Clear still applies),
-// unless another switch started meanwhile, the record no longer comes from
-// switch id, or this node no longer leads: a switch back to raft clears
-// the Raft store itself, and a copy left stays, unused.
+// unless a switch runs, the record no longer comes from switch id, or this
+// node no longer leads: a copy left stays, unused, and a switch to raft
+// replaces it. A switch that starts meanwhile stops the drop (stopDrop)
+// and goes ahead; the part of the copy not dropped yet stays.
 func (s *Store) dropRaftCopy(log interface{ Warn(string, ...any) }, id string) {
 	t := time.NewTimer(dropRaftCopyAfter)
 	defer t.Stop()
@@ -275,17 +292,21 @@ func (s *Store) dropRaftCopy(log interface{ Warn(string, ...any) }, id string) {
 		return
 	case <-t.C:
 	}
+	ctx, cancel := context.WithTimeout(s.life, 30*time.Second)
+	defer cancel()
+	d := &drop{cancel: cancel, done: make(chan struct{})}
 	s.swmu.Lock()
-	if s.busy {
+	if s.busy || s.dropping != nil {
 		s.swmu.Unlock()
 		return
 	}
-	s.busy = true
+	s.dropping = d
 	s.swmu.Unlock()
 	defer func() {
 		s.swmu.Lock()
-		s.busy = false
+		s.dropping = nil
 		s.swmu.Unlock()
+		close(d.done)
 	}()
 	s.mu.Lock()
 	mark := s.mark
@@ -295,10 +316,26 @@ func (s *Store) dropRaftCopy(log interface{ Warn(string, ...any) }, id string) {
 		!s.cfg.Raft.IsLeader() || mark.term != s.cfg.Raft.Term() {
 		return
 	}
-	cctx, cancel := context.WithTimeout(s.life, 30*time.Second)
-	defer cancel()
-	if err := s.cfg.RaftStore.Clear(cctx, RaftOnly...); err != nil {
+	if err := s.cfg.RaftStore.Clear(ctx, RaftOnly...); err != nil && ctx.Err() == nil {
 		log.Warn("cannot drop the Raft copy of the metadata; it stays, unused", "err", err)
+	}
+}
+
+// stopDrop stops a running drop of a stale Raft copy and waits until it
+// returned (it ends after the chunk it is applying).
+func (s *Store) stopDrop(ctx context.Context) error {
+	s.swmu.Lock()
+	d := s.dropping
+	s.swmu.Unlock()
+	if d == nil {
+		return nil
+	}
+	d.cancel()
+	select {
+	case <-d.done:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
 	}
 }
 
