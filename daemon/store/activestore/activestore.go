@@ -567,18 +567,22 @@ func (s *Store) write(ctx context.Context, fn func(store.Store) error) error {
 	}
 }
 
-// frozenPoll is how often a write the frozen Raft store refused looks,
-// in this node's Raft state, for the record of the new backend or the end
-// of the freeze: both local reads, so that the write moves within this
-// time of the node applying either, not at the next reconcile.
-const frozenPoll = 2 * time.Millisecond
+// A write the frozen Raft store refused looks, in this node's Raft state,
+// for the record of the new backend or the end of the freeze (both local
+// reads) after frozenPoll, then after one frozenPoll more each time, up to
+// frozenPollMax: it moves within milliseconds of the node applying either,
+// not at the next reconcile, and a long hold costs few reads.
+const (
+	frozenPoll    = 2 * time.Millisecond
+	frozenPollMax = 20 * time.Millisecond
+)
 
 // awaitMove waits until this node moved off the Raft store, or the Raft
 // store is no longer frozen.
 func (s *Store) awaitMove(ctx context.Context) error {
-	t := time.NewTicker(frozenPoll)
+	t := time.NewTimer(frozenPoll)
 	defer t.Stop()
-	for {
+	for attempt := 1; ; attempt++ {
 		if s.moved() {
 			s.reconcile(ctx)
 			if d, err := s.current(); err != nil || d.kind != kindRaft {
@@ -594,6 +598,7 @@ func (s *Store) awaitMove(ctx context.Context) error {
 		case <-s.life.Done():
 			return store.ErrClosed
 		case <-t.C:
+			t.Reset(min(time.Duration(attempt+1)*frozenPoll, frozenPollMax))
 		}
 	}
 }
