@@ -343,6 +343,10 @@ func (n *Node) maybeSnapshot() error {
 	}
 	applied := n.applied.Load()
 	since := applied - min(applied, n.snapIndex)
+	large := n.largeState(since)
+	if large {
+		since = staggered(since, n.cfg.ID, n.cfg.SnapshotEntries)
+	}
 	due := snapshotDue(since, n.cfg.SnapshotEntries, n.logBytes.Load(), n.snapBytes)
 	if !due && !(n.snapNow && applied > n.snapIndex) {
 		return nil
@@ -359,7 +363,7 @@ func (n *Node) maybeSnapshot() error {
 	if cs != nil {
 		cs = proto.Clone(cs).(*pb.ConfState)
 	}
-	if n.snapBytes < asyncSnapshotFrom.Load() {
+	if !large {
 		return n.snapshotTaken(n.writeSnapshot(header, cs, nil))
 	}
 	// The loop waits only until the image's read transaction is open:
@@ -377,9 +381,30 @@ func (n *Node) maybeSnapshot() error {
 	}
 }
 
-// asyncSnapshotFrom is the size of the last snapshot from which the next
-// is written off the Ready loop (1 MiB); a small state is written in it at
-// once.
+// largeState tells whether the state is large enough (asyncSnapshotFrom)
+// for its snapshots to be written off the Ready loop and staggered: as its
+// last snapshot was, or, before the first, as its file is once a snapshot
+// may be due.
+func (n *Node) largeState(since uint64) bool {
+	from := asyncSnapshotFrom.Load()
+	if n.snapBytes > 0 || since < n.cfg.SnapshotEntries {
+		return n.snapBytes >= from
+	}
+	return uint64(n.sm.FileSize()) >= from
+}
+
+// staggered is since as member id counts it for a large state: up to 3/8
+// of every fewer, by id, so that the members, which apply the same entries,
+// do not all take a large snapshot at the same moment (each costs its node
+// a burst of CPU and disk; with one member at a time the others still make
+// a quorum at full speed).
+func staggered(since, id, every uint64) uint64 {
+	return since - min(since, id%4*every/8)
+}
+
+// asyncSnapshotFrom is the size of a state (1 MiB) from which its snapshots
+// are written off the Ready loop and staggered; a small state's are written
+// in it at once.
 var asyncSnapshotFrom = func() *atomic.Uint64 {
 	var v atomic.Uint64
 	v.Store(1 << 20)

@@ -65,6 +65,16 @@ func (f *FSM) WriteSnapshotThen(fn func(index uint64, size int64, image func(w i
 	return nil
 }
 
+// FileSize is the size of the state's file: about the size of a snapshot
+// of it (0 when it cannot be read).
+func (f *FSM) FileSize() int64 {
+	st, err := os.Stat(f.path)
+	if err != nil {
+		return 0
+	}
+	return st.Size()
+}
+
 // WriteSnapshot writes what Snapshot returns to w, without holding it in
 // memory. w should be quick (a local file): the read transaction stays open
 // until it is done, and while it is, an Apply that needs to grow the file
