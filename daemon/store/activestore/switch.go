@@ -486,6 +486,16 @@ func (s *Store) copyAndSwitch(log interface{ Info(string, ...any) }, src *delega
 	if err != nil {
 		return fmt.Errorf("read the target: %w", err)
 	}
+	if rev < r2 {
+		// The source's last changes were to keys a switch does not copy
+		// (RaftOnly): the target takes the source's revision all the
+		// same, so that its next writes come after every revision a
+		// reader may have seen on the source.
+		if err := tgt.Load(hctx, r2, nil, nil); err != nil {
+			return fmt.Errorf("set the target's revision to %d: %w", r2, err)
+		}
+		rev = r2
+	}
 	stopWatch()
 
 	now := time.Now().UTC()
