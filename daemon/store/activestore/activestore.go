@@ -102,7 +102,10 @@ type Config struct {
 	HoldMax time.Duration
 	// OpenTimeout bounds opening a backend (default 10 s).
 	OpenTimeout time.Duration
-	Logger      *slog.Logger
+	// DropCopyAfter is how long after a switch away from raft the stale
+	// Raft copy is dropped (default 5 s: dropRaftCopy).
+	DropCopyAfter time.Duration
+	Logger        *slog.Logger
 }
 
 type kind int
@@ -166,6 +169,9 @@ func New(cfg Config) *Store {
 	}
 	if cfg.OpenTimeout <= 0 {
 		cfg.OpenTimeout = 10 * time.Second
+	}
+	if cfg.DropCopyAfter <= 0 {
+		cfg.DropCopyAfter = 5 * time.Second
 	}
 	if cfg.Resolve == nil {
 		cfg.Resolve = func(m map[string]string) (map[string]string, error) { return m, nil }

@@ -265,27 +265,24 @@ func (s *Store) run(sw *api.StoreSwitch, src *delegate, tgt store.Loader, from, 
 	s.swmu.Unlock()
 }
 
-// dropRaftCopyAfter is how long the Raft copy a switch left stays before
-// it is dropped: its Clear (a scan of every key and a few large deletions
-// that every member applies) waits until the members have moved to the new
-// backend and their readers have read it, so that it does not compete
-// with the first writes there.
-var dropRaftCopyAfter = 5 * time.Second
-
 // drop is a running drop of a stale Raft copy; a switch stops it.
 type drop struct {
 	cancel context.CancelFunc
 	done   chan struct{}
 }
 
-// dropRaftCopy drops the stale Raft copy of the metadata after switch id
-// moved it elsewhere (the state machine is frozen, Clear still applies),
-// unless a switch runs, the record no longer comes from switch id, or this
+// dropRaftCopy drops the stale Raft copy of the metadata
+// Config.DropCopyAfter after switch id moved it elsewhere (the state machine
+// is frozen, Clear still applies): its Clear (a scan of every key and a few
+// large deletions that every member applies) waits until the members have
+// moved to the new backend and their readers have read it, so that it does
+// not compete with the first writes there. It does not run if a switch
+// runs, the record no longer comes from switch id, or this
 // node no longer leads: a copy left stays, unused, and a switch to raft
 // replaces it. A switch that starts meanwhile stops the drop (stopDrop)
 // and goes ahead; the part of the copy not dropped yet stays.
 func (s *Store) dropRaftCopy(log interface{ Warn(string, ...any) }, id string) {
-	t := time.NewTimer(dropRaftCopyAfter)
+	t := time.NewTimer(s.cfg.DropCopyAfter)
 	defer t.Stop()
 	select {
 	case <-s.life.Done():
