@@ -2,6 +2,7 @@ package daemon
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"time"
@@ -25,7 +26,28 @@ func (n *Node) leaderStore() (store.Store, error) {
 	if len(urls) == 0 {
 		return nil, fmt.Errorf("no other Raft member is known yet")
 	}
-	return remotestore.New(urls, remotestore.Options{Logger: n.log.With("subsys", "remotestore"), Transport: n.remoteStoreTransport})
+	return remotestore.New(urls, remotestore.Options{
+		Logger: n.log.With("subsys", "remotestore"), Transport: n.remoteStoreTransport,
+		Prefer: n.leaderURL,
+	})
+}
+
+// leaderURL is the REST URL of the Raft leader as this node knows it ("":
+// none or unknown): the node whose store API serves a non-raft backend.
+func (n *Node) leaderURL() string {
+	id := n.raft.Leader()
+	if id == 0 || id == n.cfg.NodeID {
+		return ""
+	}
+	kv, found, err := n.raft.FSM().Get(memberKey(id))
+	if err != nil || !found {
+		return ""
+	}
+	var rec memberRecord
+	if json.Unmarshal(kv.Value, &rec) != nil {
+		return ""
+	}
+	return rec.RESTURL
 }
 
 // bootstrapStore makes the configured backend the first one of a new

@@ -17,3 +17,9 @@ func (n *Node) ReadIndexPending() int {
 	defer n.reads.mu.Unlock()
 	return len(n.reads.pending)
 }
+
+// SetAsyncSnapshotFrom sets the size of the last snapshot from which the
+// next is written off the Ready loop, and returns the previous one.
+func SetAsyncSnapshotFrom(b uint64) uint64 {
+	return asyncSnapshotFrom.Swap(b)
+}

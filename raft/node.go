@@ -84,6 +84,9 @@ type Node struct {
 	logBytes  atomic.Uint64
 	// The counters LogStats reports.
 	entryBytes, snapshots, lastSnapBytes atomic.Uint64
+	// snapc delivers the outcome of the snapshot being written off the
+	// Ready loop; nil when none is (Ready loop only).
+	snapc chan snapResult
 	// snapNow asks for a snapshot at the next chance: after a member was
 	// added, so that the snapshot a new member may need includes it (raft
 	// refuses a snapshot whose configuration lacks the receiver).
@@ -786,6 +789,11 @@ func (n *Node) stop(fatal error) {
 func (n *Node) run() {
 	defer close(n.donec)
 	defer n.closeResources()
+	defer func() {
+		if err := n.collectSnapshot(true); err != nil {
+			n.log.Warn("snapshot failed while the node stopped", "err", err)
+		}
+	}()
 	defer func() { _ = n.waitApply() }()
 	ticker := time.NewTicker(n.cfg.TickInterval)
 	defer ticker.Stop()
@@ -794,6 +802,12 @@ func (n *Node) run() {
 		select {
 		case <-ticker.C:
 			n.rn.Tick()
+			// Without Readys (a quiet single member) a snapshot written
+			// off the loop is taken in here.
+			if err := n.collectSnapshot(false); err != nil {
+				n.stop(err)
+				return
+			}
 		case rd := <-n.rn.Ready():
 			select {
 			case n.readyTaken <- struct{}{}:
@@ -862,6 +876,13 @@ func (n *Node) handleReady(rd etcdraft.Ready) error {
 				return err
 			}
 			committed = committed[k:]
+		}
+	}
+	if !etcdraft.IsEmptySnap(rd.Snapshot) {
+		// The leader's snapshot replaces the log: the one being written
+		// here must be done first.
+		if err := n.collectSnapshot(true); err != nil {
+			return err
 		}
 	}
 	if err := n.logs.Save(rd.HardState, rd.Entries, rd.Snapshot); err != nil {

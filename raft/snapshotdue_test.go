@@ -22,3 +22,23 @@ func TestSnapshotDue(t *testing.T) {
 		}
 	}
 }
+
+// Members of a large state take their snapshots apart: member id's first
+// is due every + id%4 * every/8 entries after the last, so that a cluster
+// of ids 1, 2, 3 never has every member snapshotting at once.
+func TestStaggeredSnapshots(t *testing.T) {
+	const every = 10000
+	dueAt := func(id uint64) uint64 {
+		for since := uint64(0); since < 2*every; since++ {
+			if snapshotDue(staggered(since, id, every), every, 0, 0) {
+				return since
+			}
+		}
+		return 0
+	}
+	for id, want := range map[uint64]uint64{1: 11250, 2: 12500, 3: 13750, 4: 10000, 7: 13750} {
+		if got := dueAt(id); got != want {
+			t.Errorf("member %d: first snapshot due %d entries after the last; want %d", id, got, want)
+		}
+	}
+}

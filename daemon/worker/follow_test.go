@@ -259,3 +259,75 @@ func runningOn(e *env, name string, task int, worker string) {
 		return ok && st.State == connectstore.StateRunning && st.WorkerID == worker, fmt.Sprintf("%+v", all)
 	})
 }
+
+// readGauge is a store whose reads of the watched connectors' keys take a
+// while, and that records how many of them ran at once.
+type readGauge struct {
+	store.Store
+	prefix string // of the watched connectors' names
+	mu     sync.Mutex
+	now    int
+	most   int
+	reads  int
+}
+
+func (g *readGauge) Get(ctx context.Context, key string) (store.KV, bool, error) {
+	if !strings.Contains(key, url.PathEscape(g.prefix)) {
+		return g.Store.Get(ctx, key)
+	}
+	g.mu.Lock()
+	g.now++
+	g.most = max(g.most, g.now)
+	g.reads++
+	g.mu.Unlock()
+	defer func() {
+		g.mu.Lock()
+		g.now--
+		g.mu.Unlock()
+	}()
+	// A read through the leader's store API takes a few milliseconds.
+	t := time.NewTimer(5 * time.Millisecond)
+	defer t.Stop()
+	select {
+	case <-t.C:
+	case <-ctx.Done():
+		return store.KV{}, false, ctx.Err()
+	}
+	return g.Store.Get(ctx, key)
+}
+
+// A resync (a watch ended with ErrCompacted, as after a store switch, or
+// the worker's start) has every supervisor read its connector again; at
+// most maxStoreReaders of them read at once, so that those reads leave
+// connections and the database pool to the offset and status writes.
+func TestWorkerBoundsSupervisorReads(t *testing.T) {
+	t.Parallel()
+	e := fakeEnv(t)
+	prefix := e.name("reads")
+	u := newUnits()
+	const n = 24
+	ctx := context.Background()
+	for i := range n {
+		name := fmt.Sprintf("%s-%02d", prefix, i)
+		cfg := map[string]string{"connector.class": "Datagen", "name": name, "topic": e.name("t"), "tasks.max": "1"}
+		if created, err := e.cs.CreateConnector(ctx, name, cfg, connectstore.TargetStopped); err != nil || !created {
+			t.Fatalf("create %s: %v %v", name, created, err)
+		}
+		u.set(name, true)
+	}
+	g := &readGauge{Store: e.cs.Raw(), prefix: prefix}
+	e.start(func(c *Config) {
+		c.WorkerID, c.Assignment, c.Store = "reads:8083", u, connectstore.New(g)
+	})
+	waitFor(t, 20*time.Second, "every supervisor read its connector", func() (bool, string) {
+		g.mu.Lock()
+		defer g.mu.Unlock()
+		return g.reads >= 4*n, fmt.Sprint(g.reads, " reads")
+	})
+	g.mu.Lock()
+	most := g.most
+	g.mu.Unlock()
+	if most > maxStoreReaders {
+		t.Errorf("%d reads of connectors ran at once; want at most %d", most, maxStoreReaders)
+	}
+}

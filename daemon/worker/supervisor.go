@@ -314,6 +314,14 @@ func (s *supervisor) mask(text string) string { return s.masker.Load().String(te
 // read returns the connector's stored state; found is false when it has
 // no config (it was deleted, or never existed).
 func (s *supervisor) read(ctx context.Context) (sp spec, found bool, err error) {
+	if r := s.w.readers; r != nil {
+		select {
+		case r <- struct{}{}:
+		case <-ctx.Done():
+			return sp, false, ctx.Err()
+		}
+		defer func() { <-r }()
+	}
 	cs := s.w.store
 	sp.cfg, sp.cfgRev, err = cs.Config(ctx, s.name)
 	if errors.Is(err, connectstore.ErrNotFound) {

@@ -85,7 +85,16 @@ type Worker struct {
 	exited   chan *supervisor
 	// assigned is closed and replaced at each change of the Assignment.
 	assigned chan struct{}
+	// readers holds a token per supervisor reading its connector from the
+	// store (nil: no bound): after a resync every supervisor reads at
+	// once, and unbounded those reads would queue ahead of the offset and
+	// status writes on the same connections and database pool.
+	readers chan struct{}
 }
+
+// maxStoreReaders bounds the supervisors of a worker that read their
+// connector from the store at once.
+const maxStoreReaders = 4
 
 // New returns a worker for cfg; it does nothing until Run.
 func New(cfg Config) (*Worker, error) {
@@ -105,6 +114,7 @@ func New(cfg Config) (*Worker, error) {
 		exited: make(chan *supervisor),
 
 		assigned: make(chan struct{}),
+		readers:  make(chan struct{}, maxStoreReaders),
 	}, nil
 }
 

@@ -46,6 +46,35 @@ func (f *FSM) AppendSnapshot(dst []byte) (data []byte, index, term uint64, err e
 	return buf.Bytes(), index, term, nil
 }
 
+// WriteSnapshotThen opens a read transaction and calls fn with the image's
+// index and size and a function that writes the image (what Snapshot
+// returns) to w, within the transaction: the caller can write a large image
+// straight to a file, holding none of it in memory, while Apply goes on
+// (the image stays at index). As for WriteSnapshot, w should be quick.
+func (f *FSM) WriteSnapshotThen(fn func(index uint64, size int64, image func(w io.Writer) error) error) error {
+	err := f.viewCommitted(func(tx *bolt.Tx) error {
+		index := getUint(tx.Bucket(bucketMeta), metaApplied)
+		return fn(index, tx.Size(), func(w io.Writer) error {
+			_, err := tx.WriteTo(w)
+			return err
+		})
+	})
+	if err != nil {
+		return fmt.Errorf("fsm: snapshot: %w", err)
+	}
+	return nil
+}
+
+// FileSize is the size of the state's file: about the size of a snapshot
+// of it (0 when it cannot be read).
+func (f *FSM) FileSize() int64 {
+	st, err := os.Stat(f.path)
+	if err != nil {
+		return 0
+	}
+	return st.Size()
+}
+
 // WriteSnapshot writes what Snapshot returns to w, without holding it in
 // memory. w should be quick (a local file): the read transaction stays open
 // until it is done, and while it is, an Apply that needs to grow the file

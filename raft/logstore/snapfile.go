@@ -1,8 +1,10 @@
 package logstore
 
 import (
+	"bufio"
 	"encoding/binary"
 	"fmt"
+	"hash/crc32"
 	"io"
 	"os"
 	"path/filepath"
@@ -20,6 +22,54 @@ func refOf(m *raftpb.SnapshotMetadata) snapRef {
 
 func (r snapRef) metaName() string { return pairName(r.index, r.term, extSnap) }
 func (r snapRef) dataName() string { return pairName(r.index, r.term, extSnapData) }
+
+// streamSnapData writes the data file of a snapshot whose payload is prefix
+// and then the size bytes image writes, without holding them in memory: the
+// header's CRC is filled in once the payload has passed through it.
+func streamSnapData(d *os.File, ref snapRef, prefix []byte, size int64, image func(io.Writer) error) error {
+	total := int64(len(prefix)) + size
+	if total <= 0 || total > maxPayload {
+		return fmt.Errorf("snapshot %d data: record payload of %d bytes: must be 1..%d", ref.index, total, maxPayload)
+	}
+	return writeFileAtomic(d, ref.dataName(), func(f *os.File) error {
+		var h [headerSize]byte
+		if _, err := f.Write(h[:]); err != nil {
+			return err
+		}
+		typ := []byte{byte(recSnapData)}
+		cw := &crcWriter{crc: crc32.Update(0, castagnoli, typ)}
+		bw := bufio.NewWriterSize(io.MultiWriter(f, cw), 1<<20)
+		if _, err := bw.Write(prefix); err != nil {
+			return err
+		}
+		if err := image(bw); err != nil {
+			return err
+		}
+		if err := bw.Flush(); err != nil {
+			return err
+		}
+		if cw.n != total {
+			return fmt.Errorf("snapshot %d data: %d bytes written, %d announced", ref.index, cw.n, total)
+		}
+		binary.LittleEndian.PutUint32(h[0:4], uint32(total))
+		h[4] = typ[0]
+		binary.LittleEndian.PutUint32(h[5:9], cw.crc)
+		_, err := f.WriteAt(h[:], 0)
+		return err
+	})
+}
+
+// crcWriter computes the record CRC of what passes through it.
+type crcWriter struct {
+	crc uint32
+	n   int64
+}
+
+func (c *crcWriter) Write(p []byte) (int, error) {
+	c.crc = crc32.Update(c.crc, castagnoli, p)
+	c.n += int64(len(p))
+	return len(p), nil
+}
 
 // writeSnapData durably stores a snapshot's Data. It is written before the
 // metadata file, so a metadata file never points at missing data.

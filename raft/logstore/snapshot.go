@@ -3,6 +3,7 @@ package logstore
 import (
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 
@@ -19,6 +20,28 @@ import (
 // Options.DiscardSnapshotData is set. The log itself is untouched: follow up
 // with Compact.
 func (s *Store) CreateSnapshot(index uint64, cs *raftpb.ConfState, data []byte) (*raftpb.Snapshot, error) {
+	meta, err := s.createSnapshot(index, cs, func(ref snapRef) error { return s.writeSnapData(ref, data) })
+	if err != nil {
+		return nil, err
+	}
+	return &raftpb.Snapshot{Data: data, Metadata: meta}, nil
+}
+
+// CreateSnapshotFrom is CreateSnapshot of data that is not held in memory:
+// prefix, then size bytes that image writes to w (a state machine's image
+// written straight from its read transaction), so that a large state costs
+// no heap the size of its image. It returns the snapshot's metadata.
+func (s *Store) CreateSnapshotFrom(index uint64, cs *raftpb.ConfState, prefix []byte, size int64, image func(w io.Writer) error) (*raftpb.SnapshotMetadata, error) {
+	return s.createSnapshot(index, cs, func(ref snapRef) error {
+		if s.opts.DiscardSnapshotData {
+			return nil
+		}
+		return streamSnapData(s.dirf, ref, prefix, size, image)
+	})
+}
+
+// createSnapshot records the snapshot at index whose data writeData writes.
+func (s *Store) createSnapshot(index uint64, cs *raftpb.ConfState, writeData func(snapRef) error) (*raftpb.SnapshotMetadata, error) {
 	s.snapMu.Lock()
 	defer s.snapMu.Unlock()
 
@@ -35,7 +58,7 @@ func (s *Store) CreateSnapshot(index uint64, cs *raftpb.ConfState, data []byte) 
 
 	// The data may be a whole database image; writing it while holding mu
 	// would stall Save, and with it heartbeats, for as long as that takes.
-	if err := s.writeSnapData(ref, data); err != nil {
+	if err := writeData(ref); err != nil {
 		return nil, fmt.Errorf("logstore: create snapshot %d: %w", index, err)
 	}
 
@@ -69,7 +92,7 @@ func (s *Store) CreateSnapshot(index uint64, cs *raftpb.ConfState, data []byte) 
 		return nil, fmt.Errorf("logstore: create snapshot %d: %w", index, err)
 	}
 	s.removeSnapshotsBefore(ref)
-	return &raftpb.Snapshot{Data: data, Metadata: proto.Clone(meta).(*raftpb.SnapshotMetadata)}, nil
+	return proto.Clone(meta).(*raftpb.SnapshotMetadata), nil
 }
 
 // snapshotTerm checks that a snapshot can be taken at index and returns the

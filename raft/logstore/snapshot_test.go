@@ -3,6 +3,7 @@ package logstore
 import (
 	"bytes"
 	"errors"
+	"io"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -156,5 +157,39 @@ func TestStaleSnapshotRejected(t *testing.T) {
 	mustSave(t, s, hardState(2, 0, 10), nil, snapshot(10, 2, confState(1), ""))
 	if err := s.Save(nil, nil, snapshot(10, 2, confState(1), "")); !errors.Is(err, raft.ErrSnapOutOfDate) {
 		t.Fatalf("same snapshot again: %v, want ErrSnapOutOfDate", err)
+	}
+}
+
+// A snapshot streamed from a writer (CreateSnapshotFrom) is stored as
+// CreateSnapshot stores the same bytes: read back whole after a reopen. An
+// image that writes another size than announced is refused and leaves no
+// snapshot behind.
+func TestSnapshotFromStream(t *testing.T) {
+	s := openT(t, t.TempDir(), Options{})
+	mustSave(t, s, hardState(1, 1, 30), ents(1, 30, 1, "x"), nil)
+	image := bytes.Repeat([]byte("0123456789abcdef"), 200_000) // 3.2 MB, past the writer's buffer
+	write := func(b []byte) func(w io.Writer) error {
+		return func(w io.Writer) error {
+			for len(b) > 0 { // in pieces, as a database image is
+				n := min(len(b), 4096)
+				if _, err := w.Write(b[:n]); err != nil {
+					return err
+				}
+				b = b[n:]
+			}
+			return nil
+		}
+	}
+	if _, err := s.CreateSnapshotFrom(20, confState(1, 2), []byte("head"), int64(len(image)+1), write(image)); err == nil {
+		t.Fatal("an image shorter than announced was taken")
+	}
+	meta, err := s.CreateSnapshotFrom(20, confState(1, 2), []byte("head"), int64(len(image)), write(image))
+	if err != nil || meta.GetIndex() != 20 {
+		t.Fatalf("CreateSnapshotFrom: %v, %v", meta, err)
+	}
+	s = reopen(t, s)
+	snap, err := s.Snapshot()
+	if err != nil || snap.GetMetadata().GetIndex() != 20 || !bytes.Equal(snap.GetData(), append([]byte("head"), image...)) {
+		t.Fatalf("Snapshot after reopen: index %d, %d bytes, %v; want index 20 and head+image", snap.GetMetadata().GetIndex(), len(snap.GetData()), err)
 	}
 }

@@ -201,6 +201,14 @@ func testLoadChunks(t *testing.T, h *loaderHarness) {
 	// The same revision once more, with nothing in it, is a no-op.
 	h.load(104, nil)
 	h.wantScan(104, want...)
+	// Nothing to load, the source's revision only (its last changes were
+	// to keys a switch does not copy): the revision moves, the keys stay,
+	// and the next write follows it.
+	h.load(110, nil)
+	h.wantScan(110, want...)
+	if rev := h.put("k/next", "n"); rev != 111 {
+		t.Fatalf("Put after an empty Load at 110 = revision %d, want 111", rev)
+	}
 }
 
 // Ordinary writes after a Load go on from its revision and compare against

@@ -102,7 +102,10 @@ type Config struct {
 	HoldMax time.Duration
 	// OpenTimeout bounds opening a backend (default 10 s).
 	OpenTimeout time.Duration
-	Logger      *slog.Logger
+	// DropCopyAfter is how long after a switch away from raft the stale
+	// Raft copy is dropped (default 5 s: dropRaftCopy).
+	DropCopyAfter time.Duration
+	Logger        *slog.Logger
 }
 
 type kind int
@@ -144,11 +147,12 @@ type Store struct {
 	gate gate
 	rmu  sync.Mutex // serializes reconcile
 
-	swmu    sync.Mutex
-	running *api.StoreSwitch // the switch in progress or the last one run here
-	busy    bool
-	tidying bool   // tidy runs; no switch starts meanwhile
-	tidied  uint64 // the leader term tidy last finished in (under mu)
+	swmu     sync.Mutex
+	running  *api.StoreSwitch // the switch in progress or the last one run here
+	busy     bool
+	tidying  bool   // tidy runs; no switch starts meanwhile
+	tidied   uint64 // the leader term tidy last finished in (under mu)
+	dropping *drop  // the drop of a stale Raft copy running, if any
 
 	life   context.Context
 	cancel context.CancelFunc
@@ -167,6 +171,9 @@ func New(cfg Config) *Store {
 	}
 	if cfg.OpenTimeout <= 0 {
 		cfg.OpenTimeout = 10 * time.Second
+	}
+	if cfg.DropCopyAfter <= 0 {
+		cfg.DropCopyAfter = 5 * time.Second
 	}
 	if cfg.Resolve == nil {
 		cfg.Resolve = func(m map[string]string) (map[string]string, error) { return m, nil }
@@ -634,9 +641,10 @@ func (s *Store) Revision(ctx context.Context) (rev int64, err error) {
 
 // write runs fn on the delegate, past the gate of a switch. A write the
 // Raft store refused because it is frozen changed nothing: it waits for
-// the node to move to the new backend and runs again there.
+// the node to move to the new backend (or for the freeze to end, when the
+// switch failed) and runs again there.
 func (s *Store) write(ctx context.Context, fn func(store.Store) error) error {
-	for attempt := 0; ; attempt++ {
+	for {
 		d, err := s.current()
 		if err == nil && d.kind == kindRemote {
 			// Forwarded to the leader's store API, whose gate holds it.
@@ -657,13 +665,50 @@ func (s *Store) write(ctx context.Context, fn func(store.Store) error) error {
 		if !errors.Is(err, raftstore.ErrFrozen) {
 			return err
 		}
-		if err := s.backoff(ctx, attempt); err != nil {
+		if err := s.awaitMove(ctx); err != nil {
 			return fmt.Errorf("metadata write held by a store switch: %w", err)
 		}
 	}
 }
 
-// backoff waits a little before a refused write runs again.
+// A write the frozen Raft store refused looks, in this node's Raft state,
+// for the record of the new backend or the end of the freeze (both local
+// reads) after frozenPoll, then after one frozenPoll more each time, up to
+// frozenPollMax: it moves within milliseconds of the node applying either,
+// not at the next reconcile, and a long hold costs few reads.
+const (
+	frozenPoll    = 2 * time.Millisecond
+	frozenPollMax = 20 * time.Millisecond
+)
+
+// awaitMove waits until this node moved off the Raft store, or the Raft
+// store is no longer frozen.
+func (s *Store) awaitMove(ctx context.Context) error {
+	t := time.NewTimer(frozenPoll)
+	defer t.Stop()
+	for attempt := 1; ; attempt++ {
+		if s.moved() {
+			s.reconcile(ctx)
+			if d, err := s.current(); err != nil || d.kind != kindRaft {
+				return nil // moved, or failed to: the write says which
+			}
+			// The leader's own delegate moves with its switch.
+		} else if frozen, _ := s.cfg.RaftStore.Frozen(); !frozen {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-s.life.Done():
+			return store.ErrClosed
+		case <-t.C:
+			t.Reset(min(time.Duration(attempt+1)*frozenPoll, frozenPollMax))
+		}
+	}
+}
+
+// backoff waits a little before a read of the Raft store that a switch
+// left runs again.
 func (s *Store) backoff(ctx context.Context, attempt int) error {
 	delay := min(time.Duration(attempt+1)*10*time.Millisecond, 200*time.Millisecond)
 	t := time.NewTimer(delay)

@@ -74,8 +74,11 @@ func (s *Store) Switch(ctx context.Context, req api.StoreSwitchRequest) (_ api.S
 	if err := s.checkRequest(from, to); err != nil {
 		return api.StoreSwitch{}, err
 	}
+	if err := s.stopDrop(ctx); err != nil {
+		return api.StoreSwitch{}, err
+	}
 	s.swmu.Lock()
-	if s.busy {
+	if s.busy || s.dropping != nil {
 		s.swmu.Unlock()
 		return api.StoreSwitch{}, ErrSwitchRunning
 	}
@@ -111,10 +114,17 @@ func (s *Store) Switch(ctx context.Context, req api.StoreSwitchRequest) (_ api.S
 			tgt.Close()
 		}
 	}
-	held, err := countKeys(ctx, tgt, 1)
-	if err != nil {
-		closeTgt()
-		return api.StoreSwitch{}, fmt.Errorf("read the target backend %s: %w", to.Backend, err)
+	// The Raft store holds no one else's metadata: what it may hold while
+	// another backend is active (its state machine frozen) is this
+	// cluster's own stale copy, left by a switch away from raft whose drop
+	// has not run (dropRaftCopy) or by a switch to raft that failed. The
+	// switch replaces it without --force.
+	held := 0
+	if to.Backend != Raft {
+		if held, err = countKeys(ctx, tgt, 1); err != nil {
+			closeTgt()
+			return api.StoreSwitch{}, fmt.Errorf("read the target backend %s: %w", to.Backend, err)
+		}
 	}
 	if held > 0 && !req.Force && !req.DryRun {
 		closeTgt()
@@ -300,21 +310,86 @@ func (s *Store) run(sw *api.StoreSwitch, src *delegate, tgt store.Loader, from, 
 	} else {
 		log.Info("store switch done", "keys", final.Copied, "revision", final.Revision, "hold_ms", final.HoldMillis)
 		if from.Backend == Raft {
-			// The Raft copy is stale now: drop it (the state machine is
-			// frozen, Clear still applies).
-			cctx, cancel := context.WithTimeout(s.life, 30*time.Second)
-			if err := s.cfg.RaftStore.Clear(cctx, RaftOnly...); err != nil {
-				log.Warn("cannot drop the Raft copy of the metadata; it stays, unused", "err", err)
-				s.mu.Lock()
-				s.tidied = 0 // the leader's tidy tries again
-				s.mu.Unlock()
-			}
-			cancel()
+			go s.dropRaftCopy(log, final.ID)
 		}
 	}
 	s.swmu.Lock()
 	s.busy = false
 	s.swmu.Unlock()
+}
+
+// drop is a running drop of a stale Raft copy; a switch stops it.
+type drop struct {
+	cancel context.CancelFunc
+	done   chan struct{}
+}
+
+// dropRaftCopy drops the stale Raft copy of the metadata
+// Config.DropCopyAfter after switch id moved it elsewhere (the state machine
+// is frozen, Clear still applies): its Clear (a scan of every key and a few
+// large deletions that every member applies) waits until the members have
+// moved to the new backend and their readers have read it, so that it does
+// not compete with the first writes there. It does not run if a switch
+// runs, the record no longer comes from switch id, or this
+// node no longer leads: a copy left stays, unused, and a switch to raft
+// replaces it. A switch that starts meanwhile stops the drop (stopDrop)
+// and goes ahead; the part of the copy not dropped yet stays.
+func (s *Store) dropRaftCopy(log interface{ Warn(string, ...any) }, id string) {
+	t := time.NewTimer(s.cfg.DropCopyAfter)
+	defer t.Stop()
+	select {
+	case <-s.life.Done():
+		return
+	case <-t.C:
+	}
+	ctx, cancel := context.WithTimeout(s.life, 30*time.Second)
+	defer cancel()
+	d := &drop{cancel: cancel, done: make(chan struct{})}
+	s.swmu.Lock()
+	if s.busy || s.dropping != nil {
+		s.swmu.Unlock()
+		return
+	}
+	s.dropping = d
+	s.swmu.Unlock()
+	defer func() {
+		s.swmu.Lock()
+		s.dropping = nil
+		s.swmu.Unlock()
+		close(d.done)
+	}()
+	s.mu.Lock()
+	mark := s.mark
+	s.mu.Unlock()
+	rec, err := s.Record()
+	if err != nil || rec.Backend == Raft || rec.LastSwitch == nil || rec.LastSwitch.ID != id ||
+		!s.cfg.Raft.IsLeader() || mark.term != s.cfg.Raft.Term() {
+		return
+	}
+	if err := s.cfg.RaftStore.Clear(ctx, RaftOnly...); err != nil && ctx.Err() == nil {
+		log.Warn("cannot drop the Raft copy of the metadata; it stays, unused", "err", err)
+		s.mu.Lock()
+		s.tidied = 0 // the leader's tidy tries again
+		s.mu.Unlock()
+	}
+}
+
+// stopDrop stops a running drop of a stale Raft copy and waits until it
+// returned (it ends after the chunk it is applying).
+func (s *Store) stopDrop(ctx context.Context) error {
+	s.swmu.Lock()
+	d := s.dropping
+	s.swmu.Unlock()
+	if d == nil {
+		return nil
+	}
+	d.cancel()
+	select {
+	case <-d.done:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
 }
 
 // resolvedSecrets are the resolved settings of from and to, for masking.
@@ -481,6 +556,16 @@ func (s *Store) copyAndSwitch(log *slog.Logger, src *delegate, tgt store.Loader,
 	rev, err := tgt.Revision(hctx)
 	if err != nil {
 		return fmt.Errorf("read the target: %w", err)
+	}
+	if rev < r2 {
+		// The source's last changes were to keys a switch does not copy
+		// (RaftOnly): the target takes the source's revision all the
+		// same, so that its next writes come after every revision a
+		// reader may have seen on the source.
+		if err := tgt.Load(hctx, r2, nil, nil); err != nil {
+			return fmt.Errorf("set the target's revision to %d: %w", r2, err)
+		}
+		rev = r2
 	}
 	stopWatch()
 

@@ -33,16 +33,19 @@
 // # Connections
 //
 // With the default clients, the store holds at most maxConnsPerNode (8)
-// connections to each node for requests, and keeps as many idle (for 30 s,
-// below the REST server's idle timeout of 60 s): requests beyond wait for
-// one to free up rather than dial. Watch streams have a pool of their own,
-// of at most maxWatchConnsPerNode (16) per node, so that they never take
-// the connections requests need: a worker-only node has three (the
-// worker's, its member's and the log levels'), and each client of its
-// GET /kcd/v1/events adds three. A node's REST port so sees, from each
-// worker-only node, at most 8 request connections, one per watch, and
-// those of its heartbeats (up to 8 while they hang, one otherwise);
-// rest-max-connections bounds their sum.
+// connections to each node for reads, and keeps as many idle (for 30 s,
+// below the REST server's idle timeout of 60 s): reads beyond wait for
+// one to free up rather than dial. Writes have a pool of their own, of the
+// same size, so that a write never queues behind a burst of reads (the
+// transport serves a host's waiting requests in order): a worker that
+// reads every connector again must not hold up its offset commits. Watch
+// streams have a pool of their own too, of at most maxWatchConnsPerNode
+// (16) per node, so that they never take the connections requests need: a
+// worker-only node has three (the worker's, its member's and the log
+// levels'), and each client of its GET /kcd/v1/events adds three. A node's
+// REST port so sees, from each worker-only node, at most 8 read and 8 write
+// connections, one per watch, and those of its heartbeats (up to 8 while
+// they hang, one otherwise); rest-max-connections bounds their sum.
 //
 // What is retried on another node:
 //
@@ -112,10 +115,11 @@ var ErrUnknownOutcome = errors.New("remotestore: the write may or may not have b
 
 // Options tune a Store; zero values take the defaults.
 type Options struct {
-	// HTTPClient sends the requests. Nil: two clients with DialTimeout and
-	// response-header timeouts, one for requests and one for watch streams
-	// (package comment); a given client's Timeout must be zero, since
-	// watch streams last (unary requests are bounded by RequestTimeout).
+	// HTTPClient sends the requests. Nil: three clients with DialTimeout
+	// and response-header timeouts, one for reads, one for writes and one
+	// for watch streams (package comment); a given client's Timeout must
+	// be zero, since watch streams last (unary requests are bounded by
+	// RequestTimeout).
 	HTTPClient *http.Client
 	// Transport adapts the default client's transport (TLS settings, the
 	// caller's credentials); nil: used as is. Ignored with HTTPClient.
@@ -150,7 +154,12 @@ type Options struct {
 	// watcher that would hold more ends with store.ErrWatcherLagging.
 	WatchBuffer      int
 	WatchBufferBytes int
-	Logger           *slog.Logger
+	// Prefer, when set, returns the node URL to try first (one of those
+	// the store knows, else it is ignored): a Raft node passes the
+	// leader's, so that its writes go straight to the node that serves
+	// them. The ranking by answers applies to the others.
+	Prefer func() string
+	Logger *slog.Logger
 }
 
 func (o *Options) defaults() {
@@ -215,8 +224,9 @@ const (
 	maxLine     = 8 << 20   // one line of a watch stream
 )
 
-// maxConnsPerNode bounds the connections of requests to one node (the
-// default client's); requests over it wait for one to free up.
+// maxConnsPerNode bounds the connections of reads to one node, and those
+// of writes (the default clients'); requests over it wait for one to free
+// up.
 const maxConnsPerNode = 8
 
 // maxWatchConnsPerNode bounds the connections of watch streams to one
@@ -235,7 +245,8 @@ const demoteFor = 5 * time.Second
 // Store is a store.Store over the REST API of a kcd cluster.
 type Store struct {
 	opts  Options
-	hc    *http.Client
+	hc    *http.Client // of reads
+	wrc   *http.Client // of writes: hc when given in Options
 	whc   *http.Client // of watch streams: hc when given in Options
 	log   *slog.Logger
 	seeds []string
@@ -267,9 +278,10 @@ var _ store.Store = (*Store)(nil)
 func New(urls []string, opts Options) (*Store, error) {
 	ownClient := opts.HTTPClient == nil
 	opts.defaults()
-	whc := opts.HTTPClient
+	whc, wrc := opts.HTTPClient, opts.HTTPClient
 	if ownClient {
 		whc = opts.client(maxWatchConnsPerNode)
+		wrc = opts.client(maxConnsPerNode)
 	}
 	var seeds []string
 	for _, u := range urls {
@@ -295,7 +307,7 @@ func New(urls []string, opts Options) (*Store, error) {
 	}
 	life, cancel := context.WithCancel(context.Background())
 	s := &Store{
-		opts: opts, hc: opts.HTTPClient, whc: whc, log: opts.Logger, seeds: seeds,
+		opts: opts, hc: opts.HTTPClient, wrc: wrc, whc: whc, log: opts.Logger, seeds: seeds,
 		endpoints: slices.Clone(seeds),
 		demoted:   map[string]time.Time{},
 		refresh:   make(chan struct{}, 1),
@@ -330,7 +342,7 @@ func (s *Store) probeLoop() {
 		ep := s.Endpoints()[0]
 		ctx, cancel := context.WithTimeout(s.life, s.hedgeDelay())
 		var v api.VersionInfo
-		_, err := s.attempt(ctx, ep, http.MethodGet, "/kcd/v1/version", nil, false, &v)
+		_, err := s.attempt(ctx, s.hc, ep, http.MethodGet, "/kcd/v1/version", nil, false, &v)
 		cancel()
 		if err != nil && s.life.Err() == nil {
 			s.log.Debug("node did not answer a probe in time; demoted", "node", ep, "err", err)
@@ -340,8 +352,13 @@ func (s *Store) probeLoop() {
 }
 
 // Endpoints returns the node URLs the store knows now, in the order it
-// tries them: from the one that answered last, the demoted ones last.
+// tries them: the preferred one (Options.Prefer), then from the one that
+// answered last; the demoted ones last.
 func (s *Store) Endpoints() []string {
+	var prefer string
+	if s.opts.Prefer != nil {
+		prefer = strings.TrimRight(s.opts.Prefer(), "/")
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	now := time.Now()
@@ -351,6 +368,10 @@ func (s *Store) Endpoints() []string {
 		ep := s.endpoints[(s.current+i)%len(s.endpoints)]
 		if until, ok := s.demoted[ep]; ok && now.Before(until) {
 			last = append(last, ep)
+			continue
+		}
+		if ep == prefer {
+			out = slices.Insert(out, 0, ep)
 			continue
 		}
 		out = append(out, ep)
@@ -576,7 +597,7 @@ func (s *Store) call(ctx context.Context, method, path string, in *api.StoreRequ
 	for round, backoff := 0, 50*time.Millisecond; ; round++ {
 		for _, ep := range s.Endpoints() {
 			out = api.StoreResponse{}
-			_, err := s.attempt(rctx, ep, method, path, body, false, &out)
+			_, err := s.attempt(rctx, s.wrc, ep, method, path, body, false, &out)
 			if err == nil {
 				s.succeeded(ep)
 				return out, nil
@@ -684,7 +705,7 @@ func hedgeRound[T any](s *Store, rctx context.Context, method, path string, body
 		go func() {
 			r := result[T]{ep: ep}
 			start := time.Now()
-			r.stale, r.err = s.attempt(actx, ep, method, path, body, staleOK, &r.out)
+			r.stale, r.err = s.attempt(actx, s.hc, ep, method, path, body, staleOK, &r.out)
 			if r.err == nil {
 				s.sampleRead(time.Since(start))
 			}
@@ -740,7 +761,7 @@ func hedgeRound[T any](s *Store, rctx context.Context, method, path string, body
 // attempt sends the request to one node and decodes its answer into out;
 // it returns the answer's StaleHeader. staleOK asks for a read that may be
 // stale.
-func (s *Store) attempt(ctx context.Context, ep, method, path string, body []byte, staleOK bool, out any) (string, error) {
+func (s *Store) attempt(ctx context.Context, hc *http.Client, ep, method, path string, body []byte, staleOK bool, out any) (string, error) {
 	ctx, cancel := context.WithTimeout(ctx, s.opts.RequestTimeout)
 	defer cancel()
 	var rd io.Reader
@@ -757,7 +778,7 @@ func (s *Store) attempt(ctx context.Context, ep, method, path string, body []byt
 	if staleOK {
 		req.Header.Set(api.AllowStaleHeader, "true")
 	}
-	res, err := s.hc.Do(req)
+	res, err := hc.Do(req)
 	if err != nil {
 		return "", err
 	}

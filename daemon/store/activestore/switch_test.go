@@ -1,0 +1,126 @@
+package activestore
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/kcd-project/kcd/api"
+	"github.com/kcd-project/kcd/examples/memstore"
+	"github.com/kcd-project/kcd/raft/raftstore"
+	"github.com/kcd-project/kcd/raft/rafttest"
+)
+
+// single is the active store of a one-member cluster.
+func single(t *testing.T, dropAfter time.Duration) (*Store, *raftstore.Store) {
+	t.Helper()
+	c := rafttest.NewCluster(t, 1, nil)
+	n := c.Leader(10 * time.Second)
+	rs := raftstore.New(n)
+	s := New(Config{Raft: n, RaftStore: rs, DropCopyAfter: dropAfter})
+	ctx, cancel := context.WithCancel(context.Background())
+	go s.Run(ctx)
+	t.Cleanup(func() {
+		cancel()
+		s.Close()
+		rs.Close()
+	})
+	return s, rs
+}
+
+// switchTo starts a switch to backend (retrying while the leader's mark is
+// not in yet) and waits until it is done.
+func switchTo(t *testing.T, s *Store, backend string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
+	defer cancel()
+	var sw api.StoreSwitch
+	var err error
+	for {
+		sw, err = s.Switch(ctx, api.StoreSwitchRequest{Backend: backend})
+		if !errors.Is(err, ErrNotLeader) || ctx.Err() != nil {
+			break
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if err != nil {
+		t.Fatalf("switch to %s: %v", backend, err)
+	}
+	for {
+		st := s.Status(ctx)
+		if ls := st.LastSwitch; ls != nil && ls.ID == sw.ID && ls.State != api.SwitchRunning {
+			if ls.State != api.SwitchDone || st.Backend != backend {
+				t.Fatalf("switch to %s ended %s (%s), backend %s", backend, ls.State, ls.Error, st.Backend)
+			}
+			return
+		}
+		if ctx.Err() != nil {
+			t.Fatalf("switch to %s not done within 20 s", backend)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+func raftKeys(t *testing.T, rs *Store, prefix string) int {
+	t.Helper()
+	kvs, _, err := rs.cfg.Raft.FSM().Scan(prefix, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return len(kvs)
+}
+
+// After a switch away from raft the Raft copy stays for
+// Config.DropCopyAfter, then it is dropped; the metadata is on the new
+// backend.
+func TestSwitchDropsTheRaftCopyLater(t *testing.T) {
+	s, _ := single(t, 300*time.Millisecond)
+	ctx := t.Context()
+	for _, k := range []string{"kcd/connect/a", "kcd/connect/b"} {
+		if _, err := s.Put(ctx, k, []byte("v")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	switchTo(t, s, memstore.Name)
+	deadline := time.Now().Add(10 * time.Second)
+	for raftKeys(t, s, "kcd/connect/") > 0 {
+		if time.Now().After(deadline) {
+			t.Fatalf("the Raft copy still holds %d keys 10 s after the switch", raftKeys(t, s, "kcd/connect/"))
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if kv, found, err := s.Get(ctx, "kcd/connect/a"); err != nil || !found || string(kv.Value) != "v" {
+		t.Fatalf("Get after the drop: %q, %v, %v; want v from the new backend", kv.Value, found, err)
+	}
+}
+
+// A switch back to raft while the Raft copy of the switch away is still
+// there (its drop pending) replaces it without --force, and carries what
+// changed meanwhile.
+func TestSwitchBackToRaftBeforeTheDrop(t *testing.T) {
+	s, _ := single(t, time.Hour)
+	ctx := t.Context()
+	if _, err := s.Put(ctx, "kcd/connect/a", []byte("1")); err != nil {
+		t.Fatal(err)
+	}
+	switchTo(t, s, memstore.Name)
+	if n := raftKeys(t, s, "kcd/connect/"); n != 1 {
+		t.Fatalf("the Raft copy holds %d keys right after the switch; want the stale 1", n)
+	}
+	rev, err := s.Put(ctx, "kcd/connect/a", []byte("2"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := s.Delete(ctx, "kcd/connect/gone"); err != nil {
+		t.Fatal(err)
+	}
+	switchTo(t, s, Raft) // not forced
+	kv, found, err := s.Get(ctx, "kcd/connect/a")
+	if err != nil || !found || string(kv.Value) != "2" || kv.ModRevision != rev {
+		t.Fatalf("Get after the switch back: %q at %d, %v, %v; want 2 at %d", kv.Value, kv.ModRevision, found, err, rev)
+	}
+	if r, err := s.Revision(ctx); err != nil || r < rev {
+		t.Fatalf("Revision after the switch back = %d, %v; want at least %d", r, err, rev)
+	}
+}
