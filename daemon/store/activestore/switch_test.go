@@ -2,15 +2,42 @@ package activestore
 
 import (
 	"context"
+	"database/sql"
 	"errors"
+	"fmt"
 	"testing"
 	"time"
 
 	"github.com/kcd-project/kcd/api"
-	"github.com/kcd-project/kcd/examples/memstore"
+	_ "github.com/kcd-project/kcd/daemon/store/sqlstore" // registers mysql and postgres
+	"github.com/kcd-project/kcd/internal/testenv"
 	"github.com/kcd-project/kcd/raft/raftstore"
 	"github.com/kcd-project/kcd/raft/rafttest"
 )
+
+// postgresTarget returns the settings of the test environment's
+// PostgreSQL on tables of their own, dropped when the test ends.
+func postgresTarget(t *testing.T) map[string]string {
+	t.Helper()
+	dsn := testenv.Require(t, testenv.PostgreDSN)
+	prefix := fmt.Sprintf("as%d_", time.Now().UnixNano()%1e9)
+	t.Cleanup(func() {
+		db, err := sql.Open("pgx", dsn)
+		if err != nil {
+			t.Errorf("drop tables: %v", err)
+			return
+		}
+		defer db.Close()
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		for _, table := range []string{"kv", "meta", "history", "schema"} {
+			if _, err := db.ExecContext(ctx, "DROP TABLE IF EXISTS "+prefix+table); err != nil {
+				t.Errorf("drop table %s%s: %v", prefix, table, err)
+			}
+		}
+	})
+	return map[string]string{"dsn": dsn, "table_prefix": prefix}
+}
 
 // single is the active store of a one-member cluster.
 func single(t *testing.T, dropAfter time.Duration) (*Store, *raftstore.Store) {
@@ -29,16 +56,16 @@ func single(t *testing.T, dropAfter time.Duration) (*Store, *raftstore.Store) {
 	return s, rs
 }
 
-// switchTo starts a switch to backend (retrying while the leader's mark is
-// not in yet) and waits until it is done.
-func switchTo(t *testing.T, s *Store, backend string) {
+// switchTo starts a switch to backend with settings (retrying while the
+// leader's mark is not in yet) and waits until it is done.
+func switchTo(t *testing.T, s *Store, backend string, settings map[string]string) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
 	defer cancel()
 	var sw api.StoreSwitch
 	var err error
 	for {
-		sw, err = s.Switch(ctx, api.StoreSwitchRequest{Backend: backend})
+		sw, err = s.Switch(ctx, api.StoreSwitchRequest{Backend: backend, Settings: settings})
 		if !errors.Is(err, ErrNotLeader) || ctx.Err() != nil {
 			break
 		}
@@ -74,7 +101,7 @@ func raftKeys(t *testing.T, rs *Store, prefix string) int {
 // After a switch away from raft the Raft copy stays for
 // Config.DropCopyAfter, then it is dropped; the metadata is on the new
 // backend.
-func TestSwitchDropsTheRaftCopyLater(t *testing.T) {
+func TestIntegrationSwitchDropsTheRaftCopyLater(t *testing.T) {
 	s, _ := single(t, 300*time.Millisecond)
 	ctx := t.Context()
 	for _, k := range []string{"kcd/connect/a", "kcd/connect/b"} {
@@ -82,7 +109,7 @@ func TestSwitchDropsTheRaftCopyLater(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	switchTo(t, s, memstore.Name)
+	switchTo(t, s, "postgres", postgresTarget(t))
 	deadline := time.Now().Add(10 * time.Second)
 	for raftKeys(t, s, "kcd/connect/") > 0 {
 		if time.Now().After(deadline) {
@@ -98,13 +125,13 @@ func TestSwitchDropsTheRaftCopyLater(t *testing.T) {
 // A switch back to raft while the Raft copy of the switch away is still
 // there (its drop pending) replaces it without --force, and carries what
 // changed meanwhile.
-func TestSwitchBackToRaftBeforeTheDrop(t *testing.T) {
+func TestIntegrationSwitchBackToRaftBeforeTheDrop(t *testing.T) {
 	s, _ := single(t, time.Hour)
 	ctx := t.Context()
 	if _, err := s.Put(ctx, "kcd/connect/a", []byte("1")); err != nil {
 		t.Fatal(err)
 	}
-	switchTo(t, s, memstore.Name)
+	switchTo(t, s, "postgres", postgresTarget(t))
 	if n := raftKeys(t, s, "kcd/connect/"); n != 1 {
 		t.Fatalf("the Raft copy holds %d keys right after the switch; want the stale 1", n)
 	}
@@ -115,7 +142,7 @@ func TestSwitchBackToRaftBeforeTheDrop(t *testing.T) {
 	if _, _, err := s.Delete(ctx, "kcd/connect/gone"); err != nil {
 		t.Fatal(err)
 	}
-	switchTo(t, s, Raft) // not forced
+	switchTo(t, s, Raft, nil) // not forced
 	kv, found, err := s.Get(ctx, "kcd/connect/a")
 	if err != nil || !found || string(kv.Value) != "2" || kv.ModRevision != rev {
 		t.Fatalf("Get after the switch back: %q at %d, %v, %v; want 2 at %d", kv.Value, kv.ModRevision, found, err, rev)
