@@ -110,13 +110,7 @@ func TestIntegrationSwitchDropsTheRaftCopyLater(t *testing.T) {
 		}
 	}
 	switchTo(t, s, "postgres", postgresTarget(t))
-	deadline := time.Now().Add(10 * time.Second)
-	for raftKeys(t, s, "kcd/connect/") > 0 {
-		if time.Now().After(deadline) {
-			t.Fatalf("the Raft copy still holds %d keys 10 s after the switch", raftKeys(t, s, "kcd/connect/"))
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	waitFor(t, "drop of the Raft copy", func() bool { return raftKeys(t, s, "kcd/connect/") == 0 })
 	if kv, found, err := s.Get(ctx, "kcd/connect/a"); err != nil || !found || string(kv.Value) != "v" {
 		t.Fatalf("Get after the drop: %q, %v, %v; want v from the new backend", kv.Value, found, err)
 	}
