@@ -84,7 +84,7 @@ func (s *Store) Switch(ctx context.Context, req api.StoreSwitchRequest) (_ api.S
 	}
 	if s.tidying {
 		s.swmu.Unlock()
-		return api.StoreSwitch{}, fmt.Errorf("%w: the leader is tidying up after a switch interrupted by a leader change; retry in a moment", ErrSwitchRunning)
+		return api.StoreSwitch{}, fmt.Errorf("%w: the new leader is still tidying up what an earlier switch may have left; retry in a moment", ErrSwitchRunning)
 	}
 	s.busy = true
 	s.swmu.Unlock()

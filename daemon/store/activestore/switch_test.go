@@ -57,7 +57,7 @@ func single(t *testing.T, dropAfter time.Duration) (*Store, *raftstore.Store) {
 }
 
 // switchTo starts a switch to backend with settings (retrying while the
-// leader's mark is not in yet) and waits until it is done.
+// leader's mark is not in yet or it tidies up) and waits until it is done.
 func switchTo(t *testing.T, s *Store, backend string, settings map[string]string) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
@@ -66,7 +66,9 @@ func switchTo(t *testing.T, s *Store, backend string, settings map[string]string
 	var err error
 	for {
 		sw, err = s.Switch(ctx, api.StoreSwitchRequest{Backend: backend, Settings: settings})
-		if !errors.Is(err, ErrNotLeader) || ctx.Err() != nil {
+		// A new leader refuses switches until it has tidied up (no
+		// other switch runs here).
+		if !errors.Is(err, ErrNotLeader) && !errors.Is(err, ErrSwitchRunning) || ctx.Err() != nil {
 			break
 		}
 		time.Sleep(10 * time.Millisecond)
