@@ -135,4 +135,10 @@ func TestTrailingSlash(t *testing.T) {
 	send(t, h, "PUT", "/connectors/nope/pause/", "").expect(t, 404, "")
 	send(t, h, "GET", "/health/", "").expect(t, 200, "")
 	send(t, h, "GET", "/connectors//", "").expect(t, 400, "")
+	// The key routes' parent with a slash would otherwise redirect to itself.
+	for _, m := range []string{"PUT", "DELETE"} {
+		send(t, h, m, "/kcd/v1/store/keys/", "").expect(t, 405, `{"error_code":405,"message":"HTTP 405 Method Not Allowed"}`)
+		send(t, h, m, "/kcd/v1/store/keys", "").expect(t, 405, "")
+	}
+	send(t, h, "GET", "/kcd/v1/store/keys/", "").expect(t, 503, "") // the list route; this handler has no store
 }

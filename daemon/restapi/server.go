@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"runtime"
 	"runtime/debug"
+	"strings"
 	"time"
 
 	kcdapi "github.com/kcd-project/kcd/api"
@@ -133,9 +134,27 @@ func NewHandler(node Node, opts Options) http.Handler {
 			rt.handle = mayBeStale(rt.handle) // stale.go
 		}
 		mux.Handle(rt.method+" "+rt.pattern, a.wrap(rt.handle))
+		seen[rt.method+" "+rt.pattern] = true
 		if !seen[rt.pattern] {
 			seen[rt.pattern] = true
 			known.Handle(rt.pattern, http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+				writeError(w, jaxrsError(http.StatusMethodNotAllowed))
+			}))
+		}
+	}
+	// A route ending in {x...} also matches its parent with a slash, and
+	// ServeMux redirects "M /parent" there; canonicalPaths strips that
+	// slash, so the redirect would point at itself. The parent answers
+	// 405 instead when no route of that method takes it.
+	for _, rt := range routes {
+		i := strings.LastIndex(rt.pattern, "/{")
+		if i <= 0 || !strings.HasSuffix(rt.pattern, "...}") {
+			continue
+		}
+		parent := rt.method + " " + rt.pattern[:i]
+		if !seen[parent] {
+			seen[parent] = true
+			mux.Handle(parent, http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 				writeError(w, jaxrsError(http.StatusMethodNotAllowed))
 			}))
 		}
