@@ -75,6 +75,9 @@ func (r Record) same(o Record) bool {
 var (
 	// ErrSwitchRunning: a switch is already running.
 	ErrSwitchRunning = errors.New("activestore: a store switch is already running")
+	// ErrTidying: a new leader has not yet tidied up what an earlier
+	// switch may have left; no switch runs, and one may start in a moment.
+	ErrTidying = errors.New("activestore: the new leader is still tidying up what an earlier switch may have left; retry in a moment")
 	// ErrTargetHeld: the target of a switch holds metadata, and the
 	// switch was not forced.
 	ErrTargetHeld = fmt.Errorf("%w: the target backend already holds metadata", store.ErrInvalid)

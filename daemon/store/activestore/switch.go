@@ -84,7 +84,7 @@ func (s *Store) Switch(ctx context.Context, req api.StoreSwitchRequest) (_ api.S
 	}
 	if s.tidying {
 		s.swmu.Unlock()
-		return api.StoreSwitch{}, fmt.Errorf("%w: the new leader is still tidying up what an earlier switch may have left; retry in a moment", ErrSwitchRunning)
+		return api.StoreSwitch{}, ErrTidying
 	}
 	s.busy = true
 	s.swmu.Unlock()

@@ -66,9 +66,8 @@ func switchTo(t *testing.T, s *Store, backend string, settings map[string]string
 	var err error
 	for {
 		sw, err = s.Switch(ctx, api.StoreSwitchRequest{Backend: backend, Settings: settings})
-		// A new leader refuses switches until it has tidied up (no
-		// other switch runs here).
-		if !errors.Is(err, ErrNotLeader) && !errors.Is(err, ErrSwitchRunning) || ctx.Err() != nil {
+		// A new leader refuses switches until it has tidied up.
+		if !errors.Is(err, ErrNotLeader) && !errors.Is(err, ErrTidying) || ctx.Err() != nil {
 			break
 		}
 		time.Sleep(10 * time.Millisecond)
@@ -146,4 +145,35 @@ func TestIntegrationSwitchBackToRaftBeforeTheDrop(t *testing.T) {
 	if r, err := s.Revision(ctx); err != nil || r < rev {
 		t.Fatalf("Revision after the switch back = %d, %v; want at least %d", r, err, rev)
 	}
+}
+
+// A leader that is still tidying up refuses a switch with ErrTidying, not
+// ErrSwitchRunning: no switch runs, and one may start in a moment (the
+// REST API answers the two apart). No database is reached: the refusal
+// comes before the target is opened.
+func TestSwitchRefusedWhileTidying(t *testing.T) {
+	s, _ := single(t, time.Hour)
+	waitFor(t, "the leader's mark and tidy-up", func() bool {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		return s.mark.term != 0 && s.mark.term == s.cfg.Raft.Term() && s.tidied == s.mark.term
+	})
+	req := api.StoreSwitchRequest{Backend: "postgres", Settings: map[string]string{"dsn": "postgres://nowhere.invalid/kcd"}}
+	set := func(tidying, busy bool) {
+		s.swmu.Lock()
+		s.tidying, s.busy = tidying, busy
+		s.swmu.Unlock()
+	}
+
+	set(true, false) // as startTidy holds it while a new leader tidies
+	_, err := s.Switch(t.Context(), req)
+	if !errors.Is(err, ErrTidying) || errors.Is(err, ErrSwitchRunning) {
+		t.Errorf("switch while tidying: %v; want ErrTidying alone", err)
+	}
+	set(false, true) // as a running switch holds it
+	_, err = s.Switch(t.Context(), req)
+	if !errors.Is(err, ErrSwitchRunning) || errors.Is(err, ErrTidying) {
+		t.Errorf("switch while another runs: %v; want ErrSwitchRunning alone", err)
+	}
+	set(false, false)
 }
