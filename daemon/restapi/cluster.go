@@ -326,7 +326,7 @@ func (a *api) leaderOnly(fn func(*http.Request) (int, any, *Error)) func(*http.R
 }
 
 // forwarded is the leader's answer, relayed as it comes: status, content
-// type and the whole body, however large.
+// type, Retry-After and the whole body, however large.
 type forwarded struct {
 	res *http.Response
 }
@@ -338,6 +338,9 @@ func (f forwarded) relay(w http.ResponseWriter, log func(msg string, args ...any
 	defer f.res.Body.Close()
 	if ct := f.res.Header.Get("Content-Type"); ct != "" {
 		w.Header().Set("Content-Type", ct)
+	}
+	if ra := f.res.Header.Get("Retry-After"); ra != "" {
+		w.Header().Set("Retry-After", ra)
 	}
 	if f.res.ContentLength >= 0 {
 		w.Header().Set("Content-Length", strconv.FormatInt(f.res.ContentLength, 10))
@@ -352,7 +355,10 @@ func (f forwarded) relay(w http.ResponseWriter, log func(msg string, args ...any
 func (a *api) forward(r *http.Request, to string) (int, any, *Error) {
 	hops, _ := strconv.Atoi(r.Header.Get(forwardedHeader))
 	if hops >= maxForwardHops {
-		return 0, nil, Errorf(http.StatusConflict, "Cannot complete request because of a conflicting operation (e.g. leadership change): forwarded %d times without reaching the leader", hops)
+		// Leadership is moving: the same request may succeed in a moment.
+		e := Errorf(http.StatusConflict, "Cannot complete request because of a conflicting operation (e.g. leadership change): forwarded %d times without reaching the leader", hops)
+		e.RetryAfter = 1
+		return 0, nil, e
 	}
 	lim, e := limitBody(r)
 	if e != nil {

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"strconv"
 
 	kcdapi "github.com/kcd-project/kcd/api"
 )
@@ -15,6 +16,10 @@ type ErrorMessage = kcdapi.ErrorMessage
 type Error struct {
 	Status  int
 	Message string
+	// RetryAfter, when positive, is sent as the Retry-After header
+	// (seconds): the refusal is transient and the request may be repeated
+	// as it is after that long.
+	RetryAfter int
 }
 
 func (e *Error) Error() string { return fmt.Sprintf("%d: %s", e.Status, e.Message) }
@@ -36,8 +41,12 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 	_, _ = w.Write(body)
 }
 
-// writeError answers with Kafka Connect's error body.
+// writeError answers with Kafka Connect's error body, and Retry-After
+// when e has one.
 func writeError(w http.ResponseWriter, e *Error) {
+	if e.RetryAfter > 0 {
+		w.Header().Set("Retry-After", strconv.Itoa(e.RetryAfter))
+	}
 	writeJSON(w, e.Status, ErrorMessage{ErrorCode: e.Status, Message: e.Message})
 }
 
