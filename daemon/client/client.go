@@ -97,10 +97,38 @@ type APIError struct {
 	Message   string
 	// Method and Path are the request's (Path without the base URL).
 	Method, Path string
+	// RetryAfter is the answer's Retry-After: the refusal is transient and
+	// the same request may succeed after that long. 0 when the header is
+	// absent, invalid or not in the future.
+	RetryAfter time.Duration
 }
 
 func (e *APIError) Error() string {
 	return fmt.Sprintf("%s (HTTP %d)", e.Message, e.Status)
+}
+
+// maxRetryAfter bounds a Retry-After taken from an answer.
+const maxRetryAfter = 24 * time.Hour
+
+// retryAfter parses a Retry-After header (RFC 9110 10.2.3): delay
+// seconds or an HTTP date, relative to now. 0 when h is empty, invalid or
+// not in the future; at most maxRetryAfter.
+func retryAfter(h string, now time.Time) time.Duration {
+	h = strings.TrimSpace(h)
+	if h == "" {
+		return 0
+	}
+	secs, err := strconv.ParseUint(h, 10, 64)
+	switch {
+	case err == nil && secs < uint64(maxRetryAfter/time.Second):
+		return time.Duration(secs) * time.Second
+	case err == nil || errors.Is(err, strconv.ErrRange):
+		return maxRetryAfter
+	}
+	if t, err := http.ParseTime(h); err == nil {
+		return max(min(t.Sub(now), maxRetryAfter), 0)
+	}
+	return 0
 }
 
 // UnreachableError says that no answer came from the server at all.
@@ -145,7 +173,8 @@ func (c *Client) sendAs(ctx context.Context, method, path string, body []byte, c
 				em.Message = http.StatusText(res.StatusCode)
 			}
 		}
-		return &APIError{Status: res.StatusCode, ErrorCode: em.ErrorCode, Message: em.Message, Method: method, Path: path}
+		return &APIError{Status: res.StatusCode, ErrorCode: em.ErrorCode, Message: em.Message, Method: method, Path: path,
+			RetryAfter: retryAfter(res.Header.Get("Retry-After"), time.Now())}
 	}
 	if out == nil || len(resBody) == 0 {
 		return nil

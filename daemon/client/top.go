@@ -10,6 +10,7 @@ import (
 	"io"
 	"net/http"
 	"strings"
+	"time"
 
 	"github.com/kcd-project/kcd/api"
 )
@@ -72,7 +73,8 @@ func (c *Client) Events(ctx context.Context) (*EventStream, error) {
 				em.Message = http.StatusText(res.StatusCode)
 			}
 		}
-		return nil, &APIError{Status: res.StatusCode, ErrorCode: em.ErrorCode, Message: em.Message, Method: http.MethodGet, Path: "/kcd/v1/events"}
+		return nil, &APIError{Status: res.StatusCode, ErrorCode: em.ErrorCode, Message: em.Message, Method: http.MethodGet, Path: "/kcd/v1/events",
+			RetryAfter: retryAfter(res.Header.Get("Retry-After"), time.Now())}
 	}
 	if ct := res.Header.Get("Content-Type"); !strings.HasPrefix(ct, "text/event-stream") {
 		res.Body.Close()
