@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
+	"net/http"
 	"os"
 	"strings"
 	"time"
@@ -132,7 +134,12 @@ kcctl follows the switch until it ends: a progress bar when stderr is a
 terminal, else a line per phase (and every few seconds while keys are
 copied) on stderr. The outcome goes to stdout. It exits 0 once the switch is
 done and 1 when it failed. Interrupting kcctl does not stop the switch:
-follow it with 'kcctl store status'.`,
+follow it with 'kcctl store status'.
+
+When the cluster refuses the switch only for a moment (a new Raft leader
+still tidying up after an earlier switch, or leadership changing), kcctl
+says "Waiting: …" and asks again, for up to 60 seconds. A switch that is
+already running is refused at once.`,
 		Example: `  # What would a switch to MariaDB/MySQL copy? Changes nothing
   kcctl store switch --to mysql --dsn 'kcd:${env:KCD_DB_PASSWORD}@tcp(db:3306)/kcd' --dry-run
 
@@ -206,9 +213,45 @@ func storeAfter(cmd *cobra.Command, c *client.Client) {
 // lineEvery is how often plain progress lines repeat within a phase.
 const lineEvery = 3 * time.Second
 
+// switchWait bounds how long store switch waits out transient refusals:
+// total in all, and maxPause for one pause whatever Retry-After says.
+var switchWait = struct{ total, maxPause time.Duration }{60 * time.Second, 5 * time.Second}
+
+// switchStore posts req. While the server refuses it for a moment (409
+// with Retry-After: a new leader tidying up, leadership moving) it says
+// "Waiting: <reason>" once on stderr, waits as told and posts it again,
+// until switchWait.total has passed or ctx ends; then the last refusal is
+// the error. A refused switch never started, so posting it again is safe.
+func switchStore(ctx context.Context, c *client.Client, req api.StoreSwitchRequest, stderr io.Writer) (api.StoreSwitch, error) {
+	deadline := time.Now().Add(switchWait.total)
+	said := false
+	for {
+		sw, err := c.SwitchStore(ctx, req)
+		var refused *client.APIError
+		if !errors.As(err, &refused) || refused.Status != http.StatusConflict || refused.RetryAfter <= 0 {
+			return sw, err
+		}
+		left := time.Until(deadline)
+		if left <= 0 {
+			return sw, err
+		}
+		if !said {
+			fmt.Fprintf(stderr, "Waiting: %s\n", refused.Message)
+			said = true
+		}
+		t := time.NewTimer(min(refused.RetryAfter, switchWait.maxPause, left))
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return sw, err
+		case <-t.C:
+		}
+	}
+}
+
 func runStoreSwitch(cmd *cobra.Command, g *globals, o *storeSwitchOptions, req api.StoreSwitchRequest) error {
 	c := g.client()
-	sw, err := c.SwitchStore(cmd.Context(), req)
+	sw, err := switchStore(cmd.Context(), c, req, cmd.ErrOrStderr())
 	if err != nil {
 		return err
 	}

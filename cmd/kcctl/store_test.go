@@ -21,7 +21,8 @@ const secretDSN = "kcd:s3cr3t-pw@tcp(db.example:3306)/kcd"
 // fakeStore is the server side of the store endpoints as the contract has
 // it: POST /kcd/v1/store/switch answers with switchAnswer (or fails with
 // switchStatus and switchErr), and GET /kcd/v1/store/status answers the
-// statuses in turn, then the last one forever.
+// statuses in turn, then the last one forever. The first refusals POSTs
+// are refused first: 409 with refusal and Retry-After retryAfter.
 type fakeStore struct {
 	mu           sync.Mutex
 	requests     []api.StoreSwitchRequest
@@ -30,6 +31,10 @@ type fakeStore struct {
 	switchAnswer api.StoreSwitch
 	statuses     []api.StoreStatus
 	polls        int
+
+	refusals   int
+	refusal    string
+	retryAfter string
 }
 
 func (f *fakeStore) start(t *testing.T) string {
@@ -43,6 +48,15 @@ func (f *fakeStore) start(t *testing.T) string {
 		defer f.mu.Unlock()
 		f.requests = append(f.requests, req)
 		w.Header().Set("Content-Type", "application/json")
+		if f.refusals > 0 {
+			f.refusals--
+			if f.retryAfter != "" {
+				w.Header().Set("Retry-After", f.retryAfter)
+			}
+			w.WriteHeader(http.StatusConflict)
+			json.NewEncoder(w).Encode(restapi.ErrorMessage{ErrorCode: http.StatusConflict, Message: f.refusal})
+			return
+		}
 		if f.switchStatus >= 400 {
 			w.WriteHeader(f.switchStatus)
 			json.NewEncoder(w).Encode(restapi.ErrorMessage{ErrorCode: f.switchStatus, Message: f.switchErr})
@@ -217,6 +231,109 @@ func TestStoreSwitchRefused(t *testing.T) {
 		if _, polls := f.counts(); polls != 0 {
 			t.Errorf("HTTP %d: followed a switch that never started", status)
 		}
+	}
+}
+
+// shortSwitchWait makes store switch wait out refusals for total at most,
+// pausing 10 ms at a time, for the test.
+func shortSwitchWait(t *testing.T, total time.Duration) {
+	saved := switchWait
+	switchWait.total, switchWait.maxPause = total, 10*time.Millisecond
+	t.Cleanup(func() { switchWait = saved })
+}
+
+const tidying = "activestore: the new leader is still tidying up what an earlier switch may have left; retry in a moment"
+
+// A refusal with Retry-After (a new leader tidying up, leadership moving)
+// is waited out: kcctl says so once and asks again, a dry run too.
+func TestStoreSwitchWaitsOutATransientRefusal(t *testing.T) {
+	shortSwitchWait(t, 10*time.Second)
+	done := runningSwitch(api.PhaseDone, 1000)
+	done.State = api.SwitchDone
+	f := &fakeStore{refusals: 2, refusal: tidying, retryAfter: "1",
+		switchAnswer: runningSwitch(api.PhaseCheck, 0), statuses: []api.StoreStatus{switchStatus("mysql", done)}}
+	url := f.start(t)
+	code, out, errOut := kcctl(t, "--server", url, "store", "switch", "--to", "mysql", "--dsn", secretDSN)
+	if code != 0 || !strings.HasPrefix(out, "store switched from raft to mysql") {
+		t.Fatalf("exit %d, stdout %q, stderr %q", code, out, errOut)
+	}
+	if n, _ := f.counts(); n != 3 {
+		t.Errorf("%d switch requests, want 3", n)
+	}
+	if strings.Count(errOut, "Waiting:") != 1 || !strings.HasPrefix(errOut, "Waiting: "+tidying+"\n") {
+		t.Errorf("stderr %q: want the wait said once, first", errOut)
+	}
+	noSecret(t, out, errOut)
+
+	f.refusals, f.requests = 1, nil
+	f.switchAnswer = api.StoreSwitch{ID: "dry", From: "raft", To: "mysql", State: api.SwitchDryRun, Total: 7}
+	code, out, errOut = kcctl(t, "--server", url, "store", "switch", "--to", "mysql", "--dry-run")
+	if code != 0 || !strings.Contains(out, "would copy 7 keys") || errOut != "Waiting: "+tidying+"\n" {
+		t.Errorf("dry run: exit %d, stdout %q, stderr %q", code, out, errOut)
+	}
+	if n, _ := f.counts(); n != 2 || !f.requests[1].DryRun {
+		t.Errorf("dry run: %d requests, %+v", n, f.requests)
+	}
+}
+
+// A 409 without Retry-After (a switch already running) fails at once, and
+// kcctl waits for nothing.
+func TestStoreSwitchRunningIsNotWaitedOut(t *testing.T) {
+	shortSwitchWait(t, 10*time.Second)
+	msg := "activestore: a store switch is already running"
+	f := &fakeStore{refusals: 1 << 20, refusal: msg, statuses: []api.StoreStatus{{Backend: "raft"}}}
+	url := f.start(t)
+	code, _, errOut := kcctl(t, "--server", url, "store", "switch", "--to", "mysql")
+	if code != exitError || errOut != "Error: "+msg+" (HTTP 409)\n" {
+		t.Errorf("exit %d, stderr %q", code, errOut)
+	}
+	if n, polls := f.counts(); n != 1 || polls != 0 {
+		t.Errorf("%d switch requests, %d polls; want 1, 0", n, polls)
+	}
+}
+
+// The wait is bounded: once the bound has passed, the last refusal is the
+// error; and ending the command's context ends the wait.
+func TestStoreSwitchWaitIsBounded(t *testing.T) {
+	shortSwitchWait(t, 200*time.Millisecond)
+	f := &fakeStore{refusals: 1 << 20, refusal: tidying, retryAfter: "1", statuses: []api.StoreStatus{{Backend: "raft"}}}
+	url := f.start(t)
+	start := time.Now()
+	code, _, errOut := kcctl(t, "--server", url, "store", "switch", "--to", "mysql")
+	took := time.Since(start)
+	if code != exitError || errOut != "Waiting: "+tidying+"\nError: "+tidying+" (HTTP 409)\n" {
+		t.Errorf("exit %d, stderr %q", code, errOut)
+	}
+	if n, _ := f.counts(); n < 2 {
+		t.Errorf("%d switch requests: not asked again", n)
+	}
+	if took < 200*time.Millisecond || took > 5*time.Second {
+		t.Errorf("gave up after %v; the bound is 200ms", took)
+	}
+
+	// The bound far off: the context's end stops the wait.
+	shortSwitchWait(t, time.Hour)
+	f = &fakeStore{refusals: 1 << 20, refusal: tidying, retryAfter: "1", statuses: []api.StoreStatus{{Backend: "raft"}}}
+	url = f.start(t)
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	go func() {
+		for {
+			if n, _ := f.counts(); n >= 2 {
+				cancel()
+				return
+			}
+			select {
+			case <-ctx.Done():
+				return
+			case <-time.After(10 * time.Millisecond):
+			}
+		}
+	}()
+	var out, errBuf strings.Builder
+	code = run(ctx, []string{"--server", url, "store", "switch", "--to", "mysql"}, &out, &errBuf)
+	if code != exitInterrupted {
+		t.Errorf("interrupted: exit %d, stderr %q", code, errBuf.String())
 	}
 }
 
