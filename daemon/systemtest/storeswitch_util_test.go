@@ -205,14 +205,16 @@ func refusal(err error) (code int, message string, ok bool) {
 }
 
 // postSwitchRetry is postSwitch, retrying for up to 10 s the 409 of a
-// new leader that has not yet taken charge of the store.
+// new leader that has not yet taken charge of the store or is still
+// tidying up after an earlier switch.
 func postSwitchRetry(ctx context.Context, n *Node, req api.StoreSwitchRequest) (status int, sw api.StoreSwitch, err error) {
 	wctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	_ = WaitFor(wctx, 50*time.Millisecond, func() (bool, error) {
 		status, sw, err = postSwitch(ctx, n, req)
 		_, msg, _ := refusal(err)
-		return status != http.StatusConflict || !strings.Contains(msg, "not the Raft leader"), nil
+		transient := strings.Contains(msg, "not the Raft leader") || strings.Contains(msg, "still tidying up")
+		return status != http.StatusConflict || !transient, nil
 	})
 	return status, sw, err
 }
