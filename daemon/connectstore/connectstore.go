@@ -530,3 +530,92 @@ func (c *Store) TaskCounts(ctx context.Context) (map[string]int, error) {
 	}
 	return out, nil
 }
+
+// Spec is a connector's desired state: its config, target state, task
+// configs and restart request, with the revisions a worker compares.
+type Spec struct {
+	Config    map[string]string
+	ConfigRev int64
+	Target    string
+	Tasks     TaskConfigs
+	TasksRev  int64
+	Restart   RestartRequest
+}
+
+// Specs reads the spec of every connector in four scans instead of four
+// reads per connector: what a worker that follows many connectors needs
+// after it lost track of the store. The scans are not one snapshot (as
+// the single reads are not): a caller that watches from a revision read
+// before Specs sees every later change. A connector whose keys hold bad
+// JSON is left out, so that its own reads report the error; a connector
+// without a config does not exist.
+func (c *Store) Specs(ctx context.Context) (map[string]Spec, error) {
+	scan := func(kind string, each func(name string, kv store.KV) error) error {
+		p := Prefix + kind + "/"
+		kvs, _, err := c.s.Scan(ctx, p, 0)
+		if err != nil {
+			return fmt.Errorf("connectstore: scan %s: %w", p, err)
+		}
+		for _, kv := range kvs {
+			name, err := url.PathUnescape(strings.TrimPrefix(kv.Key, p))
+			if err != nil {
+				continue
+			}
+			if err := each(name, kv); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	specs := map[string]Spec{}
+	bad := map[string]bool{}
+	if err := scan("config", func(name string, kv store.KV) error {
+		var cc ConnectorConfig
+		if json.Unmarshal(kv.Value, &cc) != nil {
+			bad[name] = true
+			return nil
+		}
+		specs[name] = Spec{Config: cc.Config, ConfigRev: kv.ModRevision, Target: TargetStarted}
+		return nil
+	}); err != nil {
+		return nil, err
+	}
+	// update applies fn to a connector the config scan found.
+	update := func(fn func(*Spec, store.KV) error) func(string, store.KV) error {
+		return func(name string, kv store.KV) error {
+			sp, ok := specs[name]
+			if !ok {
+				return nil // created after the config scan: its watch event reads it
+			}
+			if fn(&sp, kv) != nil {
+				bad[name] = true
+				return nil
+			}
+			specs[name] = sp
+			return nil
+		}
+	}
+	if err := scan("target", update(func(sp *Spec, kv store.KV) error {
+		var ts TargetState
+		err := json.Unmarshal(kv.Value, &ts)
+		sp.Target = ts.State
+		return err
+	})); err != nil {
+		return nil, err
+	}
+	if err := scan("tasks", update(func(sp *Spec, kv store.KV) error {
+		sp.TasksRev = kv.ModRevision
+		return json.Unmarshal(kv.Value, &sp.Tasks)
+	})); err != nil {
+		return nil, err
+	}
+	if err := scan("restart", update(func(sp *Spec, kv store.KV) error {
+		return json.Unmarshal(kv.Value, &sp.Restart)
+	})); err != nil {
+		return nil, err
+	}
+	for name := range bad {
+		delete(specs, name)
+	}
+	return specs, nil
+}

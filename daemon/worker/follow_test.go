@@ -2,6 +2,7 @@ package worker
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/url"
 	"slices"
@@ -261,14 +262,23 @@ func runningOn(e *env, name string, task int, worker string) {
 }
 
 // readGauge is a store whose reads of the watched connectors' keys take a
-// while, and that records how many of them ran at once.
+// while, and that records how many of them ran at once. With noBulk its
+// scans of connect/target/ fail, so that a resync's bulk read does.
 type readGauge struct {
 	store.Store
 	prefix string // of the watched connectors' names
+	noBulk bool
 	mu     sync.Mutex
 	now    int
 	most   int
 	reads  int
+}
+
+func (g *readGauge) Scan(ctx context.Context, prefix string, limit int) ([]store.KV, int64, error) {
+	if g.noBulk && prefix == connectstore.Prefix+"target/" {
+		return nil, 0, errors.New("readGauge: no bulk reads")
+	}
+	return g.Store.Scan(ctx, prefix, limit)
 }
 
 func (g *readGauge) Get(ctx context.Context, key string) (store.KV, bool, error) {
@@ -297,9 +307,10 @@ func (g *readGauge) Get(ctx context.Context, key string) (store.KV, bool, error)
 }
 
 // A resync (a watch ended with ErrCompacted, as after a store switch, or
-// the worker's start) has every supervisor read its connector again; at
-// most maxStoreReaders of them read at once, so that those reads leave
-// connections and the database pool to the offset and status writes.
+// the worker's start) whose bulk read fails has every supervisor read its
+// connector again; at most maxStoreReaders of them read at once, so that
+// those reads leave connections and the database pool to the offset and
+// status writes.
 func TestWorkerBoundsSupervisorReads(t *testing.T) {
 	t.Parallel()
 	e := fakeEnv(t)
@@ -315,7 +326,7 @@ func TestWorkerBoundsSupervisorReads(t *testing.T) {
 		}
 		u.set(name, true)
 	}
-	g := &readGauge{Store: e.cs.Raw(), prefix: prefix}
+	g := &readGauge{Store: e.cs.Raw(), prefix: prefix, noBulk: true}
 	e.start(func(c *Config) {
 		c.WorkerID, c.Assignment, c.Store = "reads:8083", u, connectstore.New(g)
 	})
@@ -329,5 +340,110 @@ func TestWorkerBoundsSupervisorReads(t *testing.T) {
 	g.mu.Unlock()
 	if most > maxStoreReaders {
 		t.Errorf("%d reads of connectors ran at once; want at most %d", most, maxStoreReaders)
+	}
+}
+
+// endableWatches is a store whose watches the test can end with
+// ErrCompacted, as activestore ends them when the node moves to another
+// backend; it counts the reads of the watched connectors' keys.
+type endableWatches struct {
+	store.Store
+	prefix string // of the watched connectors' names, escaped
+	reads  atomic.Int64
+	mu     sync.Mutex
+	live   []*endable
+}
+
+func (s *endableWatches) Get(ctx context.Context, key string) (store.KV, bool, error) {
+	if strings.Contains(key, s.prefix) {
+		s.reads.Add(1)
+	}
+	return s.Store.Get(ctx, key)
+}
+
+func (s *endableWatches) Watch(ctx context.Context, prefix string, afterRev int64) (store.Watcher, error) {
+	inner, err := s.Store.Watch(ctx, prefix, afterRev)
+	if err != nil {
+		return nil, err
+	}
+	w := &endable{Watcher: inner}
+	s.mu.Lock()
+	s.live = append(s.live, w)
+	s.mu.Unlock()
+	return w, nil
+}
+
+// endAll ends every watch so far with ErrCompacted.
+func (s *endableWatches) endAll() {
+	s.mu.Lock()
+	live := s.live
+	s.live = nil
+	s.mu.Unlock()
+	for _, w := range live {
+		w.ended.Store(true)
+		w.Close()
+	}
+}
+
+type endable struct {
+	store.Watcher
+	ended atomic.Bool
+}
+
+func (w *endable) Err() error {
+	if w.ended.Load() {
+		return store.ErrCompacted
+	}
+	return w.Watcher.Err()
+}
+
+// A worker that follows many connectors reads them in bulk when it
+// resyncs (at its start, and when its watch ends with ErrCompacted, as
+// after a store switch): four scans, not four reads per connector, which
+// every node would otherwise send at once. A change after the resync is
+// still read and acted on.
+func TestWorkerResyncReadsInBulk(t *testing.T) {
+	t.Parallel()
+	e := fakeEnv(t)
+	prefix := e.name("bulk")
+	u := newUnits()
+	const n = 24
+	ctx := context.Background()
+	names := make([]string, n)
+	for i := range n {
+		names[i] = fmt.Sprintf("%s-%02d", prefix, i)
+		cfg := map[string]string{"connector.class": "Datagen", "name": names[i], "topic": e.name("t"), "tasks.max": "1",
+			"rate.per.task": "20", "value.converter": StringConverter}
+		if created, err := e.cs.CreateConnector(ctx, names[i], cfg, connectstore.TargetStopped); err != nil || !created {
+			t.Fatalf("create %s: %v %v", names[i], created, err)
+		}
+		u.set(names[i], true)
+	}
+	st := &endableWatches{Store: e.cs.Raw(), prefix: url.PathEscape(prefix)}
+	e.start(func(c *Config) {
+		c.WorkerID, c.Assignment, c.Store = "bulk:8083", u, connectstore.New(st)
+	})
+	for _, name := range names {
+		e.waitState(name, -1, connectstore.StateStopped)
+	}
+	if r := st.reads.Load(); r != 0 {
+		t.Errorf("the worker's start read the connectors' keys %d times one by one; want a bulk read", r)
+	}
+
+	st.endAll()
+	waitFor(t, 20*time.Second, "the worker watches again", func() (bool, string) {
+		st.mu.Lock()
+		defer st.mu.Unlock()
+		return len(st.live) > 0, "no watch"
+	})
+	if err := e.cs.SetTarget(ctx, names[0], connectstore.TargetStarted); err != nil {
+		t.Fatal(err)
+	}
+	e.waitState(names[0], -1, connectstore.StateRunning)
+	// names[0]'s keys are read after the change and after the task
+	// configs its start writes (four reads each, a few times); a resync
+	// reading one by one would read 4*n.
+	if r := st.reads.Load(); r > 16 {
+		t.Errorf("after the resync and one change the connectors' keys were read %d times one by one; want only the changed connector's", r)
 	}
 }

@@ -26,6 +26,9 @@ type supervisor struct {
 	// they were last read (a watch event, a resync); a poke without it
 	// (the assignment changed, a task ended) reconciles with spec as read.
 	stale atomic.Bool
+	// pre is the connector's spec as a resync read it in bulk, for the
+	// next read in place of the store; a watch event drops it.
+	pre atomic.Pointer[connectstore.Spec]
 
 	seen bool // the store was read once
 	// deleted: the supervisor ended because the connector is gone (not
@@ -170,7 +173,11 @@ func (s *supervisor) reconcile(ctx context.Context) (gone bool) {
 	sp, found, err := s.spec, true, error(nil)
 	if !s.seen || s.stale.Swap(false) {
 		// An event that comes during the read marks it stale again.
-		sp, found, err = s.read(ctx)
+		if p := s.pre.Swap(nil); p != nil {
+			sp = spec{cfg: p.Config, cfgRev: p.ConfigRev, target: p.Target, tasks: p.Tasks, tasksRev: p.TasksRev, restart: p.Restart}
+		} else {
+			sp, found, err = s.read(ctx)
+		}
 	}
 	if err != nil {
 		s.stale.Store(true)

@@ -90,6 +90,11 @@ type Worker struct {
 	// once, and unbounded those reads would queue ahead of the offset and
 	// status writes on the same connections and database pool.
 	readers chan struct{}
+	// pre holds specs read in bulk by a resync for supervisors it is
+	// about to start (under mu).
+	pre map[string]*connectstore.Spec
+	// connectors is how many connectors the last bulk read found.
+	connectors atomic.Int64
 }
 
 // maxStoreReaders bounds the supervisors of a worker that read their
@@ -238,8 +243,60 @@ func (w *Worker) resync(ctx context.Context) (int64, error) {
 	if err != nil {
 		return 0, err
 	}
+	w.mu.Lock()
+	n := len(names) + len(w.sups)
+	w.mu.Unlock()
+	if n >= prefetchMin && n*prefetchShare >= int(w.connectors.Load()) {
+		// Four scans instead of four reads per supervisor: after a store
+		// move every node reads its connectors at once, through the leader
+		// or by a Raft read each, and writes would queue behind them.
+		specs, err := w.store.Specs(ctx)
+		if err != nil {
+			w.log.Warn("cannot read the connectors in bulk; each reads its own", "err", err)
+		}
+		w.connectors.Store(int64(len(specs)))
+		for name, sp := range specs {
+			w.prefetched(name, sp)
+		}
+	}
 	w.pokeAll(ctx, names, true)
 	return rev, nil
+}
+
+// dropPrefetched forgets what a resync read in bulk for name.
+func (w *Worker) dropPrefetched(name string) {
+	w.mu.Lock()
+	delete(w.pre, name)
+	if s := w.sups[name]; s != nil {
+		s.pre.Store(nil)
+	}
+	w.mu.Unlock()
+}
+
+// A resync reads in bulk when the worker follows at least prefetchMin
+// connectors and at least one in prefetchShare of all there were at the
+// last bulk read: a scanned key costs about a hundredth of a read of its
+// own, and the scans read every connector.
+const (
+	prefetchMin   = 8
+	prefetchShare = 64
+)
+
+// prefetched hands sp to name's supervisor, when it exists or the
+// worker follows name, for its next read.
+func (w *Worker) prefetched(name string, sp connectstore.Spec) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if s := w.sups[name]; s != nil {
+		s.pre.Store(&sp)
+		return
+	}
+	if w.follows(name) {
+		if w.pre == nil {
+			w.pre = map[string]*connectstore.Spec{}
+		}
+		w.pre[name] = &sp
+	}
 }
 
 // followed lists the connectors this worker follows: those with a unit
@@ -264,13 +321,17 @@ func (w *Worker) follows(name string) bool {
 // pokeAll pokes the supervisors of names, starting the missing ones, and
 // every other supervisor; stored tells them to read the store again.
 func (w *Worker) pokeAll(ctx context.Context, names []string, stored bool) {
+	poked := make(map[string]bool, len(names))
 	for _, n := range names {
 		w.poke(ctx, n, true, stored)
+		poked[n] = true
 	}
 	w.mu.Lock()
 	others := make([]string, 0, len(w.sups))
 	for n := range w.sups {
-		others = append(others, n)
+		if !poked[n] {
+			others = append(others, n)
+		}
 	}
 	w.mu.Unlock()
 	for _, n := range others {
@@ -293,6 +354,7 @@ func (w *Worker) drain(ctx context.Context, wt store.Watcher, rev int64) (int64,
 			}
 			kind, name := parseKey(ev.KV.Key)
 			if kind != keyOther {
+				w.dropPrefetched(name) // older than this change
 				w.poke(ctx, name, ev.Type == store.EventPut, true)
 			}
 		case s := <-w.exited:
@@ -340,7 +402,11 @@ func (w *Worker) poke(ctx context.Context, name string, create, stored bool) {
 	w.mu.Lock()
 	s := w.sups[name]
 	if s == nil && create && ctx.Err() == nil && w.follows(name) {
+		stored = false // its first round reads (or takes what a resync read)
 		s = newSupervisor(w, name)
+		if sp := w.pre[name]; sp != nil {
+			s.pre.Store(sp)
+		}
 		w.sups[name] = s
 		w.wg.Add(1)
 		go func() {
@@ -352,6 +418,7 @@ func (w *Worker) poke(ctx context.Context, name string, create, stored bool) {
 			}
 		}()
 	}
+	delete(w.pre, name)
 	w.mu.Unlock()
 	if s != nil {
 		if stored {
