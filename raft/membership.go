@@ -382,15 +382,27 @@ func (n *Node) maybeSnapshot() error {
 }
 
 // largeState tells whether the state is large enough (asyncSnapshotFrom)
-// for its snapshots to be written off the Ready loop and staggered: as its
-// last snapshot was, or, before the first, as its file is once a snapshot
-// may be due.
+// for its snapshots to be written off the Ready loop and staggered.
 func (n *Node) largeState(since uint64) bool {
-	from := asyncSnapshotFrom.Load()
-	if n.snapBytes > 0 || since < n.cfg.SnapshotEntries {
-		return n.snapBytes >= from
+	return isLarge(n.snapBytes, since, n.cfg.SnapshotEntries, asyncSnapshotFrom.Load(), n.sm.DataSize)
+}
+
+// isLarge is largeState: the last snapshot held from bytes or more, or,
+// once a snapshot may be due, the state does (size). The state counts even
+// after a small snapshot: a state that was small (a store switch had just
+// cleared it) and then took 100k keys at once had its next snapshot taken
+// in the Ready loop on every member at the same index, stopping every
+// write of the cluster for as long. Freed pages count, so a state that was
+// large once stays large: its snapshots go off the loop, which a small
+// state's can too.
+func isLarge(snapBytes, since, every, from uint64, size func() int64) bool {
+	if snapBytes >= from {
+		return true
 	}
-	return uint64(n.sm.FileSize()) >= from
+	if since < every {
+		return false
+	}
+	return uint64(max(size(), 0)) >= from
 }
 
 // staggered is since as member id counts it for a large state: up to 3/8

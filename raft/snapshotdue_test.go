@@ -42,3 +42,27 @@ func TestStaggeredSnapshots(t *testing.T) {
 		}
 	}
 }
+
+// A state whose last snapshot was small but whose file has grown large
+// since (a store switch cleared it, then loaded 100k keys) is large: its
+// next snapshot goes off the Ready loop and is staggered.
+func TestLargeStateAfterASmallSnapshot(t *testing.T) {
+	const every, from = 100, 1 << 20
+	file := func(n int64) func() int64 { return func() int64 { return n } }
+	for _, tc := range []struct {
+		snapBytes, since uint64
+		file             int64
+		want             bool
+	}{
+		{snapBytes: 2 << 20, since: 0, file: 0, want: true},
+		{snapBytes: 4 << 10, since: every, file: 50 << 20, want: true},
+		{snapBytes: 0, since: every, file: 50 << 20, want: true},
+		{snapBytes: 4 << 10, since: every - 1, file: 50 << 20, want: false},
+		{snapBytes: 4 << 10, since: every, file: 64 << 10, want: false},
+		{snapBytes: 0, since: every, file: -1, want: false},
+	} {
+		if got := isLarge(tc.snapBytes, tc.since, every, from, file(tc.file)); got != tc.want {
+			t.Errorf("isLarge(snapshot %d bytes, %d entries since, state %d bytes) = %v, want %v", tc.snapBytes, tc.since, tc.file, got, tc.want)
+		}
+	}
+}

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"math/rand/v2"
 	"path/filepath"
 	"strings"
@@ -558,5 +559,53 @@ func TestClosed(t *testing.T) {
 	}
 	if err := f.Restore(strings.NewReader("")); err == nil {
 		t.Fatal("Restore after Close succeeded")
+	}
+}
+
+// DataSize follows what the state holds, not the file (which grows in
+// steps of 16 MiB), and keeps counting pages that deletes freed.
+func TestDataSize(t *testing.T) {
+	for name, opts := range map[string]fsm.Options{"Default": {}, "OpenTransaction": held} {
+		t.Run(name, func(t *testing.T) { testDataSize(t, opts) })
+	}
+}
+
+// commit commits f's open transaction, if any, as a snapshot does.
+func commit(t *testing.T, f *fsm.FSM) {
+	t.Helper()
+	if _, _, err := f.WriteSnapshot(io.Discard); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func testDataSize(t *testing.T, opts fsm.Options) {
+	f := openFSM(t, "", opts)
+	b := &logBuilder{t: t}
+	b.add(put("small", "v"))
+	mustApply(t, f, b.entries)
+	commit(t, f)
+	small := f.DataSize()
+	if small <= 0 || small >= 1<<20 {
+		t.Fatalf("one small key: DataSize %d, want between 0 and 1 MiB", small)
+	}
+	value := strings.Repeat("x", 16<<10)
+	n := len(b.entries)
+	for i := range 128 { // 2 MiB
+		b.add(put(fmt.Sprintf("big-%03d", i), value))
+	}
+	mustApply(t, f, b.entries[n:])
+	commit(t, f)
+	big := f.DataSize()
+	if big < 2<<20 {
+		t.Fatalf("2 MiB of values: DataSize %d", big)
+	}
+	n = len(b.entries)
+	for i := range 128 {
+		b.add(fsm.Command{Kind: fsm.KindDelete, Key: fmt.Sprintf("big-%03d", i)})
+	}
+	mustApply(t, f, b.entries[n:])
+	commit(t, f)
+	if after := f.DataSize(); after < big {
+		t.Fatalf("after the deletes: DataSize %d, was %d", after, big)
 	}
 }

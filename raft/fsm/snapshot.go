@@ -65,9 +65,14 @@ func (f *FSM) WriteSnapshotThen(fn func(index uint64, size int64, image func(w i
 	return nil
 }
 
-// FileSize is the size of the state's file: about the size of a snapshot
-// of it (0 when it cannot be read).
-func (f *FSM) FileSize() int64 {
+// DataSize is about the size of a snapshot of the state: the pages it
+// used at the last commit (pages freed by deletes still count), or the
+// file's size before any commit since it was opened (0 when it cannot be
+// read). The file alone says little: it grows in steps of 16 MiB.
+func (f *FSM) DataSize() int64 {
+	if n := f.size.Load(); n > 0 {
+		return n
+	}
 	st, err := os.Stat(f.path)
 	if err != nil {
 		return 0
