@@ -260,6 +260,9 @@ func (w *Worker) resync(ctx context.Context) (int64, error) {
 		}
 	}
 	w.pokeAll(ctx, names, true)
+	w.mu.Lock()
+	w.pre = nil // what no new supervisor took
+	w.mu.Unlock()
 	return rev, nil
 }
 
