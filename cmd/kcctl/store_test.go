@@ -317,19 +317,7 @@ func TestStoreSwitchWaitIsBounded(t *testing.T) {
 	url = f.start(t)
 	ctx, cancel := context.WithCancel(t.Context())
 	defer cancel()
-	go func() {
-		for {
-			if n, _ := f.counts(); n >= 2 {
-				cancel()
-				return
-			}
-			select {
-			case <-ctx.Done():
-				return
-			case <-time.After(10 * time.Millisecond):
-			}
-		}
-	}()
+	go cancelWhen(ctx, cancel, func() bool { n, _ := f.counts(); return n >= 2 })
 	var out, errBuf strings.Builder
 	code = run(ctx, []string{"--server", url, "store", "switch", "--to", "mysql"}, &out, &errBuf)
 	if code != exitInterrupted {
@@ -429,22 +417,23 @@ func TestStoreSwitchInterrupted(t *testing.T) {
 	url := f.start(t)
 	ctx, cancel := context.WithCancel(t.Context())
 	defer cancel()
-	go func() {
-		for {
-			if _, polls := f.counts(); polls >= 2 {
-				cancel()
-				return
-			}
-			select {
-			case <-ctx.Done():
-				return
-			case <-time.After(10 * time.Millisecond):
-			}
-		}
-	}()
+	go cancelWhen(ctx, cancel, func() bool { _, polls := f.counts(); return polls >= 2 })
 	var out, errOut strings.Builder
 	code := run(ctx, []string{"--server", url, "store", "switch", "--to", "mysql"}, &out, &errOut)
 	if code != exitInterrupted || !strings.Contains(errOut.String(), "goes on in the cluster") {
 		t.Errorf("exit %d, stderr %q", code, errOut.String())
 	}
+}
+
+// cancelWhen calls cancel once cond holds (looked at every 10 ms), or
+// returns when ctx ends.
+func cancelWhen(ctx context.Context, cancel func(), cond func() bool) {
+	for !cond() {
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
+	cancel()
 }
