@@ -266,10 +266,10 @@ func (w *Worker) resync(ctx context.Context) (int64, error) {
 	return rev, nil
 }
 
-// dropPrefetched forgets what a resync read in bulk for name.
+// dropPrefetched forgets what a resync read in bulk for name (w.pre is
+// empty outside resync, which runs on the same goroutine as drain).
 func (w *Worker) dropPrefetched(name string) {
 	w.mu.Lock()
-	delete(w.pre, name)
 	if s := w.sups[name]; s != nil {
 		s.pre.Store(nil)
 	}
@@ -421,7 +421,6 @@ func (w *Worker) poke(ctx context.Context, name string, create, stored bool) {
 			}
 		}()
 	}
-	delete(w.pre, name)
 	w.mu.Unlock()
 	if s != nil {
 		if stored {

@@ -135,7 +135,6 @@ func (f *FSM) applyTx(apply func(*bolt.Tx) error, entries []Entry) error {
 			f.txMu.Unlock()
 			return err
 		}
-		f.noteSize(f.db)
 		return nil
 	}
 	f.txMu.Lock()

@@ -184,8 +184,6 @@ type FSM struct {
 	commitErr error
 
 	applied atomic.Uint64
-	// size is the size of the state's pages at the last commit (DataSize).
-	size atomic.Int64
 
 	// epoch moves when the file is replaced or closed, aborting the
 	// HashViews of the old one; fence is Fence's error.
@@ -554,22 +552,12 @@ func (f *FSM) commitLocked() error {
 		f.wtxTimer = nil
 	}
 	tx := f.wtx
-	db := tx.DB()
 	f.wtx, f.wtxEntries, f.wtxBytes = nil, 0, 0
 	if err := f.commitTx(tx); err != nil {
 		f.commitErr = fmt.Errorf("fsm: commit: %w", err)
 		return f.commitErr
 	}
-	f.noteSize(db)
 	return nil
-}
-
-// noteSize records the size of db's pages after a commit (DataSize).
-func (f *FSM) noteSize(db *bolt.DB) {
-	_ = db.View(func(tx *bolt.Tx) error {
-		f.size.Store(tx.Size())
-		return nil
-	})
 }
 
 // commitTx commits tx, which on a damaged page may panic in bbolt: the

@@ -65,19 +65,16 @@ func (f *FSM) WriteSnapshotThen(fn func(index uint64, size int64, image func(w i
 	return nil
 }
 
-// DataSize is about the size of a snapshot of the state: the pages it
-// used at the last commit (pages freed by deletes still count), or the
-// file's size before any commit since it was opened (0 when it cannot be
-// read). The file alone says little: it grows in steps of 16 MiB.
+// DataSize is about the size of a snapshot of the state: the pages it has
+// allocated as of its last commit (pages freed by deletes still count, as
+// a snapshot copies them), 0 when it cannot be read. The file says little:
+// it grows in steps of 16 MiB.
 func (f *FSM) DataSize() int64 {
-	if n := f.size.Load(); n > 0 {
-		return n
-	}
-	st, err := os.Stat(f.path)
-	if err != nil {
+	var n int64
+	if err := f.view(func(tx *bolt.Tx) error { n = tx.Size(); return nil }); err != nil {
 		return 0
 	}
-	return st.Size()
+	return n
 }
 
 // WriteSnapshot writes what Snapshot returns to w, without holding it in
