@@ -324,10 +324,12 @@ func (w *Worker) follows(name string) bool {
 // pokeAll pokes the supervisors of names, starting the missing ones, and
 // every other supervisor; stored tells them to read the store again.
 func (w *Worker) pokeAll(ctx context.Context, names []string, stored bool) {
+	// A resync (stored) does not tell the supervisors it just started to
+	// read again: they would read one by one what it read in bulk.
 	poked := make(map[string]bool, len(names))
 	for _, n := range names {
 		w.poke(ctx, n, true, stored)
-		poked[n] = true
+		poked[n] = stored
 	}
 	w.mu.Lock()
 	others := make([]string, 0, len(w.sups))
